@@ -1,0 +1,97 @@
+//! # hurray-core
+//!
+//! The wire format of hurray: a 16-byte *buffer handle* entry that declares a
+//! buffer's size, alignment, device, sync mode and memory class, and the
+//! *tensor descriptor* whose buffer table is made of those entries.
+//!
+//! `#![no_std]`, no allocator, no `unsafe`. Every byte layout is a
+//! [`zerocopy`] struct whose size and field offsets are asserted at compile
+//! time; every validator is a `const fn`.
+//!
+//! ## Contract of the decoders
+//!
+//! * [`BufferHandle::from_bytes`], [`BufferTable::parse`] and
+//!   [`TensorView::parse`] accept **any** byte slice. They never panic, never
+//!   allocate, never read out of bounds, and return a typed [`Error`] that
+//!   names the offending value (and, for table entries, the entry's index).
+//! * After a decoder returns `Ok`, every accessor of the returned value is
+//!   infallible and panic-free: the whole input has been validated once.
+//! * The encoders ([`BufferHandle::to_bytes`], [`TensorDescriptor::encode`],
+//!   [`DescriptorBuilder`]) only emit bytes that the decoders accept, and
+//!   decoding then re-encoding an accepted input reproduces it byte for byte.
+//!
+//! The normative rules live in `docs/spec/metadata.md` and
+//! `docs/spec/buffer-protocol.md`; each MUST there has a test named after its
+//! section.
+//!
+//! ```
+//! use hurray_core::{BufferHandle, DeviceTag, SyncMode, MIN_BUFFER_ALIGNMENT};
+//!
+//! // A handle can be built and checked at compile time...
+//! const WEIGHTS: BufferHandle = match BufferHandle::new(
+//!     4096, MIN_BUFFER_ALIGNMENT, DeviceTag::Cuda, SyncMode::Event,
+//! ) {
+//!     Ok(h) => h,
+//!     Err(_) => panic!("invalid handle"),
+//! };
+//! // ...encoded into its 16 wire bytes, and decoded back.
+//! let bytes = WEIGHTS.to_bytes();
+//! assert_eq!(BufferHandle::from_bytes(&bytes), Ok(WEIGHTS));
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+// Untrusted bytes never reach an `unwrap`, an `expect`, a slice index or a
+// `panic!` in library code (tests may use them freely).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+mod builder;
+mod codes;
+mod descriptor;
+mod dtype;
+mod error;
+mod handle;
+pub mod interop;
+mod table;
+
+pub use builder::DescriptorBuilder;
+pub use codes::{DeviceTag, MemoryClass, SyncMode};
+pub use descriptor::{
+    DESCRIPTOR_MAGIC, DescriptorHeader, Dims, Flags, HEADER_LEN, MAX_NDIM, Region, Strides,
+    TensorDescriptor, TensorView, VERSION_MAJOR, VERSION_MINOR,
+};
+pub use dtype::DType;
+pub use error::{EntryError, Error, Result};
+pub use handle::{BufferHandle, BufferHandleEntry, ENTRY_LEN};
+pub use table::{BufferTable, Iter};
+
+/// The minimum alignment, in bytes, of a non-empty buffer's base address.
+///
+/// 64 bytes covers a cache line and the widest SIMD load of every supported
+/// host (AVX-512), so a reader may use aligned vector loads on any non-empty
+/// buffer. See `docs/spec/buffer-protocol.md` § Alignment.
+///
+/// ```
+/// assert_eq!(hurray_core::MIN_BUFFER_ALIGNMENT, 64);
+/// ```
+pub const MIN_BUFFER_ALIGNMENT: u32 = 64;
+
+/// A 4 KiB page alignment: the usual choice for buffers that are mapped,
+/// pinned or shared with a device.
+///
+/// ```
+/// assert_eq!(hurray_core::PAGE_ALIGNMENT, 4096);
+/// ```
+pub const PAGE_ALIGNMENT: u32 = 4096;

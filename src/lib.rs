@@ -1,0 +1,32 @@
+//! # hurray
+//!
+//! Describe and move tensor buffers between firmware, accelerator hosts and
+//! desktop GPU code.
+//!
+//! This facade re-exports [`hurray_core`] at its root: the 16-byte buffer
+//! handle, the tensor descriptor and their zero-copy views, usable in
+//! `no_std` firmware without an allocator.
+//!
+//! Features:
+//! * `defmt` — `defmt::Format` for every public type of the core.
+//! * `std` — `From<hurray::Error> for std::io::Error`.
+//! * `gpu` — the wgpu-backed [`gpu`] module (implies `std`).
+//!
+//! ```
+//! use hurray::{BufferHandle, DeviceTag, SyncMode};
+//!
+//! let handle = BufferHandle::new(1024, 64, DeviceTag::Cpu, SyncMode::ProducerSynced)?;
+//! assert_eq!(BufferHandle::from_bytes(&handle.to_bytes())?, handle);
+//! # Ok::<(), hurray::Error>(())
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(all(feature = "gpu", feature = "defmt"))]
+compile_error!(
+    "features `gpu` and `defmt` cannot be combined: defmt is the firmware logging stack, \
+     while wgpu logs through `log` on a std host; enable one logging stack per build"
+);
+
+pub use hurray_core::*;
