@@ -256,8 +256,8 @@ lane_view!(Strides, I64, i64);
 /// ```
 /// use hurray_core::{BufferHandle, DType, DeviceTag, SyncMode, TensorDescriptor, TensorView};
 ///
-/// let data = BufferHandle::new(2 * 3 * 4, 64, DeviceTag::Cuda, SyncMode::Event).unwrap();
-/// let desc = TensorDescriptor::new(DType::F32, &[2, 3], &[data]);
+/// let data = [BufferHandle::new(2 * 3 * 4, 64, DeviceTag::Cuda, SyncMode::Event).unwrap()];
+/// let desc = TensorDescriptor::new(DType::F32, &[2, 3], &data);
 /// let mut bytes = [0u8; 128];
 /// let n = desc.encode(&mut bytes).unwrap();
 ///
@@ -265,10 +265,10 @@ lane_view!(Strides, I64, i64);
 /// assert_eq!(view.dtype(), DType::F32);
 /// assert!(view.shape().iter().eq([2, 3]));
 /// assert_eq!(view.element_count(), 6);
-/// assert_eq!(view.data_buffer(), data);
+/// assert_eq!(view.data_buffer(), data[0]);
 ///
 /// // A shape that needs more bytes than the data buffer holds is rejected.
-/// let too_big = TensorDescriptor::new(DType::F32, &[2, 4], &[data]);
+/// let too_big = TensorDescriptor::new(DType::F32, &[2, 4], &data);
 /// assert!(too_big.encode(&mut bytes).is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -585,12 +585,12 @@ fn check_extent(
 /// ```
 /// use hurray_core::{BufferHandle, DType, DeviceTag, Flags, SyncMode, TensorDescriptor, TensorView};
 ///
-/// let data = BufferHandle::new(4096, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap();
+/// let data = [BufferHandle::new(4096, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
 /// // A transposed 16 x 8 view of a row-major 8 x 16 f32 matrix.
 /// let desc = TensorDescriptor {
 ///     strides: Some(&[1, 16]),
 ///     flags: Flags::READ_ONLY,
-///     ..TensorDescriptor::new(DType::F32, &[16, 8], &[data])
+///     ..TensorDescriptor::new(DType::F32, &[16, 8], &data)
 /// };
 /// let mut out = [0u8; 256];
 /// let n = desc.encode(&mut out).unwrap();

@@ -53,6 +53,7 @@
         clippy::arithmetic_side_effects
     )
 )]
+#![warn(clippy::cast_possible_truncation)]
 
 #[cfg(feature = "std")]
 extern crate std;
