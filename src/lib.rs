@@ -30,3 +30,8 @@ compile_error!(
 );
 
 pub use hurray_core::*;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -73,22 +73,6 @@ const_assert_eq!(core::mem::offset_of!(BufferHandleEntry, sync_mode), 13);
 const_assert_eq!(core::mem::offset_of!(BufferHandleEntry, memory_class), 14);
 const_assert_eq!(core::mem::offset_of!(BufferHandleEntry, reserved), 15);
 
-#[cfg(feature = "defmt")]
-impl defmt::Format for BufferHandleEntry {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(
-            f,
-            "BufferHandleEntry {{ byte_size: {=u64}, alignment: {=u32}, device_tag: {=u8:#x}, sync_mode: {=u8:#x}, memory_class: {=u8:#x}, reserved: {=u8:#x} }}",
-            self.byte_size.get(),
-            self.alignment.get(),
-            self.device_tag,
-            self.sync_mode,
-            self.memory_class,
-            self.reserved
-        );
-    }
-}
-
 impl BufferHandleEntry {
     /// Views 16 bytes as an entry (no copy, no check).
     #[must_use]

@@ -60,6 +60,8 @@ extern crate std;
 
 mod builder;
 mod codes;
+#[cfg(feature = "defmt")]
+mod defmt_impls;
 mod descriptor;
 mod dtype;
 mod error;
