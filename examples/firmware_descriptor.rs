@@ -9,8 +9,8 @@
 //! Run: `cargo run --example firmware_descriptor`
 
 use hurray::{
-    BufferHandle, DType, DescriptorBuilder, DeviceTag, Error, MemoryClass, SyncMode, TensorView,
-    MIN_BUFFER_ALIGNMENT, PAGE_ALIGNMENT,
+    BufferHandle, DType, DescriptorBuilder, DeviceTag, Error, MIN_BUFFER_ALIGNMENT, MemoryClass,
+    PAGE_ALIGNMENT, SyncMode, TensorView,
 };
 
 /// Firmware side: a 3 x 224 x 224 u8 image in pinned host memory registered
@@ -38,8 +38,15 @@ fn firmware_emit() -> Result<heapless::Vec<u8, 256>, Error> {
 fn host_read(bytes: &[u8]) -> Result<(), Error> {
     let view = TensorView::parse(bytes)?;
     let (major, minor) = view.version();
-    println!("descriptor v{major}.{minor}, {} bytes", view.as_bytes().len());
-    println!("  dtype      {:?} ({} byte elements)", view.dtype(), view.dtype().size_bytes());
+    println!(
+        "descriptor v{major}.{minor}, {} bytes",
+        view.as_bytes().len()
+    );
+    println!(
+        "  dtype      {:?} ({} byte elements)",
+        view.dtype(),
+        view.dtype().size_bytes()
+    );
     print!("  shape      [");
     for (i, d) in view.shape().iter().enumerate() {
         print!("{}{d}", if i > 0 { ", " } else { "" });
@@ -47,7 +54,11 @@ fn host_read(bytes: &[u8]) -> Result<(), Error> {
     println!("] = {} elements", view.element_count());
     println!("  read-only  {}", view.is_read_only());
     for (i, h) in view.buffers().iter().enumerate() {
-        let marker = if i == usize::from(view.data_buffer_index()) { "data" } else { "aux " };
+        let marker = if i == usize::from(view.data_buffer_index()) {
+            "data"
+        } else {
+            "aux "
+        };
         println!(
             "  buffer {i} ({marker}) {:>7} bytes, align {:>4}, {:?}/{:?}/{:?}, DLPack device {}",
             h.byte_size(),

@@ -31,6 +31,10 @@ compile_error!(
 
 pub use hurray_core::*;
 
+/// GPU buffers on wgpu: the [`hurray_gpu`] crate (feature `gpu`).
+#[cfg(feature = "gpu")]
+pub use hurray_gpu as gpu;
+
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -24,10 +24,18 @@ fn build_table(entries: usize) -> Vec<u8> {
         state ^= state << 17;
         let devices = DeviceTag::ALL;
         let dev = devices[(state % devices.len() as u64) as usize];
-        let sync = if dev == DeviceTag::Cpu { SyncMode::ProducerSynced } else { SyncMode::ALL[(state >> 8) as usize % 3] };
+        let sync = if dev == DeviceTag::Cpu {
+            SyncMode::ProducerSynced
+        } else {
+            SyncMode::ALL[(state >> 8) as usize % 3]
+        };
         let class = MemoryClass::ALL[(state >> 16) as usize % 4];
         let size = (state >> 24) % 3 * (state >> 32);
-        let align = if size == 0 { 1 } else { 64 << ((state >> 40) % 7) };
+        let align = if size == 0 {
+            1
+        } else {
+            64 << ((state >> 40) % 7)
+        };
         let h = BufferHandle::with_memory_class(size, align as u32, dev, sync, class).unwrap();
         chunk.copy_from_slice(&h.to_bytes());
     }
@@ -53,8 +61,13 @@ fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn main() {
-    let entries: usize = std::env::args().nth(1).map_or(4 << 20, |s| s.parse().expect("entry count"));
-    assert!(entries >= 1 << 20, "the benchmark needs at least 1 Mi entries");
+    let entries: usize = std::env::args()
+        .nth(1)
+        .map_or(4 << 20, |s| s.parse().expect("entry count"));
+    assert!(
+        entries >= 1 << 20,
+        "the benchmark needs at least 1 Mi entries"
+    );
     let bytes = build_table(entries);
     let gb = bytes.len() as f64 / 1e9;
     println!("table: {entries} entries, {} MiB", bytes.len() >> 20);
@@ -75,6 +88,9 @@ fn main() {
     let read_gbps = gb / read.as_secs_f64();
     let validate_gbps = gb / validate.as_secs_f64();
     println!("read     {read:>10.3?}  {read_gbps:.2} GB/s");
-    println!("validate {validate:>10.3?}  {validate_gbps:.2} GB/s  ({:.2} ns/entry)", validate.as_nanos() as f64 / entries as f64);
+    println!(
+        "validate {validate:>10.3?}  {validate_gbps:.2} GB/s  ({:.2} ns/entry)",
+        validate.as_nanos() as f64 / entries as f64
+    );
     println!("validate_vs_read ratio={:.3}", validate_gbps / read_gbps);
 }

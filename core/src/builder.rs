@@ -35,7 +35,10 @@ pub struct DescriptorBuilder<const NDIM: usize, const NBUF: usize> {
 }
 
 const fn full(capacity: usize) -> Error {
-    Error::BufferTooSmall { needed: (capacity as u64).saturating_add(1), available: capacity as u64 }
+    Error::BufferTooSmall {
+        needed: (capacity as u64).saturating_add(1),
+        available: capacity as u64,
+    }
 }
 
 impl<const NDIM: usize, const NBUF: usize> DescriptorBuilder<NDIM, NBUF> {
@@ -164,8 +167,10 @@ impl<const NDIM: usize, const NBUF: usize> DescriptorBuilder<NDIM, NBUF> {
         let desc = self.descriptor();
         let len = desc.encoded_len();
         let mut out: Vec<u8, N> = Vec::new();
-        out.resize(len, 0)
-            .map_err(|_| Error::BufferTooSmall { needed: len as u64, available: N as u64 })?;
+        out.resize(len, 0).map_err(|_| Error::BufferTooSmall {
+            needed: len as u64,
+            available: N as u64,
+        })?;
         desc.encode(&mut out)?;
         Ok(out)
     }

@@ -60,8 +60,9 @@ pub const MAX_NDIM: u8 = 32;
 /// | 36     | `total_len`      | u32 LE    |
 ///
 /// Any 40 bytes form a `DescriptorHeader`; [`TensorView::parse`] validates it.
-#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq, Hash,
+)]
 #[repr(C)]
 pub struct DescriptorHeader {
     /// [`DESCRIPTOR_MAGIC`].
@@ -155,7 +156,11 @@ impl Flags {
     #[must_use]
     #[inline]
     pub const fn with(self, other: Self, on: bool) -> Self {
-        if on { Self(self.0 | other.0) } else { Self(self.0 & !other.0) }
+        if on {
+            Self(self.0 | other.0)
+        } else {
+            Self(self.0 & !other.0)
+        }
     }
 }
 
@@ -213,7 +218,9 @@ macro_rules! lane_view {
             /// The values, outermost axis first.
             #[inline]
             pub fn iter(&self) -> core::iter::Map<core::slice::Iter<'a, $raw>, fn(&$raw) -> $item> {
-                self.0.iter().map((|v: &$raw| v.get()) as fn(&$raw) -> $item)
+                self.0
+                    .iter()
+                    .map((|v: &$raw| v.get()) as fn(&$raw) -> $item)
             }
             /// The raw little-endian values.
             #[must_use]
@@ -229,7 +236,10 @@ macro_rules! lane_view {
                 let n = self.0.len();
                 let available = out.len() as u64;
                 let Some(dst) = out.get_mut(..n) else {
-                    return Err(Error::BufferTooSmall { needed: n as u64, available });
+                    return Err(Error::BufferTooSmall {
+                        needed: n as u64,
+                        available,
+                    });
                 };
                 for (d, s) in dst.iter_mut().zip(self.0) {
                     *d = s.get();
@@ -287,7 +297,10 @@ pub struct TensorView<'a> {
 fn region(body: &[u8], which: Region, offset: u32, len: u64) -> Result<(&[u8], u64, u64)> {
     let total_len = body.len() as u64;
     if offset % 8 != 0 {
-        return Err(Error::MisalignedRegion { region: which, offset });
+        return Err(Error::MisalignedRegion {
+            region: which,
+            offset,
+        });
     }
     let start = u64::from(offset);
     let end = start.saturating_add(len);
@@ -324,7 +337,10 @@ impl<'a> TensorView<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
         let available = bytes.len() as u64;
         let Ok((header, _)) = DescriptorHeader::ref_from_prefix(bytes) else {
-            return Err(Error::Truncated { needed: HEADER_LEN as u64, available });
+            return Err(Error::Truncated {
+                needed: HEADER_LEN as u64,
+                available,
+            });
         };
         if header.magic != DESCRIPTOR_MAGIC {
             return Err(Error::BadMagic(header.magic));
@@ -347,16 +363,25 @@ impl<'a> TensorView<'a> {
         };
         let ndim = header.ndim;
         if ndim > MAX_NDIM {
-            return Err(Error::TooManyDims { ndim, max: MAX_NDIM });
+            return Err(Error::TooManyDims {
+                ndim,
+                max: MAX_NDIM,
+            });
         }
         let count = header.buffer_count.get();
         let data_index = header.data_buffer.get();
         if data_index >= count {
-            return Err(Error::DataBufferOutOfRange { index: data_index, count });
+            return Err(Error::DataBufferOutOfRange {
+                index: data_index,
+                count,
+            });
         }
         let total_len = header.total_len.get();
         let Some(body) = bytes.get(..total_len as usize) else {
-            return Err(Error::Truncated { needed: u64::from(total_len), available });
+            return Err(Error::Truncated {
+                needed: u64::from(total_len),
+                available,
+            });
         };
         if body.len() < HEADER_LEN {
             return Err(Error::Truncated {
@@ -367,7 +392,8 @@ impl<'a> TensorView<'a> {
 
         // ndim <= 32 and count <= u16::MAX: these products cannot overflow.
         let lanes_len = u64::from(ndim).saturating_mul(8);
-        let (shape_bytes, s0, s1) = region(body, Region::Shape, header.shape_offset.get(), lanes_len)?;
+        let (shape_bytes, s0, s1) =
+            region(body, Region::Shape, header.shape_offset.get(), lanes_len)?;
         let strides_offset = header.strides_offset.get();
         let (strides_bytes, st) = if strides_offset == 0 {
             (None, (0, 0))
@@ -382,13 +408,22 @@ impl<'a> TensorView<'a> {
             u64::from(count).saturating_mul(ENTRY_LEN as u64),
         )?;
         if overlaps((s0, s1), st) {
-            return Err(Error::RegionsOverlap { first: Region::Shape, second: Region::Strides });
+            return Err(Error::RegionsOverlap {
+                first: Region::Shape,
+                second: Region::Strides,
+            });
         }
         if overlaps((s0, s1), (t0, t1)) {
-            return Err(Error::RegionsOverlap { first: Region::Shape, second: Region::Table });
+            return Err(Error::RegionsOverlap {
+                first: Region::Shape,
+                second: Region::Table,
+            });
         }
         if overlaps(st, (t0, t1)) {
-            return Err(Error::RegionsOverlap { first: Region::Strides, second: Region::Table });
+            return Err(Error::RegionsOverlap {
+                first: Region::Strides,
+                second: Region::Table,
+            });
         }
 
         // Region lengths are exact multiples of the element sizes, so these views succeed.
@@ -407,7 +442,9 @@ impl<'a> TensorView<'a> {
             if size > i64::MAX as u64 {
                 return Err(Error::DimTooLarge { axis, size });
             }
-            element_count = element_count.checked_mul(size).ok_or(Error::ShapeOverflow)?;
+            element_count = element_count
+                .checked_mul(size)
+                .ok_or(Error::ShapeOverflow)?;
         }
         if let Some(strides) = strides {
             for (axis, stride) in (0u8..).zip(strides.iter()) {
@@ -419,19 +456,41 @@ impl<'a> TensorView<'a> {
 
         let table = BufferTable::parse(table_bytes)?;
         let Some(data) = table.get(usize::from(data_index)) else {
-            return Err(Error::DataBufferOutOfRange { index: data_index, count });
+            return Err(Error::DataBufferOutOfRange {
+                index: data_index,
+                count,
+            });
         };
 
         let byte_offset = header.byte_offset.get();
         let element_size = dtype.size_bytes();
         if byte_offset.checked_rem(u64::from(element_size)) != Some(0) {
-            return Err(Error::MisalignedByteOffset { byte_offset, element_size });
+            return Err(Error::MisalignedByteOffset {
+                byte_offset,
+                element_size,
+            });
         }
         if element_count > 0 {
-            check_extent(byte_offset, element_size, element_count, shape, strides, data)?;
+            check_extent(
+                byte_offset,
+                element_size,
+                element_count,
+                shape,
+                strides,
+                data,
+            )?;
         }
 
-        Ok(Self { bytes: body, header, dtype, shape, strides, table, data, element_count })
+        Ok(Self {
+            bytes: body,
+            header,
+            dtype,
+            shape,
+            strides,
+            table,
+            data,
+            element_count,
+        })
     }
 
     /// The raw header.
@@ -575,7 +634,11 @@ fn check_extent(
     };
     let byte_size = data.byte_size();
     if start < 0 || end > i128::from(byte_size) {
-        return Err(Error::ExtentOutOfBounds { start, end, byte_size });
+        return Err(Error::ExtentOutOfBounds {
+            start,
+            end,
+            byte_size,
+        });
     }
     Ok(())
 }
@@ -622,7 +685,15 @@ impl<'a> TensorDescriptor<'a> {
     #[must_use]
     #[inline]
     pub const fn new(dtype: DType, shape: &'a [u64], buffers: &'a [BufferHandle]) -> Self {
-        Self { dtype, shape, strides: None, byte_offset: 0, flags: Flags::EMPTY, buffers, data_buffer: 0 }
+        Self {
+            dtype,
+            shape,
+            strides: None,
+            byte_offset: 0,
+            flags: Flags::EMPTY,
+            buffers,
+            data_buffer: 0,
+        }
     }
 
     /// The canonical layout: `(lanes_len, strides_offset, table_offset, total_len)`,
@@ -630,7 +701,10 @@ impl<'a> TensorDescriptor<'a> {
     const fn layout(&self) -> (usize, usize, usize, usize) {
         let lanes = self.shape.len().saturating_mul(8);
         let (strides_offset, table_offset) = if self.strides.is_some() {
-            (HEADER_LEN.saturating_add(lanes), HEADER_LEN.saturating_add(lanes.saturating_mul(2)))
+            (
+                HEADER_LEN.saturating_add(lanes),
+                HEADER_LEN.saturating_add(lanes.saturating_mul(2)),
+            )
         } else {
             (0, HEADER_LEN.saturating_add(lanes))
         };
@@ -660,21 +734,33 @@ impl<'a> TensorDescriptor<'a> {
     pub fn encode(&self, out: &mut [u8]) -> Result<usize> {
         let ndim = self.shape.len();
         let Some(ndim_u8) = u8::try_from(ndim).ok().filter(|&n| n <= MAX_NDIM) else {
-            return Err(Error::TooManyDims { ndim: u8::try_from(ndim).unwrap_or(u8::MAX), max: MAX_NDIM });
+            return Err(Error::TooManyDims {
+                ndim: u8::try_from(ndim).unwrap_or(u8::MAX),
+                max: MAX_NDIM,
+            });
         };
         if let Some(s) = self.strides {
             if s.len() != ndim {
-                return Err(Error::StridesLength { ndim, strides: s.len() });
+                return Err(Error::StridesLength {
+                    ndim,
+                    strides: s.len(),
+                });
             }
         }
         let count = u16::try_from(self.buffers.len()).unwrap_or(u16::MAX);
         if usize::from(count) != self.buffers.len() || self.data_buffer >= count {
-            return Err(Error::DataBufferOutOfRange { index: self.data_buffer, count });
+            return Err(Error::DataBufferOutOfRange {
+                index: self.data_buffer,
+                count,
+            });
         }
         let (lanes, strides_offset, table_offset, total) = self.layout();
         let available = out.len() as u64;
         let Some(out) = out.get_mut(..total) else {
-            return Err(Error::BufferTooSmall { needed: total as u64, available });
+            return Err(Error::BufferTooSmall {
+                needed: total as u64,
+                available,
+            });
         };
         // ndim <= 32 and count <= u16::MAX were checked: total < 40 + 512 + 2^20 fits u32.
         let as_u32 = |v: usize| U32::new(u32::try_from(v).unwrap_or(u32::MAX));

@@ -52,7 +52,9 @@ impl EntryError {
     #[inline]
     pub const fn into_error(self) -> Error {
         match self {
-            Self::AlignmentNotPowerOfTwo { alignment } => Error::AlignmentNotPowerOfTwo { alignment },
+            Self::AlignmentNotPowerOfTwo { alignment } => {
+                Error::AlignmentNotPowerOfTwo { alignment }
+            }
             Self::AlignmentBelowMinimum { alignment, minimum } => {
                 Error::AlignmentBelowMinimum { alignment, minimum }
             }
@@ -260,7 +262,10 @@ impl fmt::Display for Error {
                 "alignment {alignment} is below the minimum {minimum} for a non-empty buffer"
             ),
             Self::InvalidSyncMode(c) => {
-                write!(f, "sync mode {c:#04x} is unknown or not allowed for this device")
+                write!(
+                    f,
+                    "sync mode {c:#04x} is unknown or not allowed for this device"
+                )
             }
             Self::InvalidDeviceTag(c) => write!(f, "device tag {c:#04x} is unknown"),
             Self::InvalidMemoryClass(c) => write!(f, "memory class {c:#04x} is unknown"),
@@ -285,12 +290,20 @@ impl fmt::Display for Error {
             Self::InvalidDType(c) => write!(f, "dtype {c:#04x} is unknown"),
             Self::TooManyDims { ndim, max } => write!(f, "{ndim} dimensions, at most {max}"),
             Self::DataBufferOutOfRange { index, count } => {
-                write!(f, "data buffer {index} is not in a table of {count} entries")
+                write!(
+                    f,
+                    "data buffer {index} is not in a table of {count} entries"
+                )
             }
             Self::MisalignedRegion { region, offset } => {
                 write!(f, "{region} region offset {offset} is not a multiple of 8")
             }
-            Self::RegionOutOfBounds { region, offset, len, total_len } => write!(
+            Self::RegionOutOfBounds {
+                region,
+                offset,
+                len,
+                total_len,
+            } => write!(
                 f,
                 "{region} region [{offset}, +{len}) is outside the descriptor body [40, {total_len})"
             ),
@@ -304,21 +317,34 @@ impl fmt::Display for Error {
                 write!(f, "axis {axis} stride {stride} is out of range")
             }
             Self::ShapeOverflow => write!(f, "shape or extent overflows"),
-            Self::MisalignedByteOffset { byte_offset, element_size } => write!(
+            Self::MisalignedByteOffset {
+                byte_offset,
+                element_size,
+            } => write!(
                 f,
                 "byte offset {byte_offset} is not a multiple of the element size {element_size}"
             ),
-            Self::ExtentOutOfBounds { start, end, byte_size } => write!(
+            Self::ExtentOutOfBounds {
+                start,
+                end,
+                byte_size,
+            } => write!(
                 f,
                 "tensor spans bytes [{start}, {end}) but the data buffer holds {byte_size}"
             ),
             Self::BufferTooSmall { needed, available } => {
-                write!(f, "output too small: {needed} needed, {available} available")
+                write!(
+                    f,
+                    "output too small: {needed} needed, {available} available"
+                )
             }
             Self::StridesLength { ndim, strides } => {
                 write!(f, "{strides} strides given for {ndim} dimensions")
             }
-            Self::NoInteropCode { device_tag, memory_class } => write!(
+            Self::NoInteropCode {
+                device_tag,
+                memory_class,
+            } => write!(
                 f,
                 "{device_tag:?} with memory class {memory_class:?} has no interop device code"
             ),

@@ -45,8 +45,9 @@ pub const ENTRY_LEN: usize = 16;
 /// assert_eq!(entries[0].alignment.get(), 0);
 /// assert!(entries[0].decode().is_err()); // alignment 0 is not a power of two
 /// ```
-#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq, Hash,
+)]
 #[repr(C)]
 pub struct BufferHandleEntry {
     /// Size of the buffer in bytes; 0 for an empty buffer.
@@ -210,7 +211,13 @@ impl BufferHandle {
         if matches!(device_tag, DeviceTag::Cpu) && !matches!(sync_mode, SyncMode::ProducerSynced) {
             return Err(EntryError::InvalidSyncMode(sync_mode.code()));
         }
-        Ok(Self { byte_size, alignment, device_tag, sync_mode, memory_class })
+        Ok(Self {
+            byte_size,
+            alignment,
+            device_tag,
+            sync_mode,
+            memory_class,
+        })
     }
 
     /// Creates a new `BufferHandle` with the given size, alignment, device, and sync mode.
@@ -266,7 +273,13 @@ impl BufferHandle {
         device_tag: DeviceTag,
         sync_mode: SyncMode,
     ) -> Result<Self> {
-        Self::with_memory_class(byte_size, alignment, device_tag, sync_mode, MemoryClass::Standard)
+        Self::with_memory_class(
+            byte_size,
+            alignment,
+            device_tag,
+            sync_mode,
+            MemoryClass::Standard,
+        )
     }
 
     /// Creates a new `BufferHandle` with an explicit memory class.

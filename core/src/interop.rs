@@ -80,7 +80,12 @@ pub const fn to_dlpack(device_tag: DeviceTag, memory_class: MemoryClass) -> Resu
         (D::Hexagon, M::Standard) => KDL_HEXAGON,
         (D::Maia, M::Standard) => KDL_MAIA,
         (D::Trainium, M::Standard) => KDL_TRN,
-        _ => return Err(Error::NoInteropCode { device_tag, memory_class }),
+        _ => {
+            return Err(Error::NoInteropCode {
+                device_tag,
+                memory_class,
+            });
+        }
     })
 }
 
@@ -122,7 +127,10 @@ pub const fn from_dlpack(code: i32) -> Result<(DeviceTag, MemoryClass)> {
 pub const fn to_arrow(device_tag: DeviceTag, memory_class: MemoryClass) -> Result<i32> {
     match to_dlpack(device_tag, memory_class) {
         Ok(code) if code <= ARROW_MAX => Ok(code),
-        _ => Err(Error::NoInteropCode { device_tag, memory_class }),
+        _ => Err(Error::NoInteropCode {
+            device_tag,
+            memory_class,
+        }),
     }
 }
 

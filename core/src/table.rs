@@ -17,10 +17,9 @@
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, IntoBytes};
 
-
+use crate::MIN_BUFFER_ALIGNMENT;
 use crate::error::{Error, Result};
 use crate::handle::{BufferHandle, BufferHandleEntry, ENTRY_LEN};
-use crate::MIN_BUFFER_ALIGNMENT;
 
 /// A validated, zero-copy view of a buffer table.
 ///
@@ -153,7 +152,11 @@ pub(crate) fn validate_entries(entries: &[BufferHandleEntry]) -> Result<()> {
     // (16-byte entries, alignment 1), but a failure would only skip the fast path.
     let words = <[[U32; 4]]>::ref_from_bytes(entries.as_bytes()).unwrap_or(&[]);
     let fast_ok = words.len() == entries.len();
-    for (n, (chunk, words)) in entries.chunks(CHUNK).zip(words.chunks(CHUNK).chain(core::iter::repeat(&[][..]))).enumerate() {
+    for (n, (chunk, words)) in entries
+        .chunks(CHUNK)
+        .zip(words.chunks(CHUNK).chain(core::iter::repeat(&[][..])))
+        .enumerate()
+    {
         if fast_ok && words.iter().fold(true, |ok, w| ok & entry_ok(w)) {
             continue;
         }
@@ -220,7 +223,9 @@ impl<'a> BufferTable<'a> {
     #[must_use]
     #[inline]
     pub fn iter(&self) -> Iter<'a> {
-        Iter { inner: self.entries.iter() }
+        Iter {
+            inner: self.entries.iter(),
+        }
     }
 
     /// The raw entries (already validated).
@@ -247,7 +252,10 @@ impl<'a> BufferTable<'a> {
     pub fn encode(handles: &[BufferHandle], out: &mut [u8]) -> Result<usize> {
         let needed = handles.len().saturating_mul(ENTRY_LEN);
         let Some(dst) = out.get_mut(..needed) else {
-            return Err(Error::BufferTooSmall { needed: needed as u64, available: out.len() as u64 });
+            return Err(Error::BufferTooSmall {
+                needed: needed as u64,
+                available: out.len() as u64,
+            });
         };
         for (chunk, h) in dst.chunks_exact_mut(ENTRY_LEN).zip(handles) {
             chunk.copy_from_slice(&h.to_bytes());

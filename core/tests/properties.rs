@@ -29,7 +29,10 @@ fn model(b: &[u8; 16]) -> Result<(), Error> {
         return Err(Error::AlignmentNotPowerOfTwo { alignment: align });
     }
     if size > 0 && align < 64 {
-        return Err(Error::AlignmentBelowMinimum { alignment: align, minimum: 64 });
+        return Err(Error::AlignmentBelowMinimum {
+            alignment: align,
+            minimum: 64,
+        });
     }
     if dev == 1 && sync != 0 {
         return Err(Error::InvalidSyncMode(sync));
@@ -94,7 +97,10 @@ prop_compose! {
 }
 
 fn config() -> ProptestConfig {
-    ProptestConfig { cases: if cfg!(miri) { 8 } else { 512 }, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases: if cfg!(miri) { 8 } else { 512 },
+        ..ProptestConfig::default()
+    }
 }
 
 proptest! {

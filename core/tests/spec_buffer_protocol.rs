@@ -31,7 +31,9 @@ fn bp_entry_1_layout_offsets_and_endianness() {
     .unwrap();
     assert_eq!(
         h.to_bytes(),
-        [0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x10, 0x00, 0x00, 10, 2, 3, 0]
+        [
+            0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x10, 0x00, 0x00, 10, 2, 3, 0
+        ]
     );
 }
 
@@ -64,7 +66,10 @@ fn bp_align_2_non_empty_needs_min_alignment() {
     for align in [1u32, 2, 4, 8, 16, 32] {
         assert_eq!(
             BufferHandle::from_bytes(&entry(1, align, 2, 0, 0, 0)),
-            Err(Error::AlignmentBelowMinimum { alignment: align, minimum: MIN_BUFFER_ALIGNMENT })
+            Err(Error::AlignmentBelowMinimum {
+                alignment: align,
+                minimum: MIN_BUFFER_ALIGNMENT
+            })
         );
     }
     assert!(BufferHandle::from_bytes(&entry(1, 64, 2, 0, 0, 0)).is_ok());
@@ -133,10 +138,16 @@ fn bp_sync_2_cpu_buffers_must_be_producer_synced() {
         Err(Error::InvalidSyncMode(0x02))
     );
     // The rule applies to empty CPU buffers and to decoding too.
-    assert_eq!(BufferHandle::from_bytes(&entry(0, 1, 1, 1, 0, 0)), Err(Error::InvalidSyncMode(1)));
+    assert_eq!(
+        BufferHandle::from_bytes(&entry(0, 1, 1, 1, 0, 0)),
+        Err(Error::InvalidSyncMode(1))
+    );
     // And only to CPU buffers.
     for &dev in DeviceTag::ALL.iter().filter(|&&d| d != DeviceTag::Cpu) {
-        assert!(BufferHandle::new(64, 64, dev, SyncMode::Event).is_ok(), "{dev:?}");
+        assert!(
+            BufferHandle::new(64, 64, dev, SyncMode::Event).is_ok(),
+            "{dev:?}"
+        );
     }
 }
 
@@ -163,7 +174,10 @@ fn bp_class_2_default_class_is_standard() {
 #[test]
 fn bp_reserved_1_reserved_byte_must_be_zero() {
     for r in 1..=255u8 {
-        assert_eq!(BufferHandle::from_bytes(&entry(0, 1, 1, 0, 0, r)), Err(Error::ReservedNonZero(r)));
+        assert_eq!(
+            BufferHandle::from_bytes(&entry(0, 1, 1, 0, 0, r)),
+            Err(Error::ReservedNonZero(r))
+        );
     }
     let h = BufferHandle::new(64, 64, DeviceTag::Cuda, SyncMode::Event).unwrap();
     assert_eq!(h.to_bytes()[15], 0);
@@ -173,10 +187,22 @@ fn bp_reserved_1_reserved_byte_must_be_zero() {
 fn bp_order_1_first_broken_rule_is_reported() {
     // Everything wrong: device, sync, class, reserved, alignment.
     let all_bad = entry(1, 3, 0xEE, 0xDD, 0xCC, 0xBB);
-    assert_eq!(BufferHandle::from_bytes(&all_bad), Err(Error::InvalidDeviceTag(0xEE)));
-    assert_eq!(BufferHandle::from_bytes(&entry(1, 3, 2, 0xDD, 0xCC, 0xBB)), Err(Error::InvalidSyncMode(0xDD)));
-    assert_eq!(BufferHandle::from_bytes(&entry(1, 3, 2, 1, 0xCC, 0xBB)), Err(Error::InvalidMemoryClass(0xCC)));
-    assert_eq!(BufferHandle::from_bytes(&entry(1, 3, 2, 1, 0, 0xBB)), Err(Error::ReservedNonZero(0xBB)));
+    assert_eq!(
+        BufferHandle::from_bytes(&all_bad),
+        Err(Error::InvalidDeviceTag(0xEE))
+    );
+    assert_eq!(
+        BufferHandle::from_bytes(&entry(1, 3, 2, 0xDD, 0xCC, 0xBB)),
+        Err(Error::InvalidSyncMode(0xDD))
+    );
+    assert_eq!(
+        BufferHandle::from_bytes(&entry(1, 3, 2, 1, 0xCC, 0xBB)),
+        Err(Error::InvalidMemoryClass(0xCC))
+    );
+    assert_eq!(
+        BufferHandle::from_bytes(&entry(1, 3, 2, 1, 0, 0xBB)),
+        Err(Error::ReservedNonZero(0xBB))
+    );
     assert_eq!(
         BufferHandle::from_bytes(&entry(1, 3, 2, 1, 0, 0)),
         Err(Error::AlignmentNotPowerOfTwo { alignment: 3 })
@@ -184,9 +210,15 @@ fn bp_order_1_first_broken_rule_is_reported() {
     // Alignment minimum comes before the CPU sync rule.
     assert_eq!(
         BufferHandle::from_bytes(&entry(1, 32, 1, 1, 0, 0)),
-        Err(Error::AlignmentBelowMinimum { alignment: 32, minimum: 64 })
+        Err(Error::AlignmentBelowMinimum {
+            alignment: 32,
+            minimum: 64
+        })
     );
-    assert_eq!(BufferHandle::from_bytes(&entry(1, 64, 1, 1, 0, 0)), Err(Error::InvalidSyncMode(1)));
+    assert_eq!(
+        BufferHandle::from_bytes(&entry(1, 64, 1, 1, 0, 0)),
+        Err(Error::InvalidSyncMode(1))
+    );
     // The raw entry reports the same faults as EntryError.
     let raw = BufferHandleEntry::from_array(all_bad);
     assert_eq!(raw.decode(), Err(EntryError::InvalidDeviceTag(0xEE)));
@@ -233,7 +265,10 @@ fn bp_interop_1_mapping_is_the_table_both_ways() {
             None => {
                 assert_eq!(
                     interop::to_arrow(dev, class),
-                    Err(Error::NoInteropCode { device_tag: dev, memory_class: class })
+                    Err(Error::NoInteropCode {
+                        device_tag: dev,
+                        memory_class: class
+                    })
                 );
                 assert_eq!(interop::from_arrow(dl), Err(Error::UnknownInteropCode(dl)));
             }
@@ -241,7 +276,11 @@ fn bp_interop_1_mapping_is_the_table_both_ways() {
     }
     // Through a handle as well.
     let pinned = BufferHandle::with_memory_class(
-        64, 64, DeviceTag::Cuda, SyncMode::Event, MemoryClass::HostPinned,
+        64,
+        64,
+        DeviceTag::Cuda,
+        SyncMode::Event,
+        MemoryClass::HostPinned,
     )
     .unwrap();
     assert_eq!(pinned.dlpack_device_type(), Ok(interop::KDL_CUDA_HOST));
@@ -257,14 +296,26 @@ fn bp_interop_2_unlisted_pairs_and_codes_are_errors() {
                 continue;
             }
             unlisted += 1;
-            let err = Err(Error::NoInteropCode { device_tag: dev, memory_class: class });
+            let err = Err(Error::NoInteropCode {
+                device_tag: dev,
+                memory_class: class,
+            });
             assert_eq!(interop::to_dlpack(dev, class), err);
             assert_eq!(interop::to_arrow(dev, class), err);
         }
     }
-    assert_eq!(unlisted, DeviceTag::ALL.len() * MemoryClass::ALL.len() - INTEROP.len());
+    assert_eq!(
+        unlisted,
+        DeviceTag::ALL.len() * MemoryClass::ALL.len() - INTEROP.len()
+    );
     for code in [i32::MIN, -1, 0, 5, 6, 19, 1000, i32::MAX] {
-        assert_eq!(interop::from_dlpack(code), Err(Error::UnknownInteropCode(code)));
-        assert_eq!(interop::from_arrow(code), Err(Error::UnknownInteropCode(code)));
+        assert_eq!(
+            interop::from_dlpack(code),
+            Err(Error::UnknownInteropCode(code))
+        );
+        assert_eq!(
+            interop::from_arrow(code),
+            Err(Error::UnknownInteropCode(code))
+        );
     }
 }

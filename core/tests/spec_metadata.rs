@@ -27,7 +27,9 @@ struct Raw {
 }
 
 fn handle_bytes(size: u64) -> [u8; 16] {
-    BufferHandle::new(size, 64, DeviceTag::Cuda, SyncMode::Event).unwrap().to_bytes()
+    BufferHandle::new(size, 64, DeviceTag::Cuda, SyncMode::Event)
+        .unwrap()
+        .to_bytes()
 }
 
 impl Raw {
@@ -104,7 +106,10 @@ fn md_header_1_truncation_and_trailing_bytes() {
         let needed = if cut < 40 { 40 } else { bytes.len() as u64 };
         assert_eq!(
             TensorView::parse(&bytes[..cut]),
-            Err(Error::Truncated { needed, available: cut as u64 }),
+            Err(Error::Truncated {
+                needed,
+                available: cut as u64
+            }),
             "cut at {cut}"
         );
     }
@@ -116,7 +121,13 @@ fn md_header_1_truncation_and_trailing_bytes() {
     // total_len below the header is truncation too.
     let mut r = Raw::valid();
     r.total_len = Some(39);
-    assert_eq!(r.parse(), Err(Error::Truncated { needed: 40, available: 39 }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::Truncated {
+            needed: 40,
+            available: 39
+        })
+    );
 }
 
 #[test]
@@ -144,7 +155,9 @@ fn md_header_4_at_most_32_dims() {
     let shape = [1u64; 32];
     let h = BufferHandle::new(4, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap();
     let mut out = [0u8; 512];
-    let n = TensorDescriptor::new(DType::F32, &shape, &[h]).encode(&mut out).unwrap();
+    let n = TensorDescriptor::new(DType::F32, &shape, &[h])
+        .encode(&mut out)
+        .unwrap();
     assert_eq!(TensorView::parse(&out[..n]).unwrap().ndim(), 32);
 }
 
@@ -152,10 +165,16 @@ fn md_header_4_at_most_32_dims() {
 fn md_header_5_data_buffer_in_table() {
     let mut r = Raw::valid();
     r.data = 1;
-    assert_eq!(r.parse(), Err(Error::DataBufferOutOfRange { index: 1, count: 1 }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::DataBufferOutOfRange { index: 1, count: 1 })
+    );
     let mut r = Raw::valid();
     r.count = 0;
-    assert_eq!(r.parse(), Err(Error::DataBufferOutOfRange { index: 0, count: 0 }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::DataBufferOutOfRange { index: 0, count: 0 })
+    );
 }
 
 #[test]
@@ -164,7 +183,10 @@ fn md_version_1_other_major_rejected() {
         let mut r = Raw::valid();
         r.major = major;
         r.minor = 7;
-        assert_eq!(r.parse(), Err(Error::UnsupportedVersion { major, minor: 7 }));
+        assert_eq!(
+            r.parse(),
+            Err(Error::UnsupportedVersion { major, minor: 7 })
+        );
     }
 }
 
@@ -228,30 +250,66 @@ fn md_region_1_offsets_multiple_of_8() {
     r.body.insert(0, 0);
     r.shape_offset = 41;
     r.table_offset = 57;
-    assert_eq!(r.parse(), Err(Error::MisalignedRegion { region: Region::Shape, offset: 41 }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::MisalignedRegion {
+            region: Region::Shape,
+            offset: 41
+        })
+    );
     let mut r = Raw::valid();
     r.table_offset = 60;
-    assert_eq!(r.parse(), Err(Error::MisalignedRegion { region: Region::Table, offset: 60 }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::MisalignedRegion {
+            region: Region::Table,
+            offset: 60
+        })
+    );
 }
 
 #[test]
 fn md_region_2_regions_inside_body() {
     let mut r = Raw::valid();
     r.shape_offset = 32; // inside the header
-    assert!(matches!(r.parse(), Err(Error::RegionOutOfBounds { region: Region::Shape, offset: 32, .. })));
+    assert!(matches!(
+        r.parse(),
+        Err(Error::RegionOutOfBounds {
+            region: Region::Shape,
+            offset: 32,
+            ..
+        })
+    ));
     let mut r = Raw::valid();
     r.table_offset = 64; // ends at 80 > 72
     assert_eq!(
         r.parse(),
-        Err(Error::RegionOutOfBounds { region: Region::Table, offset: 64, len: 16, total_len: 72 })
+        Err(Error::RegionOutOfBounds {
+            region: Region::Table,
+            offset: 64,
+            len: 16,
+            total_len: 72
+        })
     );
     let mut r = Raw::valid();
     r.count = u16::MAX; // a count past the slice
     r.data = 0;
-    assert!(matches!(r.parse(), Err(Error::RegionOutOfBounds { region: Region::Table, .. })));
+    assert!(matches!(
+        r.parse(),
+        Err(Error::RegionOutOfBounds {
+            region: Region::Table,
+            ..
+        })
+    ));
     let mut r = Raw::valid();
     r.strides_offset = u32::MAX - 7;
-    assert!(matches!(r.parse(), Err(Error::RegionOutOfBounds { region: Region::Strides, .. })));
+    assert!(matches!(
+        r.parse(),
+        Err(Error::RegionOutOfBounds {
+            region: Region::Strides,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -261,11 +319,20 @@ fn md_region_3_regions_disjoint() {
     r.body.extend_from_slice(&[0; 8]);
     assert_eq!(
         r.parse(),
-        Err(Error::RegionsOverlap { first: Region::Shape, second: Region::Strides })
+        Err(Error::RegionsOverlap {
+            first: Region::Shape,
+            second: Region::Strides
+        })
     );
     let mut r = Raw::valid();
     r.table_offset = 48;
-    assert_eq!(r.parse(), Err(Error::RegionsOverlap { first: Region::Shape, second: Region::Table }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::RegionsOverlap {
+            first: Region::Shape,
+            second: Region::Table
+        })
+    );
     // Empty regions overlap nothing: a scalar's empty shape may sit at the table.
     let mut r = Raw::valid();
     r.ndim = 0;
@@ -278,7 +345,13 @@ fn md_region_3_regions_disjoint() {
 fn md_shape_1_dims_and_product_bounded() {
     let mut r = Raw::valid();
     r.body[0..8].copy_from_slice(&(i64::MAX as u64 + 1).to_le_bytes());
-    assert_eq!(r.parse(), Err(Error::DimTooLarge { axis: 0, size: i64::MAX as u64 + 1 }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::DimTooLarge {
+            axis: 0,
+            size: i64::MAX as u64 + 1
+        })
+    );
     let mut r = Raw::valid();
     r.body[0..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
     r.body[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
@@ -294,7 +367,13 @@ fn md_shape_2_stride_min_rejected() {
     r.body.extend_from_slice(&table);
     r.strides_offset = 56;
     r.table_offset = 72;
-    assert_eq!(r.parse(), Err(Error::StrideTooLarge { axis: 0, stride: i64::MIN }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::StrideTooLarge {
+            axis: 0,
+            stride: i64::MIN
+        })
+    );
 }
 
 #[test]
@@ -307,7 +386,10 @@ fn md_table_1_first_invalid_entry_reported() {
     r.body.extend_from_slice(&bad);
     assert_eq!(
         r.parse(),
-        Err(Error::InvalidEntry { index: 2, error: EntryError::InvalidSyncMode(0x09) })
+        Err(Error::InvalidEntry {
+            index: 2,
+            error: EntryError::InvalidSyncMode(0x09)
+        })
     );
 }
 
@@ -315,7 +397,10 @@ fn md_table_1_first_invalid_entry_reported() {
 fn md_table_2_standalone_table_length() {
     use hurray_core::BufferTable;
     for len in [1usize, 15, 17, 31] {
-        assert_eq!(BufferTable::parse(&vec![0u8; len]), Err(Error::TableLength { len }));
+        assert_eq!(
+            BufferTable::parse(&vec![0u8; len]),
+            Err(Error::TableLength { len })
+        );
     }
     assert!(BufferTable::parse(&[]).unwrap().is_empty());
 }
@@ -324,7 +409,13 @@ fn md_table_2_standalone_table_length() {
 fn md_extent_1_byte_offset_multiple_of_element_size() {
     let mut r = Raw::valid();
     r.byte_offset = 2;
-    assert_eq!(r.parse(), Err(Error::MisalignedByteOffset { byte_offset: 2, element_size: 4 }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::MisalignedByteOffset {
+            byte_offset: 2,
+            element_size: 4
+        })
+    );
 }
 
 #[test]
@@ -332,7 +423,14 @@ fn md_extent_2_elements_inside_data_buffer() {
     // Compact [2, 3] f32 needs 24 bytes: offset 4 pushes it to 28.
     let mut r = Raw::valid();
     r.byte_offset = 4;
-    assert_eq!(r.parse(), Err(Error::ExtentOutOfBounds { start: 4, end: 28, byte_size: 24 }));
+    assert_eq!(
+        r.parse(),
+        Err(Error::ExtentOutOfBounds {
+            start: 4,
+            end: 28,
+            byte_size: 24
+        })
+    );
 
     // Strided: negative stride reaching before the buffer start.
     let data = BufferHandle::new(64, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap();
@@ -344,22 +442,35 @@ fn md_extent_2_elements_inside_data_buffer() {
         ..TensorDescriptor::new(DType::F32, &[16], &data)
     };
     assert!(reversed.encode(&mut out).is_ok()); // elements at 60, 56, ..., 0
-    let too_far = TensorDescriptor { strides: Some(&[-1]), ..reversed };
-    let too_far = TensorDescriptor { shape: &[17], ..too_far };
+    let too_far = TensorDescriptor {
+        strides: Some(&[-1]),
+        ..reversed
+    };
+    let too_far = TensorDescriptor {
+        shape: &[17],
+        ..too_far
+    };
     assert_eq!(
         too_far.encode(&mut out),
-        Err(Error::ExtentOutOfBounds { start: -4, end: 64, byte_size: 64 })
+        Err(Error::ExtentOutOfBounds {
+            start: -4,
+            end: 64,
+            byte_size: 64
+        })
     );
     // Overflowing extents are errors, not wraps.
     let huge = TensorDescriptor {
         strides: Some(&[i64::MAX, i64::MAX, i64::MAX]),
         ..TensorDescriptor::new(DType::C128, &[2, 2, 2], &data)
     };
-    assert_eq!(huge.encode(&mut out), Err(Error::ExtentOutOfBounds {
-        start: 0,
-        end: (3 * i64::MAX as i128 + 1) * 16,
-        byte_size: 64
-    }));
+    assert_eq!(
+        huge.encode(&mut out),
+        Err(Error::ExtentOutOfBounds {
+            start: 0,
+            end: (3 * i64::MAX as i128 + 1) * 16,
+            byte_size: 64
+        })
+    );
     // A zero-sized axis addresses nothing, whatever the offset.
     let nothing = [BufferHandle::empty(DeviceTag::Cpu)];
     let empty = TensorDescriptor {
