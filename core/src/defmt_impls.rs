@@ -120,7 +120,7 @@ impl Format for Iter<'_> {
 /// Compile-time proof that every public type of the crate is `defmt::Format`.
 #[allow(dead_code)]
 fn every_public_type_is_format() {
-    fn is_format<T: Format + ?Sized>() {}
+    const fn is_format<T: Format + ?Sized>() {}
     is_format::<crate::BufferHandle>();
     is_format::<BufferHandleEntry>();
     is_format::<crate::BufferTable<'static>>();
