@@ -119,7 +119,7 @@ impl Format for Iter<'_> {
 
 /// Compile-time proof that every public type of the crate is `defmt::Format`.
 #[allow(dead_code)]
-fn every_public_type_is_format() {
+const fn every_public_type_is_format() {
     const fn is_format<T: Format + ?Sized>() {}
     is_format::<crate::BufferHandle>();
     is_format::<BufferHandleEntry>();
