@@ -8,7 +8,7 @@ use wgpu::{BufferUsages, COPY_BUFFER_ALIGNMENT};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use crate::staging::{self, CHUNK};
-use crate::{BackendError, registry};
+use crate::{BackendError, copy, registry};
 
 pub(crate) struct Inner {
     id: u64,
@@ -105,7 +105,7 @@ impl GpuBufferHandle {
             allocation_len,
             element_count,
             usage,
-            staging: staging::Pool::default(),
+            staging: staging::Pool::new(allocation_len),
         });
         registry::register(id, &inner);
         Ok(Self { inner })
@@ -273,9 +273,16 @@ impl GpuBufferHandle {
         self.check_range(byte_offset, len)?;
         out.try_reserve_exact(n)
             .map_err(|_| BackendError::OutOfMemory)?;
-        self.read_pieces(device, queue, byte_offset, len, &mut |piece| {
-            out.extend_from_slice(piece)
-        })
+        copy::append(
+            out,
+            n,
+            |filled| BackendError::Internal(format!("readback produced {filled} of {n} bytes")),
+            |cursor| {
+                self.read_pieces(device, queue, byte_offset, len, &mut |piece| {
+                    cursor.push(piece);
+                })
+            },
+        )
         .map_err(|e| staging::lost_or(device, queue, e))
     }
 
@@ -303,14 +310,16 @@ impl GpuBufferHandle {
             }
         };
         self.check_range(0, byte_len)?;
+        // Zeroed allocations come from calloc: fresh pages cost no zero-fill.
         let mut values = T::new_vec_zeroed(count).map_err(|_| BackendError::OutOfMemory)?;
-        let mut dst = values.as_mut_bytes();
+        let mut cursor = copy::Cursor::new(values.as_mut_bytes());
         self.read_pieces(device, queue, 0, byte_len, &mut |piece| {
-            let (head, rest) = std::mem::take(&mut dst).split_at_mut(piece.len());
-            head.copy_from_slice(piece);
-            dst = rest;
+            cursor.push(piece);
         })
         .map_err(|e| staging::lost_or(device, queue, e))?;
+        if cursor.filled() as u64 != byte_len {
+            return Err(BackendError::Internal(format!("readback produced {} of {byte_len} bytes", cursor.filled())));
+        }
         Ok(values)
     }
 

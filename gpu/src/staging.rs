@@ -8,7 +8,9 @@
 //! memory with the buffer. A staging buffer (`MAP_READ | COPY_DST`) returns
 //! to the pool only after it has been unmapped; one whose map failed or timed
 //! out is dropped instead. The pool keeps at most [`MAX_PER_CLASS`] buffers
-//! per size class and [`MAX_POOLED_BYTES`] in all.
+//! per size class, and at most [`MAX_POOLED_BYTES`] plus the buffer's own
+//! size in all (a whole-buffer `read_mapped` maps one staging buffer as big
+//! as the read).
 
 use std::collections::HashMap;
 use std::sync::mpsc;
@@ -26,14 +28,14 @@ pub(crate) const MAX_POOLED_BYTES: u64 = 3 * CHUNK;
 /// The smallest staging buffer.
 const MIN_CLASS: u64 = 256;
 /// Reads longer than one chunk are pipelined in chunks of this size.
-pub(crate) const CHUNK: u64 = 32 << 20;
+pub(crate) const CHUNK: u64 = 8 << 20;
 /// How long a readback waits for the GPU before giving up.
 pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Idle staging buffers by size class.
-#[derive(Default)]
 pub(crate) struct Pool {
     inner: Mutex<PoolInner>,
+    budget: u64,
 }
 
 #[derive(Default)]
@@ -90,11 +92,18 @@ impl Pool {
         })
     }
 
+    /// A pool for a buffer of `allocation_len` bytes: its budget is
+    /// [`MAX_POOLED_BYTES`] for chunked reads plus one staging buffer as large
+    /// as the whole buffer, for repeated whole-buffer zero-copy reads.
+    pub(crate) fn new(allocation_len: u64) -> Self {
+        Self { inner: Mutex::default(), budget: MAX_POOLED_BYTES.saturating_add(allocation_len.next_power_of_two()) }
+    }
+
     /// Returns an unmapped staging buffer (or drops it when the pool is full).
     pub(crate) fn give(&self, buffer: wgpu::Buffer) {
         let class = buffer.size();
         let mut p = self.lock();
-        let fits = p.bytes + class <= MAX_POOLED_BYTES;
+        let fits = p.bytes + class <= self.budget;
         let list = p.free.entry(class).or_default();
         if list.len() < MAX_PER_CLASS && fits {
             list.push(buffer);
