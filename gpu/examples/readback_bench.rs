@@ -21,14 +21,25 @@ use std::time::{Duration, Instant};
 use hurray_gpu::wgpu::{self, BufferUsages};
 use hurray_gpu::{GpuBufferHandle, GpuContext};
 
-fn raw_read(ctx: &GpuContext, src: &wgpu::Buffer, len: u64, staging: &wgpu::Buffer, out: &mut Vec<u8>) {
+fn raw_read(
+    ctx: &GpuContext,
+    src: &wgpu::Buffer,
+    len: u64,
+    staging: &wgpu::Buffer,
+    out: &mut Vec<u8>,
+) {
     let padded = len.next_multiple_of(4);
-    let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+    let mut encoder = ctx
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
     encoder.copy_buffer_to_buffer(src, 0, staging, 0, padded);
     let index = ctx.queue.submit([encoder.finish()]);
     staging.map_async(wgpu::MapMode::Read, 0..padded, |r| r.expect("map"));
     ctx.device
-        .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
+        .poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        })
         .expect("poll");
     {
         let view = staging.get_mapped_range(0..padded).expect("mapped");
@@ -57,14 +68,22 @@ fn gbps(bytes: u64, t: Duration) -> f64 {
 }
 
 fn main() {
-    let max_mib: u64 = std::env::args().nth(1).map_or(256, |s| s.parse().expect("max size in MiB"));
+    let max_mib: u64 = std::env::args()
+        .nth(1)
+        .map_or(256, |s| s.parse().expect("max size in MiB"));
     let ctx = GpuContext::new().expect("a GPU adapter");
     let info = ctx.adapter_info();
-    println!("adapter: {} ({:?}, {:?}, driver {})", info.name, info.backend, info.device_type, info.driver_info);
+    println!(
+        "adapter: {} ({:?}, {:?}, driver {})",
+        info.name, info.backend, info.device_type, info.driver_info
+    );
     let sizes = [4u64, 4 << 10, 1 << 20, 16 << 20, 256 << 20];
     for &size in sizes.iter().filter(|&&s| s <= max_mib << 20) {
-        let data: Vec<u8> = (0..size).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        let h = GpuBufferHandle::upload(&ctx.device, &ctx.queue, &data, BufferUsages::COPY_SRC).expect("upload");
+        let data: Vec<u8> = (0..size)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let h = GpuBufferHandle::upload(&ctx.device, &ctx.queue, &data, BufferUsages::COPY_SRC)
+            .expect("upload");
         let iters = match size {
             s if s <= 4096 => 300,
             s if s <= 1 << 20 => 100,
@@ -74,24 +93,31 @@ fn main() {
         let reused = staging(&ctx, size);
         let mut out = Vec::new();
         // Warm-up, and a correctness check of every method.
-        h.readback(&ctx.device, &ctx.queue, &mut out).expect("readback");
+        h.readback(&ctx.device, &ctx.queue, &mut out)
+            .expect("readback");
         assert!(out == data);
         raw_read(&ctx, h.buffer(), size, &reused, &mut out);
         assert!(out == data);
         raw_read(&ctx, h.buffer(), size, &staging(&ctx, size), &mut out);
         assert!(out == data);
-        let last = h.read_mapped(&ctx.device, &ctx.queue, 0, size, |b| b[b.len() - 1]).expect("read_mapped");
+        let last = h
+            .read_mapped(&ctx.device, &ctx.queue, 0, size, |b| b[b.len() - 1])
+            .expect("read_mapped");
         assert_eq!(last, data[data.len() - 1]);
 
         let (mut th, mut tz, mut tf, mut tr) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..iters {
             let t = Instant::now();
-            h.readback(&ctx.device, &ctx.queue, &mut out).expect("readback");
+            h.readback(&ctx.device, &ctx.queue, &mut out)
+                .expect("readback");
             th.push(t.elapsed());
             black_box(&out);
 
             let t = Instant::now();
-            h.read_mapped(&ctx.device, &ctx.queue, 0, size, |b| black_box((b[0], b[b.len() - 1]))).expect("read_mapped");
+            h.read_mapped(&ctx.device, &ctx.queue, 0, size, |b| {
+                black_box((b[0], b[b.len() - 1]))
+            })
+            .expect("read_mapped");
             tz.push(t.elapsed());
 
             let t = Instant::now();

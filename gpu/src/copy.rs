@@ -15,7 +15,9 @@ const MAX_THREADS: usize = 4;
 
 fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS)))
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS))
+    })
 }
 
 /// A byte-sized destination element: `u8` or `MaybeUninit<u8>`.
@@ -46,12 +48,15 @@ pub(crate) struct Cursor<'a, B: Byte> {
 }
 
 impl<'a, B: Byte> Cursor<'a, B> {
-    pub(crate) fn new(dst: &'a mut [B]) -> Self {
-        Self { rest: dst, filled: 0 }
+    pub(crate) const fn new(dst: &'a mut [B]) -> Self {
+        Self {
+            rest: dst,
+            filled: 0,
+        }
     }
 
     /// Bytes written so far (a prefix of the destination).
-    pub(crate) fn filled(&self) -> usize {
+    pub(crate) const fn filled(&self) -> usize {
         self.filled
     }
 

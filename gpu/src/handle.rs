@@ -318,7 +318,10 @@ impl GpuBufferHandle {
         })
         .map_err(|e| staging::lost_or(device, queue, e))?;
         if cursor.filled() as u64 != byte_len {
-            return Err(BackendError::Internal(format!("readback produced {} of {byte_len} bytes", cursor.filled())));
+            return Err(BackendError::Internal(format!(
+                "readback produced {} of {byte_len} bytes",
+                cursor.filled()
+            )));
         }
         Ok(values)
     }

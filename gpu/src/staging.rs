@@ -96,7 +96,10 @@ impl Pool {
     /// [`MAX_POOLED_BYTES`] for chunked reads plus one staging buffer as large
     /// as the whole buffer, for repeated whole-buffer zero-copy reads.
     pub(crate) fn new(allocation_len: u64) -> Self {
-        Self { inner: Mutex::default(), budget: MAX_POOLED_BYTES.saturating_add(allocation_len.next_power_of_two()) }
+        Self {
+            inner: Mutex::default(),
+            budget: MAX_POOLED_BYTES.saturating_add(allocation_len.next_power_of_two()),
+        }
     }
 
     /// Returns an unmapped staging buffer (or drops it when the pool is full).
