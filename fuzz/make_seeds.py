@@ -68,6 +68,8 @@ seeds["descriptor"] = {
 }
 seeds["handle_roundtrip"] = dict(seeds["handle"], **seeds["table"])
 seeds["descriptor_roundtrip"] = seeds["descriptor"]
+# Raw bytes for `arbitrary` to shape into descriptors.
+seeds["descriptor_structured"] = {"zeros-64": bytes(64), "ramp-256": bytes(range(256)), "ones-128": b"\xff" * 128}
 
 for target, files in seeds.items():
     os.makedirs(os.path.join("corpus", target), exist_ok=True)
