@@ -54,6 +54,8 @@
     )
 )]
 #![warn(clippy::cast_possible_truncation)]
+// House style #5: const and #[must_use] wherever they can be.
+#![warn(clippy::missing_const_for_fn, clippy::must_use_candidate)]
 
 #[cfg(feature = "std")]
 extern crate std;

@@ -14,6 +14,8 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 use crate::handle::Inner;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Buffers dropped so far; caches sweep dead ids when this changes.
+static DROPS: AtomicU64 = AtomicU64::new(0);
 static RESIDENT: LazyLock<Mutex<HashMap<u64, Weak<Inner>>>> = LazyLock::new(Mutex::default);
 
 fn table() -> MutexGuard<'static, HashMap<u64, Weak<Inner>>> {
@@ -36,6 +38,17 @@ pub(crate) fn register(id: u64, inner: &Arc<Inner>) {
 
 pub(crate) fn unregister(id: u64) {
     table().remove(&id);
+    DROPS.fetch_add(1, Ordering::Release);
+}
+
+/// How many buffers have been dropped in this process.
+pub(crate) fn drop_count() -> u64 {
+    DROPS.load(Ordering::Acquire)
+}
+
+/// Whether a buffer with this id is still alive.
+pub(crate) fn is_resident(id: u64) -> bool {
+    table().get(&id).is_some_and(|w| w.strong_count() > 0)
 }
 
 pub(crate) fn resolve(id: u64) -> Option<Arc<Inner>> {

@@ -2,12 +2,14 @@
 //!
 //! This bare-metal program feeds opaque bytes (`core::hint::black_box`, so
 //! the optimizer can assume nothing about them) to every decoding and
-//! validation entry point of the core and reads every accessor of what they
+//! validation entry point of the core, and to the C ABI functions of
+//! `hurray-ffi` built on them, and reads every accessor of what they
 //! return. Its `#[panic_handler]` calls a function that exists nowhere: the
 //! program links only if the optimizer removed every call to the panic
 //! handler, i.e. proved that no panic is reachable from these entry points.
 //! A new panic path in a decoder turns into a link error naming
-//! `hurray_core_decoder_can_panic`.
+//! `hurray_ffi_can_panic` (the handler comes from hurray-ffi's `panic-proof`
+//! feature).
 //!
 //! Build: `cargo build --release --target thumbv7em-none-eabihf`
 //! (from `core/nopanic/`); CI does, and reports the `.text` size.
@@ -15,7 +17,6 @@
 #![no_main]
 
 use core::hint::black_box;
-use core::panic::PanicInfo;
 
 use hurray_core::{BufferHandle, BufferHandleEntry, BufferTable, TensorView, interop};
 
@@ -67,9 +68,38 @@ fn exercise(bytes: &[u8]) -> u64 {
         }
         Err(_) => acc ^= 7,
     }
+    acc ^= ffi(bytes);
     acc ^= interop::from_dlpack(acc as i32).map_or(11, |(d, m)| u64::from(d.code() ^ m.code()));
     acc ^= interop::from_arrow(acc as i32 >> 3).map_or(13, |(d, m)| u64::from(d.code() ^ m.code()));
     acc
+}
+
+/// The C ABI over the same bytes: no panic can reach the boundary either.
+#[inline(never)]
+fn ffi(bytes: &[u8]) -> u64 {
+    use hurray_ffi::*;
+    let mut handle = hurray_buffer_handle::default();
+    let mut err = hurray_error::default();
+    let mut view = core::mem::MaybeUninit::<hurray_tensor_view>::uninit();
+    let mut table = core::mem::MaybeUninit::<hurray_table>::uninit();
+    let mut dim = 0u64;
+    let mut out = [0u8; 16];
+    let (ptr, len) = (bytes.as_ptr(), bytes.len());
+    // SAFETY: `ptr`/`len` describe a live slice, every output points to a
+    // local of the right type, and `view`/`table` are only passed back to the
+    // library after a successful parse initialised them.
+    unsafe {
+        let mut acc = hurray_handle_decode(ptr, len, &mut handle, &mut err) as u64;
+        acc ^= hurray_handle_encode(&handle, out.as_mut_ptr(), out.len(), &mut err) as u64;
+        if hurray_table_parse(ptr, len, table.as_mut_ptr(), &mut err) == HURRAY_OK {
+            acc ^= hurray_table_get(table.as_ptr(), acc as usize % 5, &mut handle) as u64;
+        }
+        if hurray_tensor_parse(ptr, len, view.as_mut_ptr(), &mut err) == HURRAY_OK {
+            acc ^= hurray_tensor_dim(view.as_ptr(), acc as usize % 3, &mut dim) as u64 ^ dim;
+            acc ^= hurray_tensor_data_buffer(view.as_ptr(), &mut handle) as u64;
+        }
+        acc ^ err.value ^ handle.byte_size ^ u64::from(out[3])
+    }
 }
 
 /// The entry point; never run, only linked.
@@ -83,15 +113,5 @@ pub extern "C" fn _start() -> ! {
     loop {}
 }
 
-unsafe extern "C" {
-    /// Deliberately undefined: referenced only by the panic handler.
-    fn hurray_core_decoder_can_panic() -> !;
-}
-
-#[panic_handler]
-fn panic(_: &PanicInfo<'_>) -> ! {
-    // SAFETY: this function does not exist, so this call can never execute:
-    // the program only links when the optimizer has removed every path to
-    // the panic handler, which is exactly what this crate proves.
-    unsafe { hurray_core_decoder_can_panic() }
-}
+// The panic handler is hurray-ffi's `panic-proof` one: it calls the undefined
+// `hurray_ffi_can_panic`, so this program links only if no panic is reachable.

@@ -1,0 +1,265 @@
+//! GpuKernel: dispatch, indirect dispatch, the bind-group cache, and every
+//! error path, on a real adapter.
+
+mod common;
+
+use common::ctx;
+use hurray_gpu::wgpu::BufferUsages;
+use hurray_gpu::{BackendError, GpuBufferHandle, GpuKernel, GpuResource};
+
+const DOUBLE: &str = r"
+@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@compute @workgroup_size(64)
+fn double(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x < arrayLength(&data) { data[id.x] = data[id.x] * 2u; }
+}
+";
+
+const ADD: &str = r"
+struct Params { add: u32, p0: u32, p1: u32, p2: u32 }
+@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@group(0) @binding(1) var<uniform> params: Params;
+@compute @workgroup_size(64)
+fn add(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x < arrayLength(&data) { data[id.x] = data[id.x] + params.add; }
+}
+";
+
+const RW: BufferUsages = BufferUsages::STORAGE.union(BufferUsages::COPY_SRC);
+
+#[test]
+fn dispatch_computes_and_cache_hits_on_repeat() {
+    let Some(c) = ctx("dispatch_computes_and_cache_hits_on_repeat") else {
+        return;
+    };
+    let k = GpuKernel::new(&c.device, DOUBLE, "double").unwrap();
+    let values: Vec<u32> = (0..1000).collect();
+    let buf = GpuBufferHandle::upload_slice(&c.device, &c.queue, &values, RW).unwrap();
+    for _ in 0..3 {
+        k.dispatch(&c.queue, &[(&buf).into()], [16, 1, 1]).unwrap();
+    }
+    let got: Vec<u32> = buf.readback_vec(&c.device, &c.queue).unwrap();
+    assert_eq!(got, values.iter().map(|v| v * 8).collect::<Vec<_>>());
+    let s = k.cache_stats();
+    assert_eq!(
+        (s.misses, s.hits, s.entries),
+        (1, 2, 1),
+        "one bind group, reused twice"
+    );
+
+    // Another buffer is another signature.
+    let other = GpuBufferHandle::upload_slice(&c.device, &c.queue, &values, RW).unwrap();
+    k.dispatch(&c.queue, &[(&other).into()], [16, 1, 1])
+        .unwrap();
+    assert_eq!(k.cache_stats().misses, 2);
+    assert_eq!(k.cache_stats().entries, 2);
+
+    // A dropped buffer's entry leaves the cache at the next dispatch.
+    drop(other);
+    k.dispatch(&c.queue, &[(&buf).into()], [16, 1, 1]).unwrap();
+    let s = k.cache_stats();
+    assert_eq!((s.entries, s.hits), (1, 3));
+    k.clear_cache();
+    assert_eq!(k.cache_stats().entries, 0);
+}
+
+#[test]
+fn many_short_lived_buffers_do_not_grow_the_cache() {
+    let Some(c) = ctx("many_short_lived_buffers_do_not_grow_the_cache") else {
+        return;
+    };
+    let k = GpuKernel::new(&c.device, DOUBLE, "double").unwrap();
+    for i in 0..200u32 {
+        let buf = GpuBufferHandle::upload_slice(&c.device, &c.queue, &[i], RW).unwrap();
+        k.dispatch(&c.queue, &[(&buf).into()], [1, 1, 1]).unwrap();
+        assert_eq!(
+            buf.readback_vec::<u32>(&c.device, &c.queue).unwrap(),
+            vec![i * 2]
+        );
+        assert!(k.cache_stats().entries <= 2, "dead entries are swept");
+    }
+}
+
+#[test]
+fn inline_uniforms_and_buffer_ranges() {
+    let Some(c) = ctx("inline_uniforms_and_buffer_ranges") else {
+        return;
+    };
+    let k = GpuKernel::new(&c.device, ADD, "add").unwrap();
+    let buf = GpuBufferHandle::upload_slice(&c.device, &c.queue, &[1u32; 300], RW).unwrap();
+    for add in [5u32, 7] {
+        k.dispatch(
+            &c.queue,
+            &[(&buf).into(), GpuResource::uniform(&[add, 0, 0, 0])],
+            [5, 1, 1],
+        )
+        .unwrap();
+    }
+    assert!(
+        buf.readback_vec::<u32>(&c.device, &c.queue)
+            .unwrap()
+            .iter()
+            .all(|&v| v == 13)
+    );
+    assert_eq!(k.cache_stats().hits, 1, "new uniform data, same bind group");
+
+    // A range: elements 64..128 only (offset 256 B meets the storage offset alignment).
+    let align = u64::from(c.device.limits().min_storage_buffer_offset_alignment);
+    let range = GpuResource::range(&buf, align, 256).unwrap();
+    k.dispatch(
+        &c.queue,
+        &[range, GpuResource::uniform(&[100u32, 0, 0, 0])],
+        [1, 1, 1],
+    )
+    .unwrap();
+    let got = buf.readback_vec::<u32>(&c.device, &c.queue).unwrap();
+    let start = (align / 4) as usize;
+    for (i, v) in got.iter().enumerate() {
+        let expected = if (start..start + 64).contains(&i) {
+            113
+        } else {
+            13
+        };
+        assert_eq!(*v, expected, "element {i}");
+    }
+    assert_eq!(
+        GpuResource::range(&buf, 1200, 1).err(),
+        Some(BackendError::RangeOutOfBounds {
+            offset: 1200,
+            len: 1,
+            byte_len: 1200
+        })
+    );
+    assert_eq!(
+        GpuResource::range(&buf, u64::MAX, 2).err(),
+        Some(BackendError::Overflow)
+    );
+}
+
+#[test]
+fn indirect_dispatch_reads_counts_from_the_gpu() {
+    let Some(c) = ctx("indirect_dispatch_reads_counts_from_the_gpu") else {
+        return;
+    };
+    let k = GpuKernel::new(&c.device, DOUBLE, "double").unwrap();
+    let buf = GpuBufferHandle::upload_slice(&c.device, &c.queue, &[3u32; 256], RW).unwrap();
+    // Args at offset 12: 2 workgroups of 64 -> only the first 128 elements.
+    let args = GpuBufferHandle::upload_slice(
+        &c.device,
+        &c.queue,
+        &[0u32, 0, 0, 2, 1, 1],
+        BufferUsages::INDIRECT,
+    )
+    .unwrap();
+    k.dispatch_indirect(&c.queue, &[(&buf).into()], &args, 12)
+        .unwrap();
+    let got = buf.readback_vec::<u32>(&c.device, &c.queue).unwrap();
+    assert!(got[..128].iter().all(|&v| v == 6) && got[128..].iter().all(|&v| v == 3));
+
+    // Errors, checked before encoding.
+    let not_indirect =
+        GpuBufferHandle::upload_slice(&c.device, &c.queue, &[1u32, 1, 1], RW).unwrap();
+    assert!(matches!(
+        k.dispatch_indirect(&c.queue, &[(&buf).into()], &not_indirect, 0),
+        Err(BackendError::Validation(m)) if m.contains("INDIRECT")
+    ));
+    assert!(matches!(
+        k.dispatch_indirect(&c.queue, &[(&buf).into()], &args, 2),
+        Err(BackendError::Validation(m)) if m.contains("multiple of 4")
+    ));
+    assert_eq!(
+        k.dispatch_indirect(&c.queue, &[(&buf).into()], &args, 16)
+            .err(),
+        Some(BackendError::RangeOutOfBounds {
+            offset: 16,
+            len: 12,
+            byte_len: 24
+        })
+    );
+}
+
+#[test]
+fn errors_not_panics() {
+    let Some(c) = ctx("compute_errors_not_panics") else {
+        return;
+    };
+    // WGSL that does not compile.
+    let err = GpuKernel::new(&c.device, "fn oops( {", "main").unwrap_err();
+    assert!(matches!(err, BackendError::Validation(_)), "{err}");
+    // An entry point that does not exist.
+    let err = GpuKernel::new(&c.device, DOUBLE, "triple").unwrap_err();
+    assert!(matches!(err, BackendError::Validation(_)), "{err}");
+
+    let k = GpuKernel::new(&c.device, DOUBLE, "double").unwrap();
+    let buf = GpuBufferHandle::upload_slice(&c.device, &c.queue, &[1u32; 64], RW).unwrap();
+    // Bindings that do not match the shader: too many, or the wrong kind.
+    let extra = GpuBufferHandle::upload_slice(&c.device, &c.queue, &[1u32; 64], RW).unwrap();
+    assert!(matches!(
+        k.dispatch(&c.queue, &[(&buf).into(), (&extra).into()], [1, 1, 1]),
+        Err(BackendError::Validation(_))
+    ));
+    assert!(matches!(
+        k.dispatch(
+            &c.queue,
+            &[GpuResource::uniform(&[1u32, 2, 3, 4])],
+            [1, 1, 1]
+        ),
+        Err(BackendError::Validation(_))
+    ));
+    // A buffer without STORAGE usage.
+    let no_storage =
+        GpuBufferHandle::upload_slice(&c.device, &c.queue, &[1u32; 64], BufferUsages::COPY_SRC)
+            .unwrap();
+    assert!(matches!(
+        k.dispatch(&c.queue, &[(&no_storage).into()], [1, 1, 1]),
+        Err(BackendError::Validation(_))
+    ));
+    // Missing bindings.
+    assert!(matches!(
+        k.dispatch(&c.queue, &[], [1, 1, 1]),
+        Err(BackendError::Validation(_))
+    ));
+    // Workgroup counts over the device limit.
+    let max = c.device.limits().max_compute_workgroups_per_dimension;
+    assert!(matches!(
+        k.dispatch(&c.queue, &[(&buf).into()], [1, max + 1, 1]),
+        Err(BackendError::Validation(m)) if m.contains("max_compute_workgroups_per_dimension")
+    ));
+    // The kernel still works after all that.
+    k.dispatch(&c.queue, &[(&buf).into()], [1, 1, 1]).unwrap();
+    assert_eq!(
+        buf.readback_vec::<u32>(&c.device, &c.queue).unwrap(),
+        vec![2u32; 64]
+    );
+}
+
+#[test]
+fn record_batches_dispatches_into_one_submission() {
+    let Some(c) = ctx("record_batches_dispatches_into_one_submission") else {
+        return;
+    };
+    let k = GpuKernel::new(&c.device, DOUBLE, "double").unwrap();
+    let buf = GpuBufferHandle::upload_slice(&c.device, &c.queue, &[1u32; 128], RW).unwrap();
+    let mut encoder = c.device.create_command_encoder(&Default::default());
+    for _ in 0..5 {
+        k.record(&mut encoder, &[(&buf).into()], [2, 1, 1]).unwrap();
+    }
+    c.queue.submit([encoder.finish()]);
+    assert_eq!(
+        buf.readback_vec::<u32>(&c.device, &c.queue).unwrap(),
+        vec![32u32; 128]
+    );
+    assert_eq!((k.cache_stats().misses, k.cache_stats().hits), (1, 4));
+
+    let mut encoder = c.device.create_command_encoder(&Default::default());
+    let add = GpuKernel::new(&c.device, ADD, "add").unwrap();
+    assert!(matches!(
+        add.record(&mut encoder, &[(&buf).into(), GpuResource::uniform(&[1u32, 0, 0, 0])], [1, 1, 1]),
+        Err(BackendError::Validation(m)) if m.contains("inline uniforms")
+    ));
+    let max = c.device.limits().max_compute_workgroups_per_dimension;
+    assert!(matches!(
+        k.record(&mut encoder, &[(&buf).into()], [max + 1, 1, 1]),
+        Err(BackendError::Validation(_))
+    ));
+}
