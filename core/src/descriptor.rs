@@ -296,7 +296,7 @@ pub struct TensorView<'a> {
 /// `[offset, offset + len)` of one region, checked against the header and `total_len`.
 fn region(body: &[u8], which: Region, offset: u32, len: u64) -> Result<(&[u8], u64, u64)> {
     let total_len = body.len() as u64;
-    if offset % 8 != 0 {
+    if !offset.is_multiple_of(8) {
         return Err(Error::MisalignedRegion {
             region: which,
             offset,

@@ -299,7 +299,7 @@ impl GpuBufferHandle {
         let size = size_of::<T>();
         let byte_len = self.inner.byte_len;
         let count = match u64::try_from(size) {
-            Ok(s) if s > 0 && byte_len % s == 0 => {
+            Ok(s) if s > 0 && byte_len.is_multiple_of(s) => {
                 usize::try_from(byte_len / s).map_err(|_| BackendError::Overflow)?
             }
             _ => {

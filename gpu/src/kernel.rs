@@ -213,7 +213,7 @@ impl GpuKernel {
                 args.usage()
             )));
         }
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(BackendError::Validation(format!(
                 "indirect offset {offset} is not a multiple of 4"
             )));

@@ -833,6 +833,25 @@ fn pair(device_tag: u8, memory_class: u8) -> Result<(DeviceTag, MemoryClass), hu
     Ok((d, m))
 }
 
+/// Maps a (device tag, memory class) pair to an interop code and writes it.
+///
+/// # Safety
+/// `out` is null or points to one writable `i32`.
+unsafe fn to_code(
+    device_tag: u8,
+    memory_class: u8,
+    out: *mut i32,
+    map: fn(DeviceTag, MemoryClass) -> hurray_core::Result<i32>,
+) -> hurray_status {
+    let (d, m) = tri!(pair(device_tag, memory_class));
+    match map(d, m) {
+        // SAFETY: forwarded from this function's contract.
+        Ok(code) => unsafe { put(out, code) },
+        Err(e) => status::describe(e).status,
+    }
+}
+
+/// Writes the (device tag, memory class) pair of an interop code.
 ///
 /// # Safety
 /// `device_tag` and `memory_class` are null or point to one writable byte each.
@@ -872,14 +891,8 @@ pub unsafe extern "C" fn hurray_to_dlpack_device(
     memory_class: u8,
     out: *mut i32,
 ) -> hurray_status {
-    guard(|| {
-        let (d, m) = tri!(pair(device_tag, memory_class));
-        match interop::to_dlpack(d, m) {
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Ok(code) => unsafe { put(out, code) },
-            Err(e) => status::describe(e).status,
-        }
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    guard(|| unsafe { to_code(device_tag, memory_class, out, interop::to_dlpack) })
 }
 
 /// The (device tag, memory class) pair of a DLPack `DLDeviceType`.
@@ -914,14 +927,8 @@ pub unsafe extern "C" fn hurray_to_arrow_device(
     memory_class: u8,
     out: *mut i32,
 ) -> hurray_status {
-    guard(|| {
-        let (d, m) = tri!(pair(device_tag, memory_class));
-        match interop::to_arrow(d, m) {
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Ok(code) => unsafe { put(out, code) },
-            Err(e) => status::describe(e).status,
-        }
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract.
+    guard(|| unsafe { to_code(device_tag, memory_class, out, interop::to_arrow) })
 }
 
 /// The (device tag, memory class) pair of an Arrow C Device `ArrowDeviceType`.
