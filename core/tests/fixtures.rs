@@ -71,20 +71,29 @@ fn test_parse_table_of_two() {
 
 #[test]
 fn test_impossible_table_len() {
-    assert_eq!(BufferTable::parse(&CUDA_EVENT[..15]), Err(Error::TableLength { len: 15 }));
+    assert_eq!(
+        BufferTable::parse(&CUDA_EVENT[..15]),
+        Err(Error::TableLength { len: 15 })
+    );
 }
 
 #[test]
 fn test_impossible_sync_on_cpu() {
     let mut b = CPU_EMPTY;
     b[13] = 0x02;
-    assert_eq!(BufferHandle::from_bytes(&b), Err(Error::InvalidSyncMode(0x02)));
+    assert_eq!(
+        BufferHandle::from_bytes(&b),
+        Err(Error::InvalidSyncMode(0x02))
+    );
     let mut table = [0u8; 32];
     table[..16].copy_from_slice(&CUDA_EVENT);
     table[16..].copy_from_slice(&b);
     assert_eq!(
         BufferTable::parse(&table),
-        Err(Error::InvalidEntry { index: 1, error: EntryError::InvalidSyncMode(0x02) })
+        Err(Error::InvalidEntry {
+            index: 1,
+            error: EntryError::InvalidSyncMode(0x02)
+        })
     );
 }
 
@@ -116,7 +125,11 @@ fn test_impossible_tensor_too_big_for_buffer() {
     b[48] = 4; // shape [2, 4] needs 32 bytes
     assert_eq!(
         TensorView::parse(&b),
-        Err(Error::ExtentOutOfBounds { start: 0, end: 32, byte_size: 24 })
+        Err(Error::ExtentOutOfBounds {
+            start: 0,
+            end: 32,
+            byte_size: 24
+        })
     );
 }
 
@@ -124,6 +137,9 @@ fn test_impossible_tensor_too_big_for_buffer() {
 fn test_impossible_truncated_tensor() {
     assert_eq!(
         TensorView::parse(&TENSOR_F32_2X3[..71]),
-        Err(Error::Truncated { needed: 72, available: 71 })
+        Err(Error::Truncated {
+            needed: 72,
+            available: 71
+        })
     );
 }
