@@ -13,9 +13,9 @@
 //! as the read).
 
 use std::collections::HashMap;
-use std::sync::mpsc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wgpu::{BufferUsages, COPY_BUFFER_ALIGNMENT};
 
@@ -185,12 +185,24 @@ impl Pending {
             Ok(_) => {}
             Err(e) => return Err(poll_error(e)),
         }
-        match self.rx.try_recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(BackendError::Map(e.to_string())),
-            // The callback did not run although the submission completed: the
-            // device stopped processing work.
-            Err(_) => Err(BackendError::DeviceLost("map callback never ran".into())),
+        // The submission is done, but its map callback may be delivered by
+        // another thread's poll that collected it: wait for it (driving the
+        // device ourselves meanwhile) rather than assuming it already ran.
+        let deadline = Instant::now() + POLL_TIMEOUT;
+        loop {
+            match self.rx.recv_timeout(Duration::from_millis(1)) {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(e)) => return Err(BackendError::Map(e.to_string())),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(BackendError::Map("the map request was dropped".into()));
+                }
+                Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                    return Err(BackendError::PollTimeout);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    device.poll(wgpu::PollType::Poll).map_err(poll_error)?;
+                }
+            }
         }
     }
 }

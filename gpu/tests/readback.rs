@@ -354,13 +354,13 @@ fn threads_upload_read_and_resolve_at_once() {
         return;
     };
     let ids: Vec<Vec<u64>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..6u64)
+        let workers: Vec<_> = (0..8u64)
             .map(|t| {
                 let c = &c;
                 s.spawn(move || {
                     let mut ids = Vec::new();
                     let mut out = Vec::new();
-                    for i in 0..20u64 {
+                    for i in 0..40u64 {
                         let data =
                             random_bytes((t * 97 + i * 13) as usize % 3000 + 1, t * 1000 + i);
                         let h = GpuBufferHandle::upload(
