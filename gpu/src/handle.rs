@@ -433,14 +433,15 @@ impl GpuBufferHandle {
                 ring.push(staging);
             }
             let mut remaining_skip = skip;
-            let mut remaining = len as usize;
+            let mut remaining = usize::try_from(len).map_err(|_| BackendError::Overflow)?;
             for i in 0..chunks {
                 let slot = (i % depth) as usize;
                 let staging = &ring[slot];
                 let (_, n) = chunk_range(i);
+                // One request is queued per chunk, `depth` ahead: never empty here.
                 pending
                     .pop_front()
-                    .ok_or(BackendError::Overflow)?
+                    .ok_or_else(|| BackendError::Internal("readback pipeline underflow".into()))?
                     .wait(device)?;
                 {
                     let view = staging
