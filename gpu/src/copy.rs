@@ -1,19 +1,20 @@
-//! Filling a readback destination in order, with large pieces copied by
-//! several threads at once.
+//! Host-side copies out of mapped staging memory.
 //!
-//! One host thread copies mapped staging memory at about 10 GB/s on a server
-//! core, below what PCIe delivers; [`Cursor::push`] splits large pieces over
-//! up to [`MAX_THREADS`] scoped threads.
+//! One host thread copies mapped memory at about 10 GB/s on a server core,
+//! below what PCIe delivers, so large reads are split over up to
+//! [`MAX_THREADS`] threads (`GpuBufferHandle::read_into` gives each thread
+//! whole chunks; [`parallel_copy`] splits a single large piece).
 
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 /// Pieces at least this large are copied by several threads.
 const PARALLEL_MIN: usize = 2 << 20;
-/// The most threads one copy uses.
-const MAX_THREADS: usize = 4;
+/// The most threads one readback uses.
+pub(crate) const MAX_THREADS: usize = 4;
 
-fn threads() -> usize {
+/// Threads a readback may use: the machine's parallelism, at most [`MAX_THREADS`].
+pub(crate) fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| {
         std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS))
@@ -22,6 +23,7 @@ fn threads() -> usize {
 
 /// A byte-sized destination element: `u8` or `MaybeUninit<u8>`.
 pub(crate) trait Byte: Send + Sized {
+    /// Writes every element of `dst` from `src`; the lengths are equal.
     fn copy(dst: &mut [Self], src: &[u8]);
 }
 
@@ -33,6 +35,7 @@ impl Byte for u8 {
 
 impl Byte for MaybeUninit<u8> {
     fn copy(dst: &mut [Self], src: &[u8]) {
+        assert_eq!(dst.len(), src.len(), "copy of unequal lengths");
         // LLVM turns this loop into a memcpy.
         for (d, s) in dst.iter_mut().zip(src) {
             d.write(*s);
@@ -40,79 +43,55 @@ impl Byte for MaybeUninit<u8> {
     }
 }
 
-/// A destination filled front to back; `filled()` bytes at the front have
-/// been written.
-pub(crate) struct Cursor<'a, B: Byte> {
-    rest: &'a mut [B],
-    filled: usize,
-}
-
-impl<'a, B: Byte> Cursor<'a, B> {
-    pub(crate) const fn new(dst: &'a mut [B]) -> Self {
-        Self {
-            rest: dst,
-            filled: 0,
-        }
-    }
-
-    /// Bytes written so far (a prefix of the destination).
-    pub(crate) const fn filled(&self) -> usize {
-        self.filled
-    }
-
-    /// Writes `src` right after the bytes already written. Writes nothing
-    /// (and returns `false`) if it does not fit.
-    pub(crate) fn push(&mut self, src: &[u8]) -> bool {
-        if src.len() > self.rest.len() {
-            return false;
-        }
-        let (dst, rest) = std::mem::take(&mut self.rest).split_at_mut(src.len());
-        let n = threads();
-        if n > 1 && src.len() >= PARALLEL_MIN {
-            let part = src.len().div_ceil(n);
-            std::thread::scope(|s| {
-                let mut pairs = dst.chunks_mut(part).zip(src.chunks(part));
-                let first = pairs.next();
-                for (d, s_) in pairs {
-                    s.spawn(move || B::copy(d, s_));
-                }
-                if let Some((d, s_)) = first {
-                    B::copy(d, s_);
-                }
-            });
-        } else {
-            B::copy(dst, src);
-        }
-        self.rest = rest;
-        self.filled += src.len();
-        true
+/// Copies `src` into `dst` (equal lengths), over several threads when large.
+pub(crate) fn parallel_copy<B: Byte>(dst: &mut [B], src: &[u8]) {
+    let n = threads();
+    if n > 1 && src.len() >= PARALLEL_MIN {
+        let part = src.len().div_ceil(n);
+        std::thread::scope(|s| {
+            let mut pairs = dst.chunks_mut(part).zip(src.chunks(part));
+            let first = pairs.next();
+            for (d, s_) in pairs {
+                s.spawn(move || B::copy(d, s_));
+            }
+            if let Some((d, s_)) = first {
+                B::copy(d, s_);
+            }
+        });
+    } else {
+        B::copy(dst, src);
     }
 }
 
-/// Appends exactly `len` bytes to `out`, produced by `fill` through a cursor
-/// over `out`'s spare capacity, without zero-filling first. On error, or if
-/// `fill` wrote fewer than `len` bytes, `out` keeps only what it had before.
+/// Appends exactly `len` bytes to `out`, written by `fill` into `out`'s
+/// spare capacity, without zero-filling first.
+///
+/// `fill` receives the `len` spare elements and returns how many it wrote.
+/// Its contract: it writes pairwise-disjoint pieces of the slice, each piece
+/// whole (`Byte::copy` writes every element of its destination), and returns
+/// the sum of their lengths. On error, or if that sum is not `len`, `out`
+/// keeps only what it had before.
 #[allow(unsafe_code)]
 pub(crate) fn append<E>(
     out: &mut Vec<u8>,
     len: usize,
     short: impl FnOnce(usize) -> E,
-    fill: impl FnOnce(&mut Cursor<'_, MaybeUninit<u8>>) -> Result<(), E>,
+    fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<usize, E>,
 ) -> Result<(), E> {
     out.reserve_exact(len);
     let spare = &mut out.spare_capacity_mut()[..len];
-    let mut cursor = Cursor::new(spare);
-    fill(&mut cursor)?;
-    let filled = cursor.filled();
-    if filled != len {
-        return Err(short(filled));
+    let written = fill(spare)?;
+    if written != len {
+        return Err(short(written));
     }
     let new_len = out.len() + len;
-    // SAFETY: `reserve_exact` made room for `len` more bytes, and the cursor
-    // wrote every one of the first `filled` (== `len`) bytes of the spare
-    // capacity, front to back (`Cursor::push` only advances `filled` after
-    // writing the bytes it covers). So elements `old_len..new_len` are
-    // initialised and within capacity.
+    // SAFETY: `reserve_exact` made room for `len` more bytes. `fill` wrote
+    // disjoint whole pieces of those `len` spare elements whose lengths sum
+    // to `len` (checked just above), so all of `old_len..new_len` is
+    // initialised and within capacity. (`read_into` builds the pieces with
+    // `split_at_mut`, so they cannot overlap, and writes each with
+    // `Byte::copy`, which writes every element — the `MaybeUninit` impl
+    // asserts equal lengths.)
     unsafe { out.set_len(new_len) };
     Ok(())
 }

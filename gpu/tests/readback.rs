@@ -102,6 +102,16 @@ fn large_reads_are_chunked_and_exact() {
         })
         .unwrap();
     assert_eq!(sum, data.iter().map(|&x| u64::from(x)).sum::<u64>());
+    // Typed, over several chunks (each reading thread fills its own pieces).
+    let words: Vec<u32> = (0..10_000_003u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let t =
+        GpuBufferHandle::upload_slice(&c.device, &c.queue, &words, BufferUsages::COPY_SRC).unwrap();
+    assert!(
+        t.readback_vec::<u32>(&c.device, &c.queue).unwrap() == words,
+        "typed chunked readback differs"
+    );
 }
 
 #[test]
