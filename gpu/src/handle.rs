@@ -359,9 +359,8 @@ impl GpuBufferHandle {
             let view = staging
                 .get_mapped_range(0..widened)
                 .map_err(|e| BackendError::Map(e.to_string()))?;
-            let bytes = view
-                .get(skip..skip + len as usize)
-                .ok_or(BackendError::Overflow)?;
+            let n = usize::try_from(len).map_err(|_| BackendError::Overflow)?;
+            let bytes = view.get(skip..skip + n).ok_or(BackendError::Overflow)?;
             f(bytes)
         };
         staging::unmap(device, &staging)?;
