@@ -265,6 +265,14 @@ fn from_c(h: &hurray_buffer_handle) -> Result<BufferHandle, Error> {
     entry.decode().map_err(EntryError::into_error)
 }
 
+/// `Error::BufferTooSmall` for `needed` bytes where `available` were given.
+const fn too_small(needed: usize, available: usize) -> Error {
+    Error::BufferTooSmall {
+        needed: needed as u64,
+        available: available as u64,
+    }
+}
+
 /// Reports `e` through the optional detail pointer and returns its status.
 ///
 /// # Safety
@@ -314,17 +322,7 @@ pub unsafe extern "C" fn hurray_handle_decode(
         let bytes = tri!(unsafe { input(bytes, len) });
         let Some(first) = bytes.first_chunk::<16>() else {
             // SAFETY: the caller upholds this function's `# Safety` contract.
-            unsafe {
-                detail(
-                    err,
-                    hurray_error {
-                        status: HURRAY_E_BUFFER_TOO_SMALL,
-                        index: 0,
-                        value: 16,
-                    },
-                )
-            };
-            return HURRAY_E_BUFFER_TOO_SMALL;
+            return unsafe { fail(err, too_small(16, bytes.len())) };
         };
         match BufferHandle::from_bytes(first) {
             // SAFETY: the caller upholds this function's `# Safety` contract.
@@ -362,17 +360,7 @@ pub unsafe extern "C" fn hurray_handle_encode(
         let out = tri!(unsafe { output(out, out_len) });
         let Some(dst) = out.first_chunk_mut::<16>() else {
             // SAFETY: the caller upholds this function's `# Safety` contract.
-            unsafe {
-                detail(
-                    err,
-                    hurray_error {
-                        status: HURRAY_E_BUFFER_TOO_SMALL,
-                        index: 0,
-                        value: 16,
-                    },
-                )
-            };
-            return HURRAY_E_BUFFER_TOO_SMALL;
+            return unsafe { fail(err, too_small(16, out.len())) };
         };
         *dst = h.to_bytes();
         HURRAY_OK
@@ -644,17 +632,7 @@ pub unsafe extern "C" fn hurray_table_encode(
         let out = tri!(unsafe { output(out, out_len) });
         let Some(dst) = out.get_mut(..needed) else {
             // SAFETY: the caller upholds this function's `# Safety` contract.
-            unsafe {
-                detail(
-                    err,
-                    hurray_error {
-                        status: HURRAY_E_BUFFER_TOO_SMALL,
-                        index: 0,
-                        value: needed as u64,
-                    },
-                )
-            };
-            return HURRAY_E_BUFFER_TOO_SMALL;
+            return unsafe { fail(err, too_small(needed, out.len())) };
         };
         for (i, chunk) in dst.chunks_exact_mut(16).enumerate() {
             // SAFETY: `handles` is non-null and aligned (checked above) and the

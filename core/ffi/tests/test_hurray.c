@@ -85,7 +85,8 @@ static void test_handles(void) {
 
     /* Null, short and misaligned arguments. */
     CHECK_STATUS(hurray_handle_decode(NULL, 16, &h, NULL), HURRAY_E_NULL);
-    CHECK_STATUS(hurray_handle_decode(bytes, 15, &h, NULL), HURRAY_E_BUFFER_TOO_SMALL);
+    CHECK_STATUS(hurray_handle_decode(bytes, 15, &h, &err), HURRAY_E_BUFFER_TOO_SMALL);
+    CHECK(err.value == 16);
     entry(bytes, 0, 1, HURRAY_DEVICE_CPU, 0, 0);
     CHECK_STATUS(hurray_handle_decode(bytes, 16, NULL, NULL), HURRAY_E_NULL);
     alignas(16) uint8_t raw[32];
@@ -132,7 +133,9 @@ static void test_table(void) {
     CHECK_STATUS(hurray_handle_empty(HURRAY_DEVICE_VULKAN, &hs[2]), HURRAY_OK);
     uint8_t bytes[48];
     CHECK_STATUS(hurray_table_encode(hs, 3, bytes, sizeof bytes, NULL), HURRAY_OK);
-    CHECK_STATUS(hurray_table_encode(hs, 3, bytes, 47, NULL), HURRAY_E_BUFFER_TOO_SMALL);
+    hurray_error small;
+    CHECK_STATUS(hurray_table_encode(hs, 3, bytes, 47, &small), HURRAY_E_BUFFER_TOO_SMALL);
+    CHECK(small.value == 48);
 
     hurray_table t;
     CHECK_STATUS(hurray_table_parse(bytes, sizeof bytes, &t, NULL), HURRAY_OK);
