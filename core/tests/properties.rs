@@ -7,6 +7,8 @@ use hurray_core::{
 };
 use proptest::prelude::*;
 
+mod common;
+
 /// The spec's rules for one entry, written from `docs/spec/buffer-protocol.md`
 /// without using the crate's code tables.
 fn model(b: &[u8; 16]) -> Result<(), Error> {
@@ -50,12 +52,7 @@ fn exhaustive_code_bytes_match_the_model() {
     for codes in (0u32..1 << 24).step_by(step) {
         let [dev, sync, class, _] = codes.to_le_bytes();
         for (size, align) in [(4096u64, 64u32), (1, 16)] {
-            let mut b = [0u8; 16];
-            b[0..8].copy_from_slice(&size.to_le_bytes());
-            b[8..12].copy_from_slice(&align.to_le_bytes());
-            b[12] = dev;
-            b[13] = sync;
-            b[14] = class;
+            let b = common::entry(size, align, dev, sync, class, 0);
             let got = BufferHandle::from_bytes(&b);
             assert_eq!(got.map(|_| ()), model(&b), "{b:02x?}");
             assert_eq!(BufferTable::parse(&b).is_ok(), got.is_ok());
