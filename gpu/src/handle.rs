@@ -126,11 +126,8 @@ impl GpuBufferHandle {
         bytes: &[u8],
         usage: BufferUsages,
     ) -> Result<Self, BackendError> {
-        let len = u64::try_from(bytes.len()).map_err(|_| BackendError::Overflow)?;
-        let handle = Self::create(device, len, bytes.len(), usage | BufferUsages::COPY_DST)
-            .map_err(|e| staging::lost_or(device, queue, e))?;
-        handle.write(device, queue, bytes)?;
-        Ok(handle)
+        // Bytes are the one-byte case of typed data: one element per byte.
+        Self::upload_slice(device, queue, bytes, usage)
     }
 
     /// Upload a slice of plain-data values; [`element_count`](Self::element_count)

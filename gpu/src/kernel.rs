@@ -181,12 +181,7 @@ impl GpuKernel {
         resources: &[GpuResource],
         workgroups: [u32; 3],
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
-        let max = self.device.limits().max_compute_workgroups_per_dimension;
-        if let Some(&n) = workgroups.iter().find(|&&n| n > max) {
-            return Err(BackendError::Validation(format!(
-                "{workgroups:?} workgroups: {n} exceeds max_compute_workgroups_per_dimension {max}"
-            )));
-        }
+        self.check_workgroups(workgroups)?;
         self.run(queue, resources, |pass| {
             pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2])
         })
@@ -230,6 +225,17 @@ impl GpuKernel {
         self.run(queue, resources, |pass| {
             pass.dispatch_workgroups_indirect(&buffer, offset)
         })
+    }
+
+    /// Refuses workgroup counts over the device limit, before anything is encoded.
+    fn check_workgroups(&self, workgroups: [u32; 3]) -> Result<(), BackendError> {
+        let max = self.device.limits().max_compute_workgroups_per_dimension;
+        match workgroups.iter().find(|&&n| n > max) {
+            Some(&n) => Err(BackendError::Validation(format!(
+                "{workgroups:?} workgroups: {n} exceeds max_compute_workgroups_per_dimension {max}"
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn run(
@@ -297,12 +303,7 @@ impl GpuKernel {
         resources: &[GpuResource],
         workgroups: [u32; 3],
     ) -> Result<(), BackendError> {
-        let max = self.device.limits().max_compute_workgroups_per_dimension;
-        if let Some(&n) = workgroups.iter().find(|&&n| n > max) {
-            return Err(BackendError::Validation(format!(
-                "{workgroups:?} workgroups: {n} exceeds max_compute_workgroups_per_dimension {max}"
-            )));
-        }
+        self.check_workgroups(workgroups)?;
         if resources
             .iter()
             .any(|r| matches!(r, GpuResource::Uniform(_)))
