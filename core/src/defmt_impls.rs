@@ -133,6 +133,16 @@ impl Format for TiledLevels<'_> {
     }
 }
 
+impl<const N: usize> Format for crate::CompositeValidator<'_, N> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(
+            f,
+            "CompositeValidator {{ remaining: {=u32} }}",
+            self.remaining()
+        );
+    }
+}
+
 /// Compile-time proof that every public type of the crate is `defmt::Format`.
 #[allow(dead_code)]
 const fn every_public_type_is_format() {
@@ -183,4 +193,7 @@ const fn every_public_type_is_format() {
     is_format::<TensorDescriptor<'static>>();
     is_format::<DescriptorBuilder<4, 4>>();
     is_format::<crate::BuilderLayout>();
+    is_format::<crate::CompositeError>();
+    is_format::<crate::CompositeErrorKind>();
+    is_format::<crate::CompositeValidator<'static, 4>>();
 }

@@ -69,6 +69,7 @@ extern crate std;
 
 mod builder;
 mod codes;
+mod composite;
 #[cfg(feature = "defmt")]
 mod defmt_impls;
 mod descriptor;
@@ -80,6 +81,9 @@ mod table;
 
 pub use builder::{BuilderLayout, DescriptorBuilder};
 pub use codes::{DeviceTag, MemoryClass, PRIVATE_FIRST, PRIVATE_LAST, SyncMode, is_private_code};
+pub use composite::{
+    CompositeError, CompositeErrorKind, CompositeValidator, MAX_COMPOSITE_DEPTH, read_composite,
+};
 pub use descriptor::layout;
 pub use descriptor::{
     DESCRIPTOR_MAGIC, DYNAMIC, Dims, ExtensionType, ExtensionTypeEntry, FixedHeader, Flags,
