@@ -15,8 +15,9 @@
 //!   private device has no code ([`InteropError::NoDeviceCode`]).
 //! * **Import** (DLPack/Arrow → hurray) maps each code hurray has a device
 //!   for to one canonical pair; `kDLVPI`, `kDLExtDev`, `kDLMAIA`, `kDLTrn`
-//!   and any code above them are [`InteropError::UnknownDeviceCode`] (a
-//!   caller may map them to a private tag of its own).
+//!   and any code above them (`kDLTPU` = 19, `kDLTPUHost` = 20, …) are
+//!   [`InteropError::UnknownDeviceCode`] (a caller may map them to a
+//!   private tag of its own: `hurray-interop`'s `PrivateDevice`).
 //!
 //! Export then import returns the original pair for every canonical pair.
 //!
@@ -66,6 +67,12 @@ pub const KDL_HEXAGON: i32 = 16;
 pub const KDL_MAIA: i32 = 17;
 /// `kDLTrn` (DLPack only): no hurray device.
 pub const KDL_TRN: i32 = 18;
+/// `kDLTPU` (DLPack only, upstream after v1.3; not in the vendored 1.1
+/// header): no hurray device.
+pub const KDL_TPU: i32 = 19;
+/// `kDLTPUHost` (DLPack only, upstream after v1.3; JAX already emits it):
+/// no hurray device.
+pub const KDL_TPU_HOST: i32 = 20;
 
 /// Why a value has no counterpart on the other side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -313,4 +320,79 @@ pub const fn from_dlpack_dtype(
         (c::FLOAT4_E2M1FN, 4) => E::Float4E2M1,
         _ => return Err(InteropError::UnknownDataType { code, bits, lanes }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every (device, class) pair a buffer can have, exported then imported.
+    #[test]
+    fn export_then_import_returns_the_canonical_pair() {
+        for &tag in DeviceTag::NAMED {
+            for &class in MemoryClass::NAMED {
+                if !tag.allows(class) {
+                    continue;
+                }
+                let code = to_dlpack(tag, class).unwrap();
+                assert_eq!(to_arrow(tag, class), Ok(code));
+                let (t, c) = from_dlpack(code).unwrap();
+                assert_eq!(t, tag);
+                // The canonical pair of a code is the class that names it.
+                assert_eq!(to_dlpack(t, c), Ok(code));
+            }
+        }
+    }
+
+    #[test]
+    fn dlpack_devices_without_a_hurray_tag_are_typed_errors() {
+        for code in [
+            0,
+            5,
+            6,
+            KDL_VPI,
+            KDL_EXT_DEV,
+            KDL_MAIA,
+            KDL_TRN,
+            KDL_TPU,
+            KDL_TPU_HOST,
+            21,
+            -1,
+        ] {
+            assert_eq!(
+                from_dlpack(code),
+                Err(InteropError::UnknownDeviceCode(code))
+            );
+            assert_eq!(from_arrow(code), Err(InteropError::UnknownDeviceCode(code)));
+        }
+    }
+
+    #[test]
+    fn every_element_type_maps_both_ways_or_is_refused() {
+        for &t in ElementType::BUILT_IN {
+            match to_dlpack_dtype(t) {
+                Ok((code, bits, lanes)) => {
+                    assert_eq!(from_dlpack_dtype(code, bits, lanes), Ok(t));
+                    assert_eq!(Some(u32::from(bits)), t.bits());
+                }
+                Err(e) => {
+                    assert!(matches!(t, ElementType::Bool | ElementType::Float128));
+                    assert_eq!(e, InteropError::NoDataType(t));
+                }
+            }
+        }
+        // DLPack's byte bool, vectors and the FP8 variants hurray lacks.
+        for (code, bits, lanes) in [
+            (6, 8, 1),
+            (2, 32, 4),
+            (7, 8, 1),
+            (8, 8, 1),
+            (9, 8, 1),
+            (11, 8, 1),
+            (13, 8, 1),
+            (3, 64, 1),
+        ] {
+            assert!(from_dlpack_dtype(code, bits, lanes).is_err());
+        }
+    }
 }
