@@ -36,6 +36,12 @@ use hurray_core::{
 mod status;
 pub use status::*;
 
+// DLPack / Arrow C Device export and import (hosted targets: exports allocate).
+#[cfg(not(target_os = "none"))]
+mod interchange;
+#[cfg(not(target_os = "none"))]
+pub use interchange::*;
+
 /// Version of the C ABI: `major << 16 | minor`. See `docs/impl/c-ffi.md` § Versioning.
 pub const HURRAY_ABI_VERSION: u32 = 1 << 16;
 
