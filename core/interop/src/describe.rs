@@ -265,13 +265,9 @@ pub(crate) fn describe<'d>(
     let buffers = [handle];
     let desc = TensorDescriptor::new(t.element_type, shape, layout, &buffers)
         .with_byte_offset(front as u64);
-    let len = desc.encode(out)?;
-    let out: &'d [u8] = out;
-    let bytes = out.get(..len).ok_or(ImportError::BufferTooSmall {
-        needed: len,
-        available: out.len(),
-    })?;
-    let view = TensorView::parse(bytes).map_err(ImportError::Descriptor)?;
+    // The encoder parses what it wrote (strictly, as any reader would) and
+    // hands back that view.
+    let view = desc.encode_view(out)?;
     Ok(Described { view, front })
 }
 

@@ -173,6 +173,24 @@ impl<'a> TensorDescriptor<'a> {
     /// * [`EncodeError::Invalid`] — the values describe a descriptor a
     ///   reader must reject (the error is the reader's).
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, EncodeError> {
+        self.encode_view(out).map(|view| view.as_bytes().len())
+    }
+
+    /// [`encode`](Self::encode), returning the view the encoder's own
+    /// read-back produced (saves the caller a second parse).
+    ///
+    /// # Errors
+    /// As [`encode`](Self::encode).
+    ///
+    /// ```
+    /// # use hurray_core::{BufferHandle, DeviceTag, ElementType, TensorDescriptor};
+    /// let buffers = [BufferHandle::empty(DeviceTag::Cpu)];
+    /// let mut out = [0u8; 128];
+    /// let view = TensorDescriptor::row_major(ElementType::Int8, &[0, 2], &buffers).encode_view(&mut out)?;
+    /// assert!(view.shape().iter().eq([0, 2]));
+    /// # Ok::<(), hurray_core::EncodeError>(())
+    /// ```
+    pub fn encode_view<'o>(&self, out: &'o mut [u8]) -> Result<TensorView<'o>, EncodeError> {
         self.check_lengths()?;
         let mut w = Writer::new(out);
         self.write(&mut w);
@@ -196,9 +214,9 @@ impl<'a> TensorDescriptor<'a> {
             private_schemes: true,
             private_composition_rules: true,
         };
+        let out: &'o [u8] = out;
         let bytes = out.get(..len).unwrap_or_default();
-        TensorView::parse_with(bytes, &options)?;
-        Ok(len)
+        Ok(TensorView::parse_with(bytes, &options)?)
     }
 
     fn check_lengths(&self) -> Result<(), EncodeError> {

@@ -129,6 +129,18 @@ pub struct ArrowExport {
     pub schema: ArrowSchema,
 }
 
+impl ArrowExport {
+    /// The two structs, handed over: the receiver calls each `release`
+    /// exactly once (or moves them on, as the Arrow spec allows).
+    #[must_use]
+    pub fn into_parts(self) -> (ArrowDeviceArray, ArrowSchema) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so each field is read out once
+        // and owned by the caller from here on.
+        unsafe { (ptr::read(&this.array), ptr::read(&this.schema)) }
+    }
+}
+
 impl Drop for ArrowExport {
     fn drop(&mut self) {
         // SAFETY: both structs were filled by `export_arrow` (or released
@@ -410,8 +422,10 @@ pub fn export_arrow<O: Send + 'static>(
         (SyncMode::ProducerSynced, true) | (SyncMode::Event, false) => {}
         (mode, _) => return Err(ExportError::Sync(mode)),
     }
-    let shape = plan.shape.get(..plan.ndim).unwrap_or_default();
-    let strides = plan.strides.get(..plan.ndim).unwrap_or_default();
+    let (mut shape, mut strides) = ([0i64; MAX_NDIM], [0i64; MAX_NDIM]);
+    dlpack::fill_dims(view, &mut shape, &mut strides)?;
+    let shape = shape.get(..plan.ndim).unwrap_or_default();
+    let strides = strides.get(..plan.ndim).unwrap_or_default();
     let physical = permutation(shape, strides)?;
     let (&n, dims) = shape.split_first().ok_or(ExportError::RankZero)?;
     let list_size = dims

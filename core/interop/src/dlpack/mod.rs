@@ -66,8 +66,6 @@ pub struct ExportOptions<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Plan {
     pub(crate) ndim: usize,
-    pub(crate) shape: [i64; MAX_NDIM],
-    pub(crate) strides: [i64; MAX_NDIM],
     pub(crate) dtype: DLDataType,
     pub(crate) device_type: i32,
     pub(crate) byte_offset: u64,
@@ -122,25 +120,31 @@ pub(crate) fn plan(
             });
         }
     }
-    let mut shape = [0i64; MAX_NDIM];
-    for (slot, n) in shape.iter_mut().zip(view.shape().iter()) {
-        *slot = i64::try_from(n).map_err(|_| ExportError::Overflow {
-            what: "a dimension",
-        })?;
-    }
-    let mut strides = [0i64; MAX_NDIM];
-    view.strides(&mut strides)
-        .ok_or(ExportError::Overflow { what: "a stride" })?;
     Ok(Plan {
         ndim,
-        shape,
-        strides,
         dtype: DLDataType { code, bits, lanes },
         device_type,
         byte_offset: view.byte_offset(),
         data,
         sync_mode: buffer.sync_mode(),
     })
+}
+
+/// Writes the view's shape and strides (in elements) as `i64`s; the plan
+/// has checked the rank, so both fit.
+pub(crate) fn fill_dims(
+    view: &TensorView<'_>,
+    shape: &mut [i64; MAX_NDIM],
+    strides: &mut [i64; MAX_NDIM],
+) -> Result<(), ExportError> {
+    for (slot, n) in shape.iter_mut().zip(view.shape().iter()) {
+        *slot = i64::try_from(n).map_err(|_| ExportError::Overflow {
+            what: "a dimension",
+        })?;
+    }
+    view.strides(strides)
+        .ok_or(ExportError::Overflow { what: "a stride" })?;
+    Ok(())
 }
 
 fn dlpack_plan(
@@ -346,10 +350,18 @@ pub fn export_versioned<O: Send + 'static>(
             flags,
             dl_tensor: dl_tensor(&plan, device_id),
         },
-        shape: plan.shape,
-        strides: plan.strides,
+        shape: [0; MAX_NDIM],
+        strides: [0; MAX_NDIM],
         owner,
     }));
+    // SAFETY: `raw` is the live, uniquely owned box just leaked; the arrays
+    // are filled in place, and on error the box is reclaimed once (dropping
+    // the owner, as documented).
+    if let Err(e) = unsafe { fill_dims(view, &mut (*raw).shape, &mut (*raw).strides) } {
+        // SAFETY: as above; nothing else refers to the box yet.
+        drop(unsafe { Box::from_raw(raw) });
+        return Err(e);
+    }
     // SAFETY: `raw` is the live, uniquely owned box just leaked; every
     // pointer below is derived from it, so the managed tensor's `shape`,
     // `strides` and `manager_ctx` point into the same allocation.
@@ -384,10 +396,16 @@ pub fn export_legacy<O: Send + 'static>(
             manager_ctx: ptr::null_mut(),
             deleter: Some(delete_legacy::<O>),
         },
-        shape: plan.shape,
-        strides: plan.strides,
+        shape: [0; MAX_NDIM],
+        strides: [0; MAX_NDIM],
         owner,
     }));
+    // SAFETY: as in `export_versioned`.
+    if let Err(e) = unsafe { fill_dims(view, &mut (*raw).shape, &mut (*raw).strides) } {
+        // SAFETY: as in `export_versioned`.
+        drop(unsafe { Box::from_raw(raw) });
+        return Err(e);
+    }
     // SAFETY: as in `export_versioned`.
     unsafe {
         (*raw).managed.manager_ctx = raw.cast();
