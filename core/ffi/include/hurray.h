@@ -124,6 +124,48 @@
 // DType code: complex128.
 #define HURRAY_DTYPE_C128 15
 
+#if !defined(HURRAY_NO_STD)
+// The longest descriptor an import writes (32 dimensions, strided).
+#define HURRAY_INTEROP_MAX_DESCRIPTOR_LEN 557
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Export flag: the consumer may write (no `DLPACK_FLAG_BITMASK_READ_ONLY`).
+// Without it, exports are read-only: a hurray buffer is shared.
+#define HURRAY_EXPORT_WRITABLE 1
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Export flag: a legacy `DLManagedTensor` instead of a
+// `DLManagedTensorVersioned`.
+#define HURRAY_EXPORT_LEGACY 2
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Import flag: the pointer is a legacy `DLManagedTensor`.
+#define HURRAY_IMPORT_LEGACY 1
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// `hurray_import.kind`: nothing held (released, or never filled).
+#define HURRAY_IMPORT_NONE 0
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// `hurray_import.kind`: a `DLManagedTensorVersioned`.
+#define HURRAY_IMPORT_DLPACK 1
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// `hurray_import.kind`: a legacy `DLManagedTensor`.
+#define HURRAY_IMPORT_DLPACK_LEGACY 2
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// `hurray_import.kind`: an `ArrowDeviceArray` and its `ArrowSchema`.
+#define HURRAY_IMPORT_ARROW 3
+#endif
+
 // Result of every function: `HURRAY_OK` (0) or a negative `HURRAY_E_*` code.
 typedef int32_t hurray_status;
 
@@ -201,6 +243,53 @@ typedef struct hurray_tensor_view {
   // Descriptor minor version.
   uint8_t version_minor;
 } hurray_tensor_view;
+
+#if !defined(HURRAY_NO_STD)
+// Called once with the owner's context when hurray no longer needs the
+// exported memory.
+typedef void (*hurray_owner_release)(void *ctx);
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// An imported tensor: what the descriptor says in summary, the addresses,
+// and the producer object hurray hands back at `hurray_import_release`.
+// Plain data: copy it freely, release it once.
+typedef struct hurray_import {
+  // Base address of buffer 0 (up to 63 bytes below the first addressed
+  // byte, which are never addressed; see `docs/interop.md`).
+  void *base;
+  // Address of element `[0, …, 0]` (`base + byte_offset`).
+  void *first_element;
+  // The producer's device ordinal.
+  int64_t device_id;
+  // Arrow `sync_event` (null for DLPack and producer-synced data).
+  void *sync_event;
+  // The producer object (`DLManagedTensorVersioned *`,
+  // `DLManagedTensor *` or `ArrowDeviceArray *`).
+  void *object;
+  // The `ArrowSchema *` (null for DLPack).
+  void *schema;
+  // Bytes of the descriptor written to the caller's buffer.
+  size_t descriptor_len;
+  // `HURRAY_IMPORT_*`.
+  uint8_t kind;
+  // 1 if the consumer must not write (DLPack read-only flag; always for
+  // legacy DLPack and Arrow).
+  uint8_t read_only;
+  // Element type tag of the descriptor.
+  uint8_t type_tag;
+  // Device tag of buffer 0.
+  uint8_t device_tag;
+  // Memory class of buffer 0.
+  uint8_t memory_class;
+  // Sync mode of buffer 0.
+  uint8_t sync_mode;
+  // Number of dimensions.
+  uint8_t ndim;
+  // Layout tag of the descriptor.
+  uint8_t layout_tag;
+} hurray_import;
+#endif
 
 // Success.
 #define HURRAY_OK 0
@@ -303,6 +392,104 @@ typedef struct hurray_tensor_view {
 
 // An error this version of the C ABI has no code for.
 #define HURRAY_E_UNKNOWN -33
+
+#if !defined(HURRAY_NO_STD)
+// The tensor cannot be exported: a layout other than row-major,
+// column-major or strided; quantized; a dynamic dimension; for Arrow, rank
+// 0 or strides that are not a permutation of row-major.
+#define HURRAY_E_INTEROP_NOT_EXPORTABLE -100
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// No device code on the other side: a private hurray device, or a
+// DLPack/Arrow device hurray has no tag for (VPI, ExtDev, MAIA, Trainium,
+// TPU, …).
+#define HURRAY_E_INTEROP_DEVICE -101
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// No data type on the other side (hurray's bit-packed bool, float128,
+// DLPack's byte bool, vector lanes, Arrow's bool/bfloat16/…), or padded
+// sub-byte data.
+#define HURRAY_E_INTEROP_DATA_TYPE -102
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// The buffer's sync mode cannot be carried (DLPack: `Event`; Arrow:
+// `ConsumerStream`, or an event that is missing or superfluous).
+#define HURRAY_E_INTEROP_SYNC -103
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// A null data pointer with a non-zero extent, or one not aligned as the
+// handle or element type requires.
+#define HURRAY_E_INTEROP_DATA_POINTER -104
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// A device id the protocol cannot carry (negative, or beyond `int32_t`).
+#define HURRAY_E_INTEROP_DEVICE_ID -105
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// A `DLManagedTensorVersioned` whose major version is not 1.
+#define HURRAY_E_INTEROP_VERSION -106
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Unknown DLPack flag bits.
+#define HURRAY_E_INTEROP_FLAGS -107
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// `ndim` negative or above 32.
+#define HURRAY_E_INTEROP_NDIM -108
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// A null shape, a negative dimension, or null strides where DLPack ≥ 1.2
+// requires them.
+#define HURRAY_E_INTEROP_SHAPE -109
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Arithmetic overflow: element count, offsets, or the byte range the
+// strides reach.
+#define HURRAY_E_INTEROP_OVERFLOW -110
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// The Arrow array or schema was already released.
+#define HURRAY_E_INTEROP_RELEASED -111
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// An Arrow schema that is not a fixed-size list of one supported
+// primitive child.
+#define HURRAY_E_INTEROP_ARROW_TYPE -112
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Missing, malformed or inconsistent `arrow.fixed_shape_tensor` metadata.
+#define HURRAY_E_INTEROP_ARROW_METADATA -113
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// An Arrow array field out of range (negative length, nulls, buffer or
+// child counts, a child too short).
+#define HURRAY_E_INTEROP_ARROW_ARRAY -114
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// The descriptor given to an export is invalid, or the handle an import
+// built was refused.
+#define HURRAY_E_INTEROP_DESCRIPTOR -115
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// The caller's descriptor buffer is too small.
+#define HURRAY_E_INTEROP_BUFFER_TOO_SMALL -116
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -529,6 +716,155 @@ hurray_status hurray_to_arrow_device(uint8_t device_tag, uint8_t memory_class, i
 // views were produced by this library over bytes that are still alive
 // and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
 hurray_status hurray_from_arrow_device(int32_t code, uint8_t *device_tag, uint8_t *memory_class);
+
+#if !defined(HURRAY_NO_STD)
+// A static message for an interchange status (`HURRAY_E_INTEROP_*`);
+// `"unknown status"` for any other code. Never null.
+const char *hurray_interop_status_message(hurray_status status);
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Exports a validated tensor as a DLPack managed tensor, written to `*out`
+// (`DLManagedTensorVersioned *`, or `DLManagedTensor *` with
+// `HURRAY_EXPORT_LEGACY`).
+//
+// `desc`/`len` is a hurray descriptor (row-major, column-major or strided;
+// copied: it need not outlive the call); `data` is the base address of its
+// buffer 0; `device_id` the device ordinal. The consumer calls the managed
+// tensor's deleter once, which calls `owner_release(owner_ctx)` once.
+// Without `HURRAY_EXPORT_WRITABLE` the export is read-only.
+//
+// # Safety
+// `desc` is null or addresses `len` readable bytes; `out` is null or
+// writable; `owner_release` is null or may be called once with
+// `owner_ctx`, from any thread.
+//
+// # Errors
+// `HURRAY_E_NULL`, `HURRAY_E_INTEROP_*`; `owner_release` has then run.
+hurray_status hurray_dlpack_export(const uint8_t *desc,
+                                   size_t len,
+                                   void *data,
+                                   int64_t device_id,
+                                   uint32_t flags,
+                                   void *owner_ctx,
+                                   hurray_owner_release owner_release,
+                                   void **out);
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Imports a DLPack managed tensor (`DLManagedTensorVersioned *`, or
+// `DLManagedTensor *` with `HURRAY_IMPORT_LEGACY`): writes its descriptor
+// into `desc_out` (at most `HURRAY_INTEROP_MAX_DESCRIPTOR_LEN` bytes) and
+// the state into `*out`. `device_sync` is the `HURRAY_SYNC_*` code to
+// declare for non-CPU memory (what the caller arranged with the producer;
+// CPU memory is always producer-synced). Allocates nothing.
+//
+// # Safety
+// `managed` is null or a managed tensor the caller owns whose deleter is
+// null or callable once; for major version 1 and `0 < ndim <= 32`, `shape`
+// and `strides` are null or address `ndim` `int64_t`s. `desc_out` is null
+// or addresses `desc_cap` writable bytes that stay valid while the
+// descriptor is used; `out` is null or writable.
+//
+// # Errors
+// `HURRAY_E_NULL`, `HURRAY_E_INTEROP_*`: the deleter has run (unless
+// `managed` was null).
+hurray_status hurray_dlpack_import(void *managed,
+                                   uint32_t flags,
+                                   uint8_t device_sync,
+                                   uint8_t *desc_out,
+                                   size_t desc_cap,
+                                   struct hurray_import *out);
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Exports a validated tensor as an Arrow `arrow.fixed_shape_tensor`
+// device array: fills `*out_array` (`struct ArrowDeviceArray`) and
+// `*out_schema` (`struct ArrowSchema`). `sync_event` must be null for a
+// producer-synced buffer and the event for an `Event` one. Each struct's
+// release callback must be called once; the owner is released when both
+// the array and its child are.
+//
+// # Safety
+// As `hurray_dlpack_export`; `out_array` and `out_schema` are null or
+// writable structs of their types.
+//
+// # Errors
+// `HURRAY_E_NULL`, `HURRAY_E_INTEROP_*`; `owner_release` has then run.
+hurray_status hurray_arrow_export(const uint8_t *desc,
+                                  size_t len,
+                                  void *data,
+                                  int64_t device_id,
+                                  void *sync_event,
+                                  void *owner_ctx,
+                                  hurray_owner_release owner_release,
+                                  void *out_array,
+                                  void *out_schema);
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Imports an Arrow `arrow.fixed_shape_tensor` device array
+// (`struct ArrowDeviceArray *`, `struct ArrowSchema *`, which stay where
+// they are until `hurray_import_release`): writes its descriptor into
+// `desc_out` and the state into `*out`. Allocates nothing.
+//
+// # Safety
+// `array`/`schema` are null or structs the caller owns, valid as the Arrow
+// C data interface defines them (strings NUL-terminated, metadata
+// well-formed, buffer and child arrays as long as their counts); the rest
+// as `hurray_dlpack_import`.
+//
+// # Errors
+// `HURRAY_E_NULL`, `HURRAY_E_INTEROP_*`: both release callbacks have run.
+hurray_status hurray_arrow_import(void *array,
+                                  void *schema,
+                                  uint8_t *desc_out,
+                                  size_t desc_cap,
+                                  struct hurray_import *out);
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Hands an imported tensor back to its producer: calls the DLPack deleter
+// or both Arrow release callbacks, once, and marks `*imp` released
+// (`kind = HURRAY_IMPORT_NONE`). A second call, or a null `imp`, does
+// nothing. Do not use the addresses or the descriptor's memory claims
+// afterwards.
+//
+// # Safety
+// `imp` is null or a `hurray_import` filled by an import of this library
+// (or released); copies of it must not be released as well.
+void hurray_import_release(struct hurray_import *imp);
+#endif
+
+#if !defined(HURRAY_NO_STD)
+// Describes a strided tensor whose element `[0, …, 0]` is at
+// `first_element`: writes the descriptor into `desc_out`, its length to
+// `*desc_len` and the base address of buffer 0 to `*base` (the address to
+// pass to an export). `strides` (in elements) may be null for compact
+// row-major. Nothing is dereferenced or allocated.
+//
+// # Safety
+// `shape` (and `strides` unless null) address `ndim` `int64_t`s when
+// `ndim > 0`; `desc_out` addresses `desc_cap` writable bytes; `desc_len`
+// and `base` are null or writable.
+//
+// # Errors
+// `HURRAY_E_NULL`; `HURRAY_E_INTEROP_DATA_TYPE` (unknown type tag),
+// `HURRAY_E_INTEROP_DEVICE` (unknown device or class code),
+// `HURRAY_E_INTEROP_SYNC` (unknown sync code); as an import otherwise.
+hurray_status hurray_describe_strided(uint8_t type_tag,
+                                      size_t ndim,
+                                      const int64_t *shape,
+                                      const int64_t *strides,
+                                      const void *first_element,
+                                      uint8_t device_tag,
+                                      uint8_t memory_class,
+                                      uint8_t sync_mode,
+                                      uint8_t *desc_out,
+                                      size_t desc_cap,
+                                      size_t *desc_len,
+                                      void **base);
+#endif
 
 #ifdef __cplusplus
 }  // extern "C"
