@@ -125,7 +125,7 @@ impl Ctx<'_> {
 
     /// The data buffer (0) holds every element whose linear offset lies in
     /// `first ..= last` (in elements, relative to `byte_offset`).
-    pub(crate) fn span(&self, first: i128, last: i128) -> Result<(), DescriptorError> {
+    pub(crate) fn span(&self, first: i64, last: i64) -> Result<(), DescriptorError> {
         let overflow = self.err(
             0,
             DescriptorErrorKind::Overflow {
@@ -133,17 +133,18 @@ impl Ctx<'_> {
             },
         );
         let (lo, hi) = self.packing.byte_span(first, last).ok_or(overflow)?;
-        let base = i128::from(self.byte_offset);
+        let base = i64::try_from(self.byte_offset).map_err(|_| overflow)?;
         let (Some(start), Some(end)) = (base.checked_add(lo), base.checked_add(hi)) else {
             return Err(overflow);
         };
         let byte_size = self.size(0);
-        if start < 0 || end > i128::from(byte_size) {
+        // `end >= start`; a negative `start` is before the buffer.
+        if start < 0 || end.unsigned_abs() > byte_size {
             return Err(self.err(
                 0,
                 DescriptorErrorKind::ExtentOutOfBounds {
-                    start,
-                    end,
+                    start: i128::from(start),
+                    end: i128::from(end),
                     byte_size,
                 },
             ));
@@ -154,16 +155,16 @@ impl Ctx<'_> {
 
 /// The lowest and highest linear offset (in elements, or tiles) that
 /// `strides` reach over `shape`: `sum(min(0, s·(n−1)))` and
-/// `sum(max(0, s·(n−1)))`; `None` if a sum does not fit an `i128`. The
+/// `sum(max(0, s·(n−1)))`; `None` if a value does not fit an `i64`. The
 /// shape must have no zero dimension (the caller checks emptiness first).
 pub(crate) fn stride_range(
     shape: impl Iterator<Item = u64>,
     strides: impl Iterator<Item = i64>,
-) -> Option<(i128, i128)> {
-    let mut lo = 0i128;
-    let mut hi = 0i128;
+) -> Option<(i64, i64)> {
+    let mut lo = 0i64;
+    let mut hi = 0i64;
     for (n, s) in shape.zip(strides) {
-        let reach = i128::from(s).checked_mul(i128::from(n).checked_sub(1)?)?;
+        let reach = s.checked_mul(i64::try_from(n.checked_sub(1)?).ok()?)?;
         if reach < 0 {
             lo = lo.checked_add(reach)?;
         } else {
