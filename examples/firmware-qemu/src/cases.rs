@@ -4,10 +4,13 @@
 //! counting, reporting) only calls what this module exports, so switching the
 //! harness to another wire format is an edit of this file alone:
 //!
-//! * [`decode`] — the decode+validate entry point that is measured;
-//! * [`frame_len`], [`more_needed`], [`declared_len`] — the three facts the
-//!   stream reassembler needs (how long a decoded frame is, whether an error
-//!   only means "more bytes to come", how long a rejected frame says it is);
+//! * [`View`], [`DecodeError`] — the decoder's output types;
+//! * [`decode`] — the decode+validate entry point that is measured, and
+//!   [`log_decoded`], which logs what a view holds;
+//! * [`frame`], [`more_needed`], [`declared_len`] — the three facts the
+//!   stream reassembler needs (which bytes a decoded frame occupies, whether
+//!   an error only means "more bytes to come", how long a rejected frame says
+//!   it is), and [`with_declared_len`], which forges a frame's length;
 //! * [`VALID`] — descriptors held in flash, with what each must decode to;
 //! * [`build_dense_rank4`] and [`builder_overflow`] — the heapless builder;
 //! * [`CORRUPT`] — corrupted inputs with the exact typed error each must get;
@@ -28,26 +31,58 @@ use hurray_core::{
 /// Capacity of the stream reassembly buffer, in bytes (the largest frame).
 pub const MAX_FRAME: usize = 256;
 
+/// A decoded, validated descriptor.
+pub type View<'a> = TensorView<'a>;
+/// Why a descriptor was rejected.
+pub type DecodeError = Error;
+
 /// Decodes and validates one descriptor: the path whose stack, size and
 /// instructions are measured.
 ///
 /// # Errors
 /// The core's typed error for the first rule the bytes break.
 #[inline(never)]
-pub fn decode(bytes: &[u8]) -> Result<TensorView<'_>, Error> {
+pub fn decode(bytes: &[u8]) -> Result<View<'_>, DecodeError> {
     TensorView::parse(bytes)
 }
 
-/// Bytes of the stream that a decoded descriptor occupies.
+/// Logs what a decoded descriptor holds.
+pub fn log_decoded(name: &str, view: &View<'_>) {
+    defmt::info!(
+        "decoded {}: {} elements of {}, shape rank {}, {} buffers, data buffer {} B",
+        name,
+        view.element_count(),
+        view.dtype(),
+        view.ndim(),
+        view.buffers().len(),
+        view.data_buffer().byte_size()
+    );
+}
+
+/// The bytes of the stream that a decoded descriptor occupies.
 #[must_use]
-pub fn frame_len(view: &TensorView<'_>) -> usize {
-    view.as_bytes().len()
+pub fn frame<'a>(view: &View<'a>) -> &'a [u8] {
+    view.as_bytes()
+}
+
+/// A copy of `bytes` in `out` whose header declares `claimed` bytes instead
+/// of its real length (for a frame too large for the reassembly buffer).
+#[must_use]
+pub fn with_declared_len<'o>(bytes: &[u8], claimed: u32, out: &'o mut [u8; MAX_FRAME]) -> &'o [u8] {
+    let n = bytes.len().min(MAX_FRAME);
+    let (head, _) = out.split_at_mut(n);
+    head.copy_from_slice(bytes.get(..n).unwrap_or(&[]));
+    // `total_len`: bytes 36..40 of the HRAY header.
+    if let Some(total) = head.get_mut(36..40) {
+        total.copy_from_slice(&claimed.to_le_bytes());
+    }
+    head
 }
 
 /// If `error` only says that the input ends too early, the length the
 /// descriptor needs; `None` for any other fault.
 #[must_use]
-pub fn more_needed(error: &Error) -> Option<u64> {
+pub fn more_needed(error: &DecodeError) -> Option<u64> {
     match *error {
         Error::Truncated { needed, .. } => Some(needed),
         _ => None,
@@ -98,7 +133,7 @@ pub struct Valid {
 
 /// Whether `view` is what `expect` describes.
 #[must_use]
-pub fn matches(view: &TensorView<'_>, expect: &Expect) -> bool {
+pub fn matches(view: &View<'_>, expect: &Expect) -> bool {
     view.ndim() == expect.ndim
         && view.element_count() == expect.elements
         && view.buffers().len() == expect.buffers
@@ -212,7 +247,7 @@ pub static VALID: [Valid; 3] = [
 ///
 /// # Errors
 /// Any error of the builder (none is expected).
-pub fn build_dense_rank4() -> Result<heapless::Vec<u8, MAX_FRAME>, Error> {
+pub fn build_dense_rank4() -> Result<heapless::Vec<u8, MAX_FRAME>, DecodeError> {
     let mut b = DescriptorBuilder::<4, 1>::new(DType::F32);
     b.push_dim(2)?.push_dim(3)?.push_dim(4)?.push_dim(5)?;
     b.push_buffer(BufferHandle::new(
@@ -227,7 +262,7 @@ pub fn build_dense_rank4() -> Result<heapless::Vec<u8, MAX_FRAME>, Error> {
 
 /// A fifth dimension pushed onto a builder with room for four: the builder's
 /// result, and the error it must be.
-pub fn builder_overflow() -> (Result<(), Error>, Error) {
+pub fn builder_overflow() -> (Result<(), DecodeError>, DecodeError) {
     let mut b = DescriptorBuilder::<4, 1>::new(DType::F32);
     let got = (|| {
         b.push_dim(1)?.push_dim(1)?.push_dim(1)?.push_dim(1)?;
@@ -252,7 +287,7 @@ pub struct Corrupt {
     /// Keep only this many bytes (`None`: all).
     pub keep: Option<usize>,
     /// The exact error.
-    pub expect: Error,
+    pub expect: DecodeError,
 }
 
 impl Corrupt {

@@ -158,13 +158,7 @@ fn flash(t: &mut Tally) {
             Ok(view) => {
                 let ok = cases::matches(&view, &case.expect);
                 if ok {
-                    defmt::info!(
-                        "flash: {} -> {} elements of {}, {} buffers",
-                        case.name,
-                        view.element_count(),
-                        view.dtype(),
-                        view.buffers().len()
-                    );
+                    cases::log_decoded(case.name, &view);
                 }
                 t.check(ok, case.name);
             }
@@ -259,7 +253,9 @@ fn feed(
             while let Some(item) = r.next() {
                 let outcome = match item {
                     Ok(view) => Outcome::Decoded(
-                        cases::VALID.iter().position(|v| v.bytes == view.as_bytes()),
+                        cases::VALID
+                            .iter()
+                            .position(|v| v.bytes == cases::frame(&view)),
                     ),
                     Err(e) => Outcome::Rejected(e),
                 };
@@ -306,9 +302,6 @@ fn streams(t: &mut Tally) {
     }
     t.check(all_splits, "stream split in two at every point");
 
-    // One byte at a time.
-    t.check(stream_ok(&feed(&bytes, |_| 1)), "stream byte by byte");
-
     // Pseudo-random chunks of 1..=40 bytes (xorshift32), eight seeds.
     let mut random_ok = true;
     for seed in 1..=8u32 {
@@ -321,25 +314,31 @@ fn streams(t: &mut Tally) {
         }));
     }
     t.check(random_ok, "stream in random chunks, 8 seeds");
+    // One byte at a time.
+    let one = stream_ok(&feed(&bytes, |_| 1));
+    t.check(one, "stream byte by byte");
     defmt::info!(
-        "stream: {} frames in {} bytes decoded identically from {} two-piece splits, 1-byte chunks and 8 random chunkings",
+        "stream: {} frames in {} bytes; every two-piece split ({}): {}, 1-byte chunks: {}, random chunks: {}",
         cases::STREAM.len(),
         len,
-        len - 1
+        len - 1,
+        all_splits,
+        one,
+        random_ok
     );
 
     // A frame too large for the buffer is skipped whole; the next one decodes.
     let mut big: heapless::Vec<u8, 1024> = heapless::Vec::new();
-    let mut header = [0u8; MAX_FRAME];
+    const CLAIMED: usize = 600;
+    let mut forged = [0u8; MAX_FRAME];
     let dense = cases::VALID[cases::DENSE_RANK4_INDEX].bytes;
-    let oversized = oversized_frame(dense, &mut header);
-    let _ = big.extend_from_slice(oversized.0);
-    let _ = big.resize(oversized.1, 0xAA);
+    let _ = big.extend_from_slice(cases::with_declared_len(dense, CLAIMED as u32, &mut forged));
+    let _ = big.resize(CLAIMED, 0xAA);
     let _ = big.extend_from_slice(dense);
     let got = feed(&big, |_| 7);
     let want = [
         Outcome::Rejected(StreamError::FrameTooLarge {
-            needed: oversized.1 as u64,
+            needed: CLAIMED as u64,
             capacity: MAX_FRAME,
         }),
         Outcome::Decoded(Some(cases::DENSE_RANK4_INDEX)),
@@ -350,19 +349,6 @@ fn streams(t: &mut Tally) {
         ok
     );
     t.check(ok, "oversized frame skipped");
-}
-
-/// A dense descriptor whose header claims `total_len` 600 (more than the
-/// reassembly buffer): its first bytes, and the length it claims.
-fn oversized_frame<'a>(dense: &[u8], out: &'a mut [u8; MAX_FRAME]) -> (&'a [u8], usize) {
-    const CLAIMED: usize = 600;
-    let n = dense.len();
-    let (head, _) = out.split_at_mut(n);
-    head.copy_from_slice(dense);
-    if let Some(total) = head.get_mut(36..40) {
-        total.copy_from_slice(&(CLAIMED as u32).to_le_bytes());
-    }
-    (head, CLAIMED)
 }
 
 /// 5a. Stack high-water mark of the decode path, over every input.

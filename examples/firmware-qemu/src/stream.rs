@@ -12,15 +12,13 @@
 //! and drops what it holds otherwise (resynchronising on a corrupted header
 //! is the transport's job). Descriptors follow each other back to back.
 
-use hurray_core::{Error, TensorView};
-
-use crate::cases;
+use crate::cases::{self, DecodeError, View};
 
 /// Why the stream yielded no descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, defmt::Format)]
 pub enum StreamError {
     /// The decoder rejected the frame.
-    Descriptor(Error),
+    Descriptor(DecodeError),
     /// The frame declares more bytes than the buffer holds; they are skipped.
     FrameTooLarge {
         /// Bytes the frame needs.
@@ -69,7 +67,7 @@ impl<const N: usize> Reassembler<N> {
     }
 
     /// The next complete frame, or `None` until more bytes arrive.
-    pub fn next(&mut self) -> Option<Result<TensorView<'_>, StreamError>> {
+    pub fn next(&mut self) -> Option<Result<View<'_>, StreamError>> {
         self.drain();
         if self.buf.is_empty() {
             return None;
@@ -77,7 +75,7 @@ impl<const N: usize> Reassembler<N> {
         let held = self.buf.len();
         match cases::decode(&self.buf) {
             Ok(view) => {
-                self.consumed = cases::frame_len(&view);
+                self.consumed = cases::frame(&view).len();
                 Some(Ok(view))
             }
             Err(e) => match cases::more_needed(&e) {
