@@ -205,6 +205,8 @@ pub static STRIDED: Aligned<104> = Aligned([
 pub const DENSE_RANK4_INDEX: usize = 0;
 /// Index in [`VALID`] of the CSR descriptor (a placeholder today).
 pub const CSR_INDEX: usize = 1;
+/// How the summary line names the CSR descriptor.
+pub const CSR_LABEL: &str = "CSR (placeholder)";
 
 /// Every valid descriptor held in flash.
 pub static VALID: [Valid; 3] = [

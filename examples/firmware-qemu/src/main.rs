@@ -70,8 +70,9 @@ impl Tally {
 
 #[entry]
 fn main() -> ! {
+    // The first and only `take`: it cannot be `None`.
     let Some(mut p) = cortex_m::Peripherals::take() else {
-        exit(status::USAGE)
+        exit(status::FAILED)
     };
     stack::guard_on(&mut p.MPU);
     match mode() {
@@ -116,7 +117,7 @@ fn run(p: &mut cortex_m::Peripherals) -> ! {
         failed: 0,
     };
     defmt::info!(
-        "hurray-core on a Cortex-M4F (QEMU mps2-an386): stack {} B, MPU guard {} B below it",
+        "hurray-core on a Cortex-M4F (QEMU mps2-an386): stack {} B, its lowest {} B an MPU guard",
         stack::program_peak().1,
         stack::GUARD_LEN
     );
@@ -132,13 +133,14 @@ fn run(p: &mut cortex_m::Peripherals) -> ! {
     let clear = stack::clear_of_guard();
     t.check(clear, "stack stayed clear of the guard");
     defmt::println!(
-        "summary: {} passed, {} failed; decode stack {} B, program stack {} of {} B; instructions: rank-4 dense {}, CSR {}",
+        "summary: {} passed, {} failed; decode stack {} B, program stack {} of {} B; instructions: rank-4 dense {}, {} {}",
         t.passed,
         t.failed,
         stack_decode,
         peak,
         size,
         dense,
+        cases::CSR_LABEL,
         csr
     );
     if !clear {
@@ -390,7 +392,7 @@ fn instructions(t: &mut Tally, syst: &mut cortex_m::peripheral::SYST) -> (u32, u
     fn decode_ok(bytes: &'static [u8]) -> bool {
         cases::decode(bytes).is_ok()
     }
-    let mut counts = [0u32; 3];
+    let mut counts = [0u32; cases::VALID.len()];
     for (case, n) in cases::VALID.iter().zip(&mut counts) {
         let (ok, insns) = counter.count(decode_ok, case.bytes);
         // A second run must take exactly as many: the count is deterministic.
