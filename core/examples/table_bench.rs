@@ -22,14 +22,11 @@ fn build_table(entries: usize) -> Vec<u8> {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        let devices = DeviceTag::ALL;
-        let dev = devices[(state % devices.len() as u64) as usize];
-        let sync = if dev == DeviceTag::Cpu {
-            SyncMode::ProducerSynced
-        } else {
-            SyncMode::ALL[(state >> 8) as usize % 3]
-        };
-        let class = MemoryClass::ALL[(state >> 16) as usize % 4];
+        // One tensor's table: every entry on the same device and memory
+        // class (colocation), varied sizes, alignments and sync modes.
+        let dev = DeviceTag::Cuda;
+        let sync = SyncMode::ALL[(state >> 8) as usize % 3];
+        let class = MemoryClass::Unified;
         let size = (state >> 24) % 3 * (state >> 32);
         let align = if size == 0 {
             1

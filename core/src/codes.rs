@@ -1,146 +1,357 @@
-//! The three one-byte code fields of a buffer handle entry.
+//! The three one-byte code fields of a buffer handle: device tag, sync mode
+//! and memory class, with the code spaces of the hurray buffer protocol
+//! (`docs/spec/buffer-protocol.md` § Device Tags, § Sync Modes,
+//! § Memory Classes).
 //!
 //! Codes are decoded through a `match`, never transmuted: an unknown byte is
-//! data (it comes back as `None` here and as an error carrying the byte from
-//! the decoders), not undefined behaviour. The numeric values are normative
-//! (`docs/spec/buffer-protocol.md` § Device Tags, § Sync Modes,
-//! § Memory Classes) and never change within a major version.
+//! data (it comes back as an error carrying the byte), not undefined
+//! behaviour. Implementation-private codes (`0xF0`–`0xFE`) are carried as
+//! [`DeviceTag::Private`] and [`MemoryClass::Private`]; their meaning is
+//! agreed out of band by the two parties.
+//!
+//! Hurray device tags are **not** DLPack or Arrow device numbers; the mapping
+//! to those lives in [`interop`](crate::interop).
 
-macro_rules! code_enum {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident {
-            $( $(#[$vmeta:meta])* $variant:ident = $code:expr, )+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-        #[non_exhaustive]
-        #[repr(u8)]
-        pub enum $name {
-            $( $(#[$vmeta])* $variant = $code, )+
-        }
+/// First code of the implementation-private range of every code space.
+pub const PRIVATE_FIRST: u8 = 0xF0;
+/// Last code of the implementation-private range of every code space.
+pub const PRIVATE_LAST: u8 = 0xFE;
 
-        impl $name {
-            /// Every value, in ascending code order.
-            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
-
-            /// Decodes a wire byte; `None` for a code this version does not know.
-            #[must_use]
-            #[inline]
-            pub const fn from_code(code: u8) -> Option<Self> {
-                match code {
-                    $( $code => Some(Self::$variant), )+
-                    _ => None,
-                }
-            }
-
-            /// The wire byte of this value.
-            #[must_use]
-            #[inline]
-            pub const fn code(self) -> u8 {
-                self as u8
-            }
-        }
-    };
+/// Whether `code` lies in the implementation-private range `0xF0`–`0xFE`.
+///
+/// ```
+/// assert!(hurray_core::is_private_code(0xF0));
+/// assert!(!hurray_core::is_private_code(0xFF));
+/// ```
+#[must_use]
+#[inline]
+pub const fn is_private_code(code: u8) -> bool {
+    code >= PRIVATE_FIRST && code <= PRIVATE_LAST
 }
 
-code_enum! {
-    /// The memory space a buffer lives in (byte 12 of the entry).
-    ///
-    /// The code of each base device equals its DLPack `DLDeviceType` (and,
-    /// for codes 1–16, Arrow's `ArrowDeviceType`) value. The DLPack codes
-    /// that name a *kind of memory* of another device — 3 (`kDLCUDAHost`),
-    /// 11 (`kDLROCMHost`), 13 (`kDLCUDAManaged`) — are not device tags: hurray
-    /// expresses them with [`MemoryClass`], and they decode as
-    /// [`Error::InvalidDeviceTag`](crate::Error::InvalidDeviceTag).
+/// The memory space a buffer lives in (byte 12 of a buffer handle).
+///
+/// | Code | Device |
+/// |---:|---|
+/// | `0x00` | CPU host memory |
+/// | `0x01` | CUDA device memory |
+/// | `0x02` | ROCm device memory |
+/// | `0x03` | Metal |
+/// | `0x04` | Vulkan |
+/// | `0x05` | WebGPU |
+/// | `0x06` | Qualcomm Hexagon (HVX/HMX) |
+/// | `0x07` | Intel Level Zero / oneAPI |
+/// | `0x08` | OpenCL |
+/// | `0x09`–`0xEF` | reserved: rejected |
+/// | `0xF0`–`0xFE` | implementation-private: [`DeviceTag::Private`] |
+/// | `0xFF` | invalid: rejected |
+///
+/// ```
+/// use hurray_core::DeviceTag;
+/// assert_eq!(DeviceTag::Cuda.code(), 0x01);
+/// assert_eq!(DeviceTag::from_code(0x03), Some(DeviceTag::Metal));
+/// assert_eq!(DeviceTag::from_code(0xF3), Some(DeviceTag::Private(0xF3)));
+/// assert_eq!(DeviceTag::from_code(0x09), None); // reserved
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum DeviceTag {
+    /// Host memory of the producer's process (`0x00`).
+    Cpu,
+    /// NVIDIA CUDA device memory (`0x01`).
+    Cuda,
+    /// AMD ROCm / HIP device memory (`0x02`).
+    Rocm,
+    /// Apple Metal buffer (`0x03`).
+    Metal,
+    /// Vulkan device memory (`0x04`).
+    Vulkan,
+    /// WebGPU buffer (`0x05`).
+    WebGpu,
+    /// Qualcomm Hexagon DSP/NPU memory (`0x06`).
+    Hexagon,
+    /// Intel Level Zero / oneAPI memory (`0x07`).
+    LevelZero,
+    /// OpenCL memory object (`0x08`).
+    OpenCl,
+    /// An implementation-private device, code `0xF0`–`0xFE`, agreed out of
+    /// band. Constructing one with a code outside that range is not possible
+    /// through [`DeviceTag::from_code`]; [`DeviceTag::private`] checks it.
+    Private(u8),
+}
+
+impl DeviceTag {
+    /// Every named (non-private) device tag, in code order.
+    pub const NAMED: &'static [Self] = &[
+        Self::Cpu,
+        Self::Cuda,
+        Self::Rocm,
+        Self::Metal,
+        Self::Vulkan,
+        Self::WebGpu,
+        Self::Hexagon,
+        Self::LevelZero,
+        Self::OpenCl,
+    ];
+
+    /// Decodes a wire byte; `None` for a reserved (`0x09`–`0xEF`) or invalid
+    /// (`0xFF`) code.
+    #[must_use]
+    #[inline]
+    pub const fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            0x00 => Self::Cpu,
+            0x01 => Self::Cuda,
+            0x02 => Self::Rocm,
+            0x03 => Self::Metal,
+            0x04 => Self::Vulkan,
+            0x05 => Self::WebGpu,
+            0x06 => Self::Hexagon,
+            0x07 => Self::LevelZero,
+            0x08 => Self::OpenCl,
+            PRIVATE_FIRST..=PRIVATE_LAST => Self::Private(code),
+            _ => return None,
+        })
+    }
+
+    /// A private device tag; `None` unless `code` is in `0xF0`–`0xFE`.
     ///
     /// ```
     /// use hurray_core::DeviceTag;
-    /// assert_eq!(DeviceTag::Cuda.code(), 2);
-    /// assert_eq!(DeviceTag::from_code(8), Some(DeviceTag::Metal));
-    /// assert_eq!(DeviceTag::from_code(3), None); // kDLCUDAHost is a memory class here
+    /// assert_eq!(DeviceTag::private(0xF0), Some(DeviceTag::Private(0xF0)));
+    /// assert_eq!(DeviceTag::private(0x10), None);
     /// ```
-    pub enum DeviceTag {
-        /// Host memory (`kDLCPU`).
-        Cpu = 1,
-        /// NVIDIA CUDA device memory (`kDLCUDA`).
-        Cuda = 2,
-        /// OpenCL device memory (`kDLOpenCL`).
-        OpenCl = 4,
-        /// Vulkan device memory (`kDLVulkan`).
-        Vulkan = 7,
-        /// Apple Metal (`kDLMetal`).
-        Metal = 8,
-        /// Verilog simulator buffers (`kDLVPI`).
-        Vpi = 9,
-        /// AMD ROCm / HIP device memory (`kDLROCM`).
-        Rocm = 10,
-        /// A device defined by an extension (`kDLExtDev`).
-        ExtDev = 12,
-        /// Intel oneAPI unified shared memory (`kDLOneAPI`).
-        OneApi = 14,
-        /// WebGPU (`kDLWebGPU`).
-        WebGpu = 15,
-        /// Qualcomm Hexagon DSP (`kDLHexagon`).
-        Hexagon = 16,
-        /// Microsoft MAIA (`kDLMAIA`, DLPack only).
-        Maia = 17,
-        /// AWS Trainium (`kDLTrn`, DLPack only).
-        Trainium = 18,
-    }
-}
-
-code_enum! {
-    /// The producer–consumer ordering guarantee of a buffer (byte 13).
-    ///
-    /// See `docs/spec/buffer-protocol.md` § Sync Modes for what each side
-    /// must do.
-    ///
-    /// ```
-    /// use hurray_core::SyncMode;
-    /// assert_eq!(SyncMode::Event.code(), 0x01);
-    /// assert_eq!(SyncMode::from_code(0x07), None);
-    /// ```
-    pub enum SyncMode {
-        /// The producer finished every write before publishing the handle;
-        /// the consumer may read at once. The only mode allowed for CPU buffers.
-        ProducerSynced = 0x00,
-        /// Writes complete when an event recorded by the producer fires; the
-        /// consumer waits on that event (passed out of band) before reading.
-        Event = 0x01,
-        /// The consumer supplies the stream the producer must order its writes
-        /// on; the consumer may read on that stream without further waiting.
-        ConsumerStream = 0x02,
-    }
-}
-
-code_enum! {
-    /// How a buffer's memory can be reached (byte 14, ADR-020).
-    ///
-    /// ```
-    /// use hurray_core::MemoryClass;
-    /// assert_eq!(MemoryClass::default(), MemoryClass::Standard);
-    /// assert_eq!(MemoryClass::Unified.code(), 2);
-    /// ```
-    pub enum MemoryClass {
-        /// Ordinary memory of the tagged device.
-        Standard = 0,
-        /// Page-locked host memory registered with the tagged device
-        /// (`kDLCUDAHost`, `kDLROCMHost`).
-        HostPinned = 1,
-        /// Memory migrated on demand between host and device (CUDA managed,
-        /// Metal shared storage; `kDLCUDAManaged`).
-        Unified = 2,
-        /// Memory of a peer device mapped into the tagged device's space.
-        PeerToPeer = 3,
-    }
-}
-
-impl Default for MemoryClass {
+    #[must_use]
     #[inline]
-    fn default() -> Self {
-        Self::Standard
+    pub const fn private(code: u8) -> Option<Self> {
+        if is_private_code(code) {
+            Some(Self::Private(code))
+        } else {
+            None
+        }
+    }
+
+    /// The wire byte of this tag.
+    ///
+    /// A `Private` value built by hand with a code outside `0xF0`–`0xFE` is
+    /// written as it is; [`BufferHandle`](crate::BufferHandle)'s constructors
+    /// reject it.
+    #[must_use]
+    #[inline]
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::Cpu => 0x00,
+            Self::Cuda => 0x01,
+            Self::Rocm => 0x02,
+            Self::Metal => 0x03,
+            Self::Vulkan => 0x04,
+            Self::WebGpu => 0x05,
+            Self::Hexagon => 0x06,
+            Self::LevelZero => 0x07,
+            Self::OpenCl => 0x08,
+            Self::Private(code) => code,
+        }
+    }
+
+    /// Whether this is an implementation-private tag.
+    #[must_use]
+    #[inline]
+    pub const fn is_private(self) -> bool {
+        matches!(self, Self::Private(_))
+    }
+
+    /// The name used in documents and tools (`"cpu"`, `"cuda"`, …;
+    /// `"private"` for a private tag).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Cpu => "cpu",
+            Self::Cuda => "cuda",
+            Self::Rocm => "rocm",
+            Self::Metal => "metal",
+            Self::Vulkan => "vulkan",
+            Self::WebGpu => "webgpu",
+            Self::Hexagon => "hexagon",
+            Self::LevelZero => "level_zero",
+            Self::OpenCl => "opencl",
+            Self::Private(_) => "private",
+        }
+    }
+
+    /// Whether `class` is a valid memory class for a buffer on this device
+    /// (`docs/spec/buffer-protocol.md` § Per-Device Validity).
+    ///
+    /// ```
+    /// use hurray_core::{DeviceTag, MemoryClass};
+    /// assert!(DeviceTag::Cuda.allows(MemoryClass::PeerToPeer));
+    /// assert!(!DeviceTag::Cpu.allows(MemoryClass::PeerToPeer));
+    /// assert!(!DeviceTag::WebGpu.allows(MemoryClass::Unified));
+    /// assert!(DeviceTag::Private(0xF1).allows(MemoryClass::Private(0xF7)));
+    /// assert!(!DeviceTag::Cuda.allows(MemoryClass::Private(0xF7)));
+    /// ```
+    #[must_use]
+    #[inline]
+    pub const fn allows(self, class: MemoryClass) -> bool {
+        use MemoryClass::{HostPinned, PeerToPeer, Private, Standard, Unified};
+        match (self, class) {
+            // Standard is valid on every device, private ones included.
+            (_, Standard) => true,
+            (Self::Private(_), Private(_)) => true,
+            (Self::Private(_), _) | (_, Private(_)) => false,
+            (Self::Cuda | Self::Rocm | Self::Vulkan | Self::LevelZero, _) => true,
+            (Self::Cpu | Self::Metal | Self::Hexagon | Self::OpenCl, HostPinned | Unified) => true,
+            (Self::Cpu | Self::Metal | Self::Hexagon | Self::OpenCl, PeerToPeer) => false,
+            (Self::WebGpu, _) => false,
+        }
+    }
+}
+
+/// The producer–consumer ordering guarantee of a buffer (byte 13).
+///
+/// See `docs/spec/buffer-protocol.md` § Sync Modes for what each side must
+/// do. Codes `0x03`–`0xFF` are rejected.
+///
+/// ```
+/// use hurray_core::SyncMode;
+/// assert_eq!(SyncMode::Event.code(), 0x01);
+/// assert_eq!(SyncMode::from_code(0x07), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum SyncMode {
+    /// The producer waited for every write before handing the buffer over;
+    /// the consumer may read at once, on any stream. The only mode allowed
+    /// for CPU buffers (`0x00`).
+    ProducerSynced,
+    /// The producer recorded a device event after its writes; the consumer
+    /// waits on that event (passed out of band) before touching the buffer
+    /// (`0x01`).
+    Event,
+    /// The consumer named its stream at hand-off and the producer ordered its
+    /// writes before it; the consumer may use the buffer on that stream
+    /// (`0x02`).
+    ConsumerStream,
+}
+
+impl SyncMode {
+    /// Every value, in code order.
+    pub const ALL: &'static [Self] = &[Self::ProducerSynced, Self::Event, Self::ConsumerStream];
+
+    /// Decodes a wire byte; `None` for an unknown code.
+    #[must_use]
+    #[inline]
+    pub const fn from_code(code: u8) -> Option<Self> {
+        match code {
+            0x00 => Some(Self::ProducerSynced),
+            0x01 => Some(Self::Event),
+            0x02 => Some(Self::ConsumerStream),
+            _ => None,
+        }
+    }
+
+    /// The wire byte of this mode.
+    #[must_use]
+    #[inline]
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::ProducerSynced => 0x00,
+            Self::Event => 0x01,
+            Self::ConsumerStream => 0x02,
+        }
+    }
+
+    /// The name used in documents and tools.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::ProducerSynced => "producer_synced",
+            Self::Event => "event",
+            Self::ConsumerStream => "consumer_stream",
+        }
+    }
+}
+
+/// How a buffer's memory can be reached (byte 14, ADR-020).
+///
+/// Which classes a device allows is given by [`DeviceTag::allows`].
+///
+/// ```
+/// use hurray_core::MemoryClass;
+/// assert_eq!(MemoryClass::default(), MemoryClass::Standard);
+/// assert_eq!(MemoryClass::Unified.code(), 2);
+/// assert_eq!(MemoryClass::from_code(0x04), None); // reserved
+/// assert_eq!(MemoryClass::from_code(0xF4), Some(MemoryClass::Private(0xF4)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum MemoryClass {
+    /// Memory of the tagged device that only its own compute unit reaches
+    /// without a copy (`0x00`); the default.
+    #[default]
+    Standard,
+    /// Host memory that is page-locked and mapped for the device: the CPU
+    /// reads it at full speed, the device over its interconnect (`0x01`).
+    HostPinned,
+    /// Memory kept coherent between host and device by hardware or driver;
+    /// pages may migrate (`0x02`).
+    Unified,
+    /// Device memory reachable directly by agreed peer accelerators, not by
+    /// the CPU (`0x03`).
+    PeerToPeer,
+    /// An implementation-private class `0xF0`–`0xFE`, only valid on a
+    /// private device.
+    Private(u8),
+}
+
+impl MemoryClass {
+    /// Every named (non-private) class, in code order.
+    pub const NAMED: &'static [Self] = &[
+        Self::Standard,
+        Self::HostPinned,
+        Self::Unified,
+        Self::PeerToPeer,
+    ];
+
+    /// Decodes a wire byte; `None` for a reserved (`0x04`–`0xEF`) or invalid
+    /// (`0xFF`) code.
+    #[must_use]
+    #[inline]
+    pub const fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            0x00 => Self::Standard,
+            0x01 => Self::HostPinned,
+            0x02 => Self::Unified,
+            0x03 => Self::PeerToPeer,
+            PRIVATE_FIRST..=PRIVATE_LAST => Self::Private(code),
+            _ => return None,
+        })
+    }
+
+    /// The wire byte of this class.
+    #[must_use]
+    #[inline]
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::Standard => 0x00,
+            Self::HostPinned => 0x01,
+            Self::Unified => 0x02,
+            Self::PeerToPeer => 0x03,
+            Self::Private(code) => code,
+        }
+    }
+
+    /// The name used in documents and tools.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Standard => "standard",
+            Self::HostPinned => "host_pinned",
+            Self::Unified => "unified",
+            Self::PeerToPeer => "peer",
+            Self::Private(_) => "private",
+        }
     }
 }

@@ -1,12 +1,15 @@
 //! `defmt::Format` for the types that cannot derive it (their fields are
-//! zerocopy little-endian wrappers). Every other public type derives it with
-//! `#[cfg_attr(feature = "defmt", derive(defmt::Format))]`.
+//! zerocopy little-endian wrappers, floats or borrowed slices). Every other
+//! public type derives it with `#[cfg_attr(feature = "defmt", derive(defmt::Format))]`.
 
 use defmt::{Format, Formatter, write};
 
 use crate::builder::DescriptorBuilder;
-use crate::descriptor::{DescriptorHeader, Dims, Strides, TensorDescriptor, TensorView};
+use crate::descriptor::{
+    FixedHeader, LayoutSpec, Quantization, Scheme, Statistics, TensorDescriptor, TensorView,
+};
 use crate::handle::BufferHandleEntry;
+use crate::layout::{TileSpec, TiledLevels};
 use crate::table::Iter;
 
 impl Format for BufferHandleEntry {
@@ -24,52 +27,20 @@ impl Format for BufferHandleEntry {
     }
 }
 
-impl Format for DescriptorHeader {
+impl Format for FixedHeader {
     fn format(&self, f: Formatter<'_>) {
         write!(
             f,
-            "DescriptorHeader {{ magic: {=[u8; 4]:a}, version: {=u8}.{=u8}, flags: {=u16:#x}, dtype: {=u8:#x}, ndim: {=u8}, buffer_count: {=u16}, data_buffer: {=u16}, reserved: {=u16}, byte_offset: {=u64}, shape_offset: {=u32}, strides_offset: {=u32}, table_offset: {=u32}, total_len: {=u32} }}",
+            "FixedHeader {{ magic: {=[u8; 4]:a}, version: {=u8}.{=u8}, descriptor_length: {=u32}, flags: {=u32:#x}, type_tag: {=u8:#x}, layout_tag: {=u8:#x}, rank: {=u32} }}",
             self.magic,
             self.version_major,
             self.version_minor,
+            self.descriptor_length.get(),
             self.flags.get(),
-            self.dtype,
-            self.ndim,
-            self.buffer_count.get(),
-            self.data_buffer.get(),
-            self.reserved.get(),
-            self.byte_offset.get(),
-            self.shape_offset.get(),
-            self.strides_offset.get(),
-            self.table_offset.get(),
-            self.total_len.get()
+            self.type_tag,
+            self.layout_tag,
+            self.rank.get()
         );
-    }
-}
-
-impl Format for Dims<'_> {
-    fn format(&self, f: Formatter<'_>) {
-        write!(f, "[");
-        for (i, d) in self.iter().enumerate() {
-            if i > 0 {
-                write!(f, ", ");
-            }
-            write!(f, "{=u64}", d);
-        }
-        write!(f, "]");
-    }
-}
-
-impl Format for Strides<'_> {
-    fn format(&self, f: Formatter<'_>) {
-        write!(f, "[");
-        for (i, s) in self.iter().enumerate() {
-            if i > 0 {
-                write!(f, ", ");
-            }
-            write!(f, "{=i64}", s);
-        }
-        write!(f, "]");
     }
 }
 
@@ -77,13 +48,11 @@ impl Format for TensorView<'_> {
     fn format(&self, f: Formatter<'_>) {
         write!(
             f,
-            "TensorView {{ dtype: {}, shape: {}, strides: {}, byte_offset: {=u64}, flags: {}, data_buffer: {} of {=usize} }}",
-            self.dtype(),
+            "TensorView {{ {} {} shape: {}, byte_offset: {=u64}, buffers: {=usize} }}",
+            self.element_type(),
+            self.layout(),
             self.shape(),
-            self.strides(),
             self.byte_offset(),
-            self.flags(),
-            self.data_buffer(),
             self.buffers().len()
         );
     }
@@ -93,19 +62,60 @@ impl Format for TensorDescriptor<'_> {
     fn format(&self, f: Formatter<'_>) {
         write!(
             f,
-            "TensorDescriptor {{ dtype: {}, shape: {=[?]}, strides: {}, byte_offset: {=u64}, flags: {}, buffers: {=[?]}, data_buffer: {=u16} }}",
-            self.dtype,
+            "TensorDescriptor {{ {} layout {=u8:#x} shape: {=[?]}, byte_offset: {=u64}, buffers: {=[?]} }}",
+            self.element_type,
+            self.layout.tag(),
             self.shape,
-            self.strides,
             self.byte_offset,
-            self.flags,
-            self.buffers,
-            self.data_buffer
+            self.buffers
         );
     }
 }
 
-impl<const NDIM: usize, const NBUF: usize> Format for DescriptorBuilder<NDIM, NBUF> {
+impl Format for LayoutSpec<'_> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(f, "LayoutSpec({=u8:#x})", self.tag());
+    }
+}
+
+impl Format for TileSpec<'_> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(
+            f,
+            "TileSpec {{ tile_shape: {=[?]}, outer: {=u8:#x}, inner: {=u8:#x} }}",
+            self.tile_shape, self.outer_layout, self.inner_layout
+        );
+    }
+}
+
+impl Format for Scheme<'_> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(f, "Scheme({=str}, {=u8:#x})", self.name(), self.tag());
+    }
+}
+
+impl Format for Quantization<'_> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(
+            f,
+            "Quantization {{ {}, padding: {=u32} }}",
+            self.scheme, self.padding
+        );
+    }
+}
+
+impl Format for Statistics {
+    fn format(&self, f: Formatter<'_>) {
+        write!(
+            f,
+            "Statistics {{ mask: {=u32:#x}, nnz: {} }}",
+            self.mask(),
+            self.nnz()
+        );
+    }
+}
+
+impl<const RANK: usize, const NBUF: usize> Format for DescriptorBuilder<RANK, NBUF> {
     fn format(&self, f: Formatter<'_>) {
         self.descriptor().format(f);
     }
@@ -114,6 +124,22 @@ impl<const NDIM: usize, const NBUF: usize> Format for DescriptorBuilder<NDIM, NB
 impl Format for Iter<'_> {
     fn format(&self, f: Formatter<'_>) {
         write!(f, "Iter {{ remaining: {=usize} }}", self.len());
+    }
+}
+
+impl Format for TiledLevels<'_> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(f, "TiledLevels");
+    }
+}
+
+impl<const N: usize> Format for crate::CompositeValidator<'_, N> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(
+            f,
+            "CompositeValidator {{ remaining: {=u32} }}",
+            self.remaining()
+        );
     }
 }
 
@@ -128,15 +154,46 @@ const fn every_public_type_is_format() {
     is_format::<crate::DeviceTag>();
     is_format::<crate::SyncMode>();
     is_format::<crate::MemoryClass>();
-    is_format::<crate::DType>();
+    is_format::<crate::ElementType>();
+    is_format::<crate::Packing>();
     is_format::<crate::Error>();
-    is_format::<crate::EntryError>();
+    is_format::<crate::DescriptorError>();
+    is_format::<crate::DescriptorErrorKind>();
+    is_format::<crate::EncodeError>();
+    is_format::<crate::interop::InteropError>();
     is_format::<crate::Flags>();
-    is_format::<crate::Region>();
-    is_format::<DescriptorHeader>();
-    is_format::<Dims<'static>>();
-    is_format::<Strides<'static>>();
+    is_format::<FixedHeader>();
+    is_format::<crate::Dims<'static>>();
+    is_format::<crate::Strides<'static>>();
+    is_format::<crate::Words<'static>>();
+    is_format::<crate::Layout<'static>>();
+    is_format::<LayoutSpec<'static>>();
+    is_format::<crate::layout::Tiled<'static>>();
+    is_format::<crate::layout::TileLevel<'static>>();
+    is_format::<TileSpec<'static>>();
+    is_format::<TiledLevels<'static>>();
+    is_format::<crate::layout::Coo>();
+    is_format::<crate::layout::Compressed>();
+    is_format::<crate::layout::Csf<'static>>();
+    is_format::<crate::layout::BlockPaged>();
+    is_format::<crate::layout::KvRole>();
+    is_format::<crate::layout::CompositeHead>();
+    is_format::<crate::layout::CompositionRule>();
+    is_format::<crate::layout::CombineOp>();
+    is_format::<crate::layout::Hilbert>();
+    is_format::<crate::layout::ExtensionLayout<'static>>();
+    is_format::<Scheme<'static>>();
+    is_format::<Quantization<'static>>();
+    is_format::<crate::Shard<'static>>();
+    is_format::<Statistics>();
+    is_format::<crate::ExtensionType>();
+    is_format::<crate::MemberRole>();
+    is_format::<crate::ReadOptions<'static>>();
     is_format::<TensorView<'static>>();
     is_format::<TensorDescriptor<'static>>();
     is_format::<DescriptorBuilder<4, 4>>();
+    is_format::<crate::BuilderLayout>();
+    is_format::<crate::CompositeError>();
+    is_format::<crate::CompositeErrorKind>();
+    is_format::<crate::CompositeValidator<'static, 4>>();
 }

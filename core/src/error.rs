@@ -1,79 +1,26 @@
-//! The one error type of the core crate.
+//! The error types of the core crate, one per failure domain:
 //!
-//! Every variant is `Copy` and carries the raw value that was wrong (a code
-//! byte, an alignment, an offset) and, where there is one, what was expected.
-//! `Display` writes literal text through `write!` and never allocates.
+//! * [`Error`] — a single buffer handle is invalid (the seed's error: every
+//!   [`BufferHandle`](crate::BufferHandle) constructor and decoder returns it);
+//! * [`DescriptorError`] — a tensor descriptor or buffer table is invalid: a
+//!   [`DescriptorErrorKind`] plus the byte offset, inside the descriptor, of
+//!   the field at fault. A bad buffer handle is nested in it
+//!   ([`DescriptorErrorKind::Buffer`]) rather than copied;
+//! * [`EncodeError`] — an encoder or builder was given an output or input it
+//!   cannot use.
+//!
+//! Every type is `Copy`, carries the raw value that was wrong and, where
+//! there is one, what was expected. `Display` writes literal text through
+//! `write!` and never allocates.
 
 use core::fmt;
 
 use crate::codes::{DeviceTag, MemoryClass};
-use crate::descriptor::Region;
 
 /// `core::result::Result` specialised to [`Error`].
 pub type Result<T> = core::result::Result<T, Error>;
 
-/// Everything that can be wrong with a single 16-byte buffer handle entry.
-///
-/// [`BufferHandle`](crate::BufferHandle)'s own constructors and decoder
-/// report these as the [`Error`] variants of the same name; a
-/// [`BufferTable`](crate::BufferTable) or [`TensorView`](crate::TensorView)
-/// reports them inside [`Error::InvalidEntry`], together with the entry's
-/// index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum EntryError {
-    /// The alignment is zero or not a power of two.
-    AlignmentNotPowerOfTwo {
-        /// The alignment found.
-        alignment: u32,
-    },
-    /// A non-empty buffer declares an alignment below the minimum.
-    AlignmentBelowMinimum {
-        /// The alignment found.
-        alignment: u32,
-        /// The minimum for a non-empty buffer ([`MIN_BUFFER_ALIGNMENT`](crate::MIN_BUFFER_ALIGNMENT)).
-        minimum: u32,
-    },
-    /// The sync-mode byte is not a known code, or the mode is not allowed
-    /// for the device (a CPU buffer must be `ProducerSynced`).
-    InvalidSyncMode(u8),
-    /// The device-tag byte is not a known code.
-    InvalidDeviceTag(u8),
-    /// The memory-class byte is not a known code.
-    InvalidMemoryClass(u8),
-    /// The reserved byte (offset 15) is not zero.
-    ReservedNonZero(u8),
-}
-
-impl EntryError {
-    /// The same fault as a crate-level [`Error`] (without an entry index).
-    #[must_use]
-    #[inline]
-    pub const fn into_error(self) -> Error {
-        match self {
-            Self::AlignmentNotPowerOfTwo { alignment } => {
-                Error::AlignmentNotPowerOfTwo { alignment }
-            }
-            Self::AlignmentBelowMinimum { alignment, minimum } => {
-                Error::AlignmentBelowMinimum { alignment, minimum }
-            }
-            Self::InvalidSyncMode(c) => Error::InvalidSyncMode(c),
-            Self::InvalidDeviceTag(c) => Error::InvalidDeviceTag(c),
-            Self::InvalidMemoryClass(c) => Error::InvalidMemoryClass(c),
-            Self::ReservedNonZero(c) => Error::ReservedNonZero(c),
-        }
-    }
-}
-
-impl From<EntryError> for Error {
-    #[inline]
-    fn from(e: EntryError) -> Self {
-        e.into_error()
-    }
-}
-
-/// Why a buffer handle, buffer table or tensor descriptor was rejected.
+/// Why a buffer handle is invalid.
 ///
 /// ```
 /// use hurray_core::{BufferHandle, DeviceTag, Error, SyncMode};
@@ -87,7 +34,6 @@ impl From<EntryError> for Error {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum Error {
-    // --- a single buffer handle -------------------------------------------------
     /// The alignment is zero or not a power of two.
     AlignmentNotPowerOfTwo {
         /// The alignment found.
@@ -103,152 +49,20 @@ pub enum Error {
     /// The sync-mode byte is not a known code, or the mode is not allowed
     /// for the device (a CPU buffer must be `ProducerSynced`).
     InvalidSyncMode(u8),
-    /// The device-tag byte is not a known code.
+    /// The device-tag byte is reserved (`0x09`–`0xEF`) or invalid (`0xFF`).
     InvalidDeviceTag(u8),
-    /// The memory-class byte is not a known code.
+    /// The memory-class byte is reserved (`0x04`–`0xEF`) or invalid (`0xFF`).
     InvalidMemoryClass(u8),
-    /// The reserved byte (offset 15) of a handle entry is not zero.
-    ReservedNonZero(u8),
-
-    // --- a buffer table ---------------------------------------------------------
-    /// An entry of a buffer table is invalid.
-    InvalidEntry {
-        /// The zero-based index of the first invalid entry.
-        index: usize,
-        /// What is wrong with it.
-        error: EntryError,
-    },
-    /// A buffer table's byte length is not a multiple of 16.
-    TableLength {
-        /// The length found, in bytes.
-        len: usize,
-    },
-
-    // --- a tensor descriptor ----------------------------------------------------
-    /// The input ends before a structure it must contain.
-    Truncated {
-        /// Bytes needed.
-        needed: u64,
-        /// Bytes available.
-        available: u64,
-    },
-    /// The descriptor does not start with [`DESCRIPTOR_MAGIC`](crate::DESCRIPTOR_MAGIC).
-    BadMagic([u8; 4]),
-    /// The descriptor's major version is not one this reader implements.
-    UnsupportedVersion {
-        /// Major version found.
-        major: u8,
-        /// Minor version found.
-        minor: u8,
-    },
-    /// A flag bit that a reader must understand is set but unknown.
-    UnknownFlags(u16),
-    /// The header's reserved field is not zero.
-    HeaderReservedNonZero(u16),
-    /// The dtype byte is not a known code.
-    InvalidDType(u8),
-    /// More dimensions than [`MAX_NDIM`](crate::MAX_NDIM).
-    TooManyDims {
-        /// Dimensions declared.
-        ndim: u8,
-        /// The maximum.
-        max: u8,
-    },
-    /// The descriptor declares no buffers, or names a data buffer past the table.
-    DataBufferOutOfRange {
-        /// The data-buffer index.
-        index: u16,
-        /// Entries in the table.
-        count: u16,
-    },
-    /// A region's offset is not a multiple of 8.
-    MisalignedRegion {
-        /// Which region.
-        region: Region,
-        /// Its offset.
-        offset: u32,
-    },
-    /// A region starts inside the header or ends past the descriptor.
-    RegionOutOfBounds {
-        /// Which region.
-        region: Region,
-        /// Its offset.
-        offset: u32,
-        /// Its length in bytes.
-        len: u64,
-        /// The descriptor's total length.
-        total_len: u32,
-    },
-    /// Two regions share bytes.
-    RegionsOverlap {
-        /// The first region.
-        first: Region,
-        /// The second region.
-        second: Region,
-    },
-    /// A dimension exceeds `i64::MAX` (DLPack and Arrow use signed sizes).
-    DimTooLarge {
-        /// The axis.
-        axis: u8,
-        /// Its size.
-        size: u64,
-    },
-    /// A stride's magnitude exceeds `i64::MAX` (`i64::MIN` is rejected).
-    StrideTooLarge {
-        /// The axis.
-        axis: u8,
-        /// Its stride, in elements.
-        stride: i64,
-    },
-    /// The product of the shape, or the byte extent it spans, does not fit the arithmetic.
-    ShapeOverflow,
-    /// `byte_offset` is not a multiple of the dtype's element size.
-    MisalignedByteOffset {
-        /// The offset.
-        byte_offset: u64,
-        /// The element size.
-        element_size: u32,
-    },
-    /// The elements addressed by shape, strides and offset do not lie inside the data buffer.
-    ExtentOutOfBounds {
-        /// Lowest byte addressed, relative to the buffer start (negative: before it).
-        start: i128,
-        /// One past the highest byte addressed.
-        end: i128,
-        /// The data buffer's `byte_size`.
-        byte_size: u64,
-    },
-    /// An encoder's output slice, or a builder's capacity, is too small.
-    BufferTooSmall {
-        /// Bytes or items needed.
-        needed: u64,
-        /// Bytes or items available.
-        available: u64,
-    },
-    /// An encoder was given strides whose count differs from the shape's.
-    StridesLength {
-        /// Dimensions in the shape.
-        ndim: usize,
-        /// Strides given.
-        strides: usize,
-    },
-
-    // --- interop ----------------------------------------------------------------
-    /// This (device tag, memory class) pair has no code in the target standard.
-    NoInteropCode {
+    /// The memory class is not valid on this device
+    /// (`docs/spec/buffer-protocol.md` § Per-Device Validity).
+    MemoryClassNotAllowed {
         /// The device.
         device_tag: DeviceTag,
-        /// The memory class.
+        /// The class it does not allow.
         memory_class: MemoryClass,
     },
-    /// A DLPack or Arrow device-type code that hurray does not map.
-    UnknownInteropCode(i32),
-}
-
-impl fmt::Display for EntryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.into_error(), f)
-    }
+    /// The reserved byte (offset 15) is not zero.
+    ReservedNonZero(u8),
 }
 
 impl fmt::Display for Error {
@@ -267,62 +81,411 @@ impl fmt::Display for Error {
                     "sync mode {c:#04x} is unknown or not allowed for this device"
                 )
             }
-            Self::InvalidDeviceTag(c) => write!(f, "device tag {c:#04x} is unknown"),
-            Self::InvalidMemoryClass(c) => write!(f, "memory class {c:#04x} is unknown"),
+            Self::InvalidDeviceTag(c) => write!(f, "device tag {c:#04x} is reserved or invalid"),
+            Self::InvalidMemoryClass(c) => {
+                write!(f, "memory class {c:#04x} is reserved or invalid")
+            }
+            Self::MemoryClassNotAllowed {
+                device_tag,
+                memory_class,
+            } => write!(
+                f,
+                "memory class {} ({:#04x}) is not valid on device {} ({:#04x})",
+                memory_class.name(),
+                memory_class.code(),
+                device_tag.name(),
+                device_tag.code()
+            ),
             Self::ReservedNonZero(c) => write!(f, "reserved byte is {c:#04x}, must be zero"),
-            Self::InvalidEntry { index, error } => {
-                write!(f, "buffer table entry {index}: {error}")
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// A tensor descriptor or buffer table was rejected: what was wrong
+/// ([`kind`](Self::kind)) and the byte offset of the field at fault
+/// ([`offset`](Self::offset)), counted from the first byte of the descriptor
+/// (or of the table, for [`BufferTable::parse`](crate::BufferTable::parse)).
+///
+/// ```
+/// use hurray_core::{DescriptorErrorKind, TensorView};
+///
+/// let err = TensorView::parse(b"HRAY\x01\x00").unwrap_err();
+/// assert_eq!(err.offset(), 0);
+/// assert_eq!(err.kind(), DescriptorErrorKind::Truncated { needed: 20, available: 6 });
+/// assert_eq!(err.to_string(), "at byte 0: truncated: 20 bytes needed, 6 available");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DescriptorError {
+    offset: u32,
+    kind: DescriptorErrorKind,
+}
+
+impl DescriptorError {
+    /// An error of `kind` at byte `offset`.
+    #[must_use]
+    #[inline]
+    pub const fn new(offset: u32, kind: DescriptorErrorKind) -> Self {
+        Self { offset, kind }
+    }
+
+    /// What was wrong.
+    #[must_use]
+    #[inline]
+    pub const fn kind(&self) -> DescriptorErrorKind {
+        self.kind
+    }
+
+    /// The byte offset of the field at fault.
+    #[must_use]
+    #[inline]
+    pub const fn offset(&self) -> u32 {
+        self.offset
+    }
+}
+
+impl fmt::Display for DescriptorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at byte {}: {}", self.offset, self.kind)
+    }
+}
+
+impl core::error::Error for DescriptorError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match &self.kind {
+            DescriptorErrorKind::Buffer { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// What is wrong with a tensor descriptor.
+///
+/// Variants that name a `field` use the spec's field names (`"tile_shape"`,
+/// `"kv_role"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum DescriptorErrorKind {
+    // --- framing ------------------------------------------------------------
+    /// The input, or the declared `descriptor_length`, ends before a field
+    /// the descriptor must contain.
+    Truncated {
+        /// Bytes needed from the start of the descriptor.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+    },
+    /// The first four bytes are not `"HRRY"`.
+    BadMagic([u8; 4]),
+    /// The major version is not 1.
+    UnsupportedVersion {
+        /// Major version found.
+        major: u8,
+        /// Minor version found.
+        minor: u8,
+    },
+    /// `descriptor_length` does not equal the bytes the descriptor's fields
+    /// occupy (for a 1.0 descriptor), or is smaller than them.
+    LengthMismatch {
+        /// The declared `descriptor_length`.
+        declared: u32,
+        /// Bytes the fields occupy.
+        consumed: u32,
+    },
+    /// The input holds bytes after the descriptor (`TensorView::parse`
+    /// wants exactly one descriptor; use `parse_prefix` for a stream).
+    TrailingBytes {
+        /// The declared `descriptor_length`.
+        declared: u32,
+        /// Bytes in the input.
+        available: u64,
+    },
+    /// A reserved flag bit is set.
+    ReservedFlags(u32),
+
+    // --- codes ----------------------------------------------------------------
+    /// The `type_tag` is reserved, unassigned or invalid.
+    InvalidTypeTag(u8),
+    /// The `layout_tag` is reserved, unassigned or invalid.
+    InvalidLayoutTag(u8),
+    /// An enumerated field holds a value the spec does not define.
+    InvalidValue {
+        /// The field.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+    },
+    /// A reserved field or byte is not zero.
+    ReservedNonZero {
+        /// The field.
+        field: &'static str,
+    },
+
+    // --- shape and layout -----------------------------------------------------
+    /// `rank` exceeds 64.
+    RankTooLarge(u32),
+    /// The layout is not allowed at this rank (rank 0 is row-major only;
+    /// CSR and CSC need rank 2, CSF rank ≥ 3, block-paged rank 3, Hilbert
+    /// rank ≥ 2, COO rank ≥ 1).
+    RankNotAllowed {
+        /// The layout tag.
+        layout_tag: u8,
+        /// The rank.
+        rank: u32,
+    },
+    /// A dimension is the dynamic sentinel where a concrete size is required
+    /// (a shard, a quantization axis).
+    DynamicDimension {
+        /// The field holding it.
+        field: &'static str,
+        /// The axis.
+        axis: u32,
+    },
+    /// Nested tiled levels exceed the limit of 8.
+    TilingTooDeep,
+    /// What lies inside a tile (strided inner layout or a nested tile grid)
+    /// reaches outside the tile of this level.
+    TileOverrun {
+        /// The level (0 = outermost).
+        level: u8,
+    },
+    /// A size computation overflows `u64` (shape product, extent, curve size).
+    Overflow {
+        /// What was being computed.
+        what: &'static str,
+    },
+    /// `mode_order` of a CSF descriptor is not a permutation of `0..rank`.
+    NotAPermutation {
+        /// The first repeated or out-of-range value.
+        value: u32,
+    },
+    /// A Morton or Hilbert dimension does not fit the curve.
+    ShapeDoesNotFitCurve {
+        /// The axis.
+        axis: u32,
+        /// Its size.
+        size: u64,
+    },
+    /// An extension layout id this reader was not told about.
+    UnknownExtensionLayout(u64),
+
+    // --- buffers ----------------------------------------------------------------
+    /// A standalone buffer table's length is not a multiple of 16.
+    TableLength {
+        /// The length in bytes.
+        len: u64,
+    },
+    /// A buffer handle is invalid.
+    Buffer {
+        /// The index of the buffer in the table.
+        index: u32,
+        /// What is wrong with it.
+        error: Error,
+    },
+    /// A buffer's device tag or memory class differs from buffer 0's
+    /// (device colocation).
+    NotColocated {
+        /// The index of the buffer.
+        index: u32,
+    },
+    /// The buffer count is not what the layout and quantization scheme need.
+    BufferCount {
+        /// Buffers required.
+        expected: u32,
+        /// Buffers declared.
+        found: u8,
+    },
+    /// A buffer is smaller than the elements the descriptor addresses in it.
+    BufferTooSmall {
+        /// The buffer.
+        index: u32,
+        /// Bytes needed.
+        needed: u64,
+        /// Its `byte_size`.
+        byte_size: u64,
+    },
+    /// A buffer that holds an array of a fixed length has another size.
+    BufferSizeMismatch {
+        /// The buffer.
+        index: u32,
+        /// Bytes expected.
+        expected: u64,
+        /// Its `byte_size`.
+        byte_size: u64,
+    },
+    /// Strides reach bytes outside the data buffer.
+    ExtentOutOfBounds {
+        /// Lowest byte addressed, relative to the buffer start (negative:
+        /// before it).
+        start: i128,
+        /// One past the highest byte addressed.
+        end: i128,
+        /// The data buffer's `byte_size`.
+        byte_size: u64,
+    },
+    /// `byte_offset` lies past the end of buffer 0.
+    ByteOffsetOutOfRange {
+        /// The offset.
+        byte_offset: u64,
+        /// Buffer 0's `byte_size`.
+        byte_size: u64,
+    },
+    /// `byte_offset` is not a multiple of the element type's natural
+    /// alignment (stricter than the format's reference reader).
+    ByteOffsetMisaligned {
+        /// The offset.
+        byte_offset: u64,
+        /// The element alignment.
+        alignment: u32,
+    },
+    /// `byte_offset` must be 0 for this layout (sparse, indirect, composite).
+    ByteOffsetNotZero(u64),
+
+    // --- sections ---------------------------------------------------------------
+    /// The extension type section is present without a private type tag, or
+    /// missing with one.
+    ExtensionTypeMismatch {
+        /// The type tag.
+        type_tag: u8,
+        /// Whether the section is present.
+        present: bool,
+    },
+    /// A section or flag is not allowed on this descriptor (a shard on CSF or
+    /// block-paged, quantization or a member section on a composite head).
+    SectionNotAllowed {
+        /// The section.
+        section: &'static str,
+        /// The layout tag.
+        layout_tag: u8,
+    },
+    /// A shard box leaves its parent: `shard_offset + shape > parent_shape`.
+    ShardOutOfBounds {
+        /// The axis.
+        axis: u32,
+    },
+    /// A quantization scheme does not accept the tensor's storage type.
+    StorageTypeNotAllowed {
+        /// The scheme tag.
+        scheme: u8,
+        /// The storage type tag.
+        type_tag: u8,
+    },
+    /// A quantization `axis` is not below the rank.
+    AxisOutOfRange {
+        /// The axis.
+        axis: u32,
+        /// The rank.
+        rank: u32,
+    },
+    /// A quantization parameter buffer index is out of range or is one of
+    /// the layout's own buffers.
+    ParameterBufferIndex {
+        /// The index found.
+        index: u32,
+        /// The first index parameter buffers may use.
+        first: u32,
+        /// The buffer count.
+        count: u8,
+    },
+    /// An inline quantization parameter is out of its range (scale not
+    /// finite or zero, zero point outside the storage type).
+    ParameterOutOfRange {
+        /// The field.
+        field: &'static str,
+    },
+    /// A statistics value contradicts the descriptor or the spec's range.
+    StatisticsInconsistent {
+        /// The field.
+        field: &'static str,
+    },
+    /// A quantization scheme or composition rule in the private range that
+    /// this reader has no agreement for.
+    PrivateCodeRefused {
+        /// The field.
+        field: &'static str,
+        /// The code.
+        code: u8,
+    },
+}
+
+impl fmt::Display for DescriptorErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Truncated { needed, available } => {
+                write!(f, "truncated: {needed} bytes needed, {available} available")
+            }
+            Self::BadMagic(m) => write!(f, "bad magic {m:02x?}, expected \"HRRY\""),
+            Self::UnsupportedVersion { major, minor } => {
+                write!(f, "unsupported descriptor version {major}.{minor}")
+            }
+            Self::LengthMismatch { declared, consumed } => write!(
+                f,
+                "descriptor_length is {declared} but the fields occupy {consumed} bytes"
+            ),
+            Self::TrailingBytes {
+                declared,
+                available,
+            } => write!(
+                f,
+                "{available} bytes given for a descriptor of {declared} bytes"
+            ),
+            Self::ReservedFlags(bits) => write!(f, "reserved flag bits {bits:#010x} are set"),
+            Self::InvalidTypeTag(c) => write!(f, "type tag {c:#04x} is reserved or invalid"),
+            Self::InvalidLayoutTag(c) => write!(f, "layout tag {c:#04x} is reserved or invalid"),
+            Self::InvalidValue { field, value } => {
+                write!(f, "{field} = {value} is not a valid value")
+            }
+            Self::ReservedNonZero { field } => write!(f, "reserved field {field} is not zero"),
+            Self::RankTooLarge(r) => write!(f, "rank {r} exceeds 64"),
+            Self::RankNotAllowed { layout_tag, rank } => {
+                write!(f, "layout {layout_tag:#04x} is not allowed at rank {rank}")
+            }
+            Self::DynamicDimension { field, axis } => {
+                write!(f, "{field}[{axis}] is dynamic where a size is required")
+            }
+            Self::TilingTooDeep => write!(f, "tiled layout nests more than 8 levels"),
+            Self::TileOverrun { level } => {
+                write!(f, "the inside of a level-{level} tile reaches outside it")
+            }
+            Self::Overflow { what } => write!(f, "{what} overflows"),
+            Self::NotAPermutation { value } => {
+                write!(f, "mode_order is not a permutation (value {value})")
+            }
+            Self::ShapeDoesNotFitCurve { axis, size } => {
+                write!(f, "shape[{axis}] = {size} does not fit the curve")
+            }
+            Self::UnknownExtensionLayout(id) => {
+                write!(f, "extension layout id {id:#x} is not recognised")
             }
             Self::TableLength { len } => {
                 write!(f, "buffer table length {len} is not a multiple of 16")
             }
-            Self::Truncated { needed, available } => {
-                write!(f, "truncated: {needed} bytes needed, {available} available")
-            }
-            Self::BadMagic(m) => write!(f, "bad magic {m:02x?}, expected \"HRAY\""),
-            Self::UnsupportedVersion { major, minor } => {
-                write!(f, "unsupported descriptor version {major}.{minor}")
-            }
-            Self::UnknownFlags(bits) => write!(f, "unknown required flag bits {bits:#06x}"),
-            Self::HeaderReservedNonZero(v) => {
-                write!(f, "header reserved field is {v:#06x}, must be zero")
-            }
-            Self::InvalidDType(c) => write!(f, "dtype {c:#04x} is unknown"),
-            Self::TooManyDims { ndim, max } => write!(f, "{ndim} dimensions, at most {max}"),
-            Self::DataBufferOutOfRange { index, count } => {
-                write!(
-                    f,
-                    "data buffer {index} is not in a table of {count} entries"
-                )
-            }
-            Self::MisalignedRegion { region, offset } => {
-                write!(f, "{region} region offset {offset} is not a multiple of 8")
-            }
-            Self::RegionOutOfBounds {
-                region,
-                offset,
-                len,
-                total_len,
-            } => write!(
+            Self::Buffer { index, error } => write!(f, "buffer {index}: {error}"),
+            Self::NotColocated { index } => write!(
                 f,
-                "{region} region [{offset}, +{len}) is outside the descriptor body [40, {total_len})"
+                "buffer {index} differs from buffer 0 in device tag or memory class"
             ),
-            Self::RegionsOverlap { first, second } => {
-                write!(f, "{first} and {second} regions overlap")
+            Self::BufferCount { expected, found } => {
+                write!(f, "{found} buffers declared, {expected} required")
             }
-            Self::DimTooLarge { axis, size } => {
-                write!(f, "axis {axis} size {size} exceeds i64::MAX")
-            }
-            Self::StrideTooLarge { axis, stride } => {
-                write!(f, "axis {axis} stride {stride} is out of range")
-            }
-            Self::ShapeOverflow => write!(f, "shape or extent overflows"),
-            Self::MisalignedByteOffset {
-                byte_offset,
-                element_size,
+            Self::BufferTooSmall {
+                index,
+                needed,
+                byte_size,
             } => write!(
                 f,
-                "byte offset {byte_offset} is not a multiple of the element size {element_size}"
+                "buffer {index} holds {byte_size} bytes, {needed} are addressed"
+            ),
+            Self::BufferSizeMismatch {
+                index,
+                expected,
+                byte_size,
+            } => write!(
+                f,
+                "buffer {index} holds {byte_size} bytes, must hold exactly {expected}"
             ),
             Self::ExtentOutOfBounds {
                 start,
@@ -332,34 +495,184 @@ impl fmt::Display for Error {
                 f,
                 "tensor spans bytes [{start}, {end}) but the data buffer holds {byte_size}"
             ),
-            Self::BufferTooSmall { needed, available } => {
-                write!(
-                    f,
-                    "output too small: {needed} needed, {available} available"
-                )
-            }
-            Self::StridesLength { ndim, strides } => {
-                write!(f, "{strides} strides given for {ndim} dimensions")
-            }
-            Self::NoInteropCode {
-                device_tag,
-                memory_class,
+            Self::ByteOffsetOutOfRange {
+                byte_offset,
+                byte_size,
             } => write!(
                 f,
-                "{device_tag:?} with memory class {memory_class:?} has no interop device code"
+                "byte_offset {byte_offset} is past the end of buffer 0 ({byte_size} bytes)"
             ),
-            Self::UnknownInteropCode(c) => write!(f, "interop device code {c} is not mapped"),
+            Self::ByteOffsetMisaligned {
+                byte_offset,
+                alignment,
+            } => write!(
+                f,
+                "byte_offset {byte_offset} is not a multiple of the element alignment {alignment}"
+            ),
+            Self::ByteOffsetNotZero(o) => {
+                write!(f, "byte_offset is {o}, must be 0 for this layout")
+            }
+            Self::ExtensionTypeMismatch { type_tag, present } => {
+                if present {
+                    write!(
+                        f,
+                        "extension type section present for built-in type {type_tag:#04x}"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "private type {type_tag:#04x} needs an extension type section"
+                    )
+                }
+            }
+            Self::SectionNotAllowed {
+                section,
+                layout_tag,
+            } => write!(
+                f,
+                "{section} section is not allowed with layout {layout_tag:#04x}"
+            ),
+            Self::ShardOutOfBounds { axis } => {
+                write!(
+                    f,
+                    "shard_offset[{axis}] + shape[{axis}] exceeds parent_shape[{axis}]"
+                )
+            }
+            Self::StorageTypeNotAllowed { scheme, type_tag } => write!(
+                f,
+                "quantization scheme {scheme:#04x} does not accept storage type {type_tag:#04x}"
+            ),
+            Self::AxisOutOfRange { axis, rank } => {
+                write!(f, "quantization axis {axis} is not below rank {rank}")
+            }
+            Self::ParameterBufferIndex {
+                index,
+                first,
+                count,
+            } => write!(
+                f,
+                "parameter buffer index {index} is outside [{first}, {count})"
+            ),
+            Self::ParameterOutOfRange { field } => write!(f, "{field} is out of range"),
+            Self::StatisticsInconsistent { field } => {
+                write!(f, "statistics field {field} is inconsistent")
+            }
+            Self::PrivateCodeRefused { field, code } => write!(
+                f,
+                "{field} {code:#04x} is implementation-private and not agreed with this reader"
+            ),
         }
     }
 }
 
-impl core::error::Error for EntryError {}
-impl core::error::Error for Error {}
+/// Why an encoder or builder could not produce a descriptor.
+///
+/// ```
+/// use hurray_core::{BufferHandle, DeviceTag, ElementType, EncodeError, TensorDescriptor};
+///
+/// let buffers = [BufferHandle::empty(DeviceTag::Cpu)];
+/// let desc = TensorDescriptor::row_major(ElementType::Float32, &[0], &buffers);
+/// let mut out = [0u8; 8];
+/// assert!(matches!(desc.encode(&mut out), Err(EncodeError::OutputTooSmall { .. })));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The output slice is too small.
+    OutputTooSmall {
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+    },
+    /// A fixed-capacity builder is full.
+    CapacityExceeded {
+        /// What ran out (`"dims"`, `"buffers"`, …).
+        what: &'static str,
+        /// The capacity.
+        capacity: u32,
+    },
+    /// An input slice has the wrong length for the others (strides vs shape,
+    /// …).
+    LengthMismatch {
+        /// What was given.
+        what: &'static str,
+        /// Its length.
+        len: u32,
+        /// The length required.
+        expected: u32,
+    },
+    /// The builder cannot hold this part of a descriptor (tiled and private
+    /// layouts, private schemes: use [`TensorDescriptor`](crate::TensorDescriptor)).
+    Unsupported {
+        /// What it cannot hold.
+        what: &'static str,
+    },
+    /// The fields describe a descriptor a reader must reject; the error is
+    /// what the decoder reports for the encoded bytes.
+    Invalid(DescriptorError),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::OutputTooSmall { needed, available } => write!(
+                f,
+                "output too small: {needed} bytes needed, {available} available"
+            ),
+            Self::CapacityExceeded { what, capacity } => {
+                write!(f, "capacity of {capacity} {what} exceeded")
+            }
+            Self::LengthMismatch {
+                what,
+                len,
+                expected,
+            } => write!(f, "{what} has length {len}, expected {expected}"),
+            Self::Unsupported { what } => write!(f, "the builder cannot hold a {what}"),
+            Self::Invalid(e) => write!(f, "invalid descriptor: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for EncodeError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Self::Invalid(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<DescriptorError> for EncodeError {
+    #[inline]
+    fn from(e: DescriptorError) -> Self {
+        Self::Invalid(e)
+    }
+}
 
 #[cfg(feature = "std")]
-impl From<Error> for std::io::Error {
-    /// Hurray errors are malformed input: [`std::io::ErrorKind::InvalidData`].
-    fn from(e: Error) -> Self {
-        Self::new(std::io::ErrorKind::InvalidData, e)
+mod std_impls {
+    use super::{DescriptorError, EncodeError, Error};
+
+    impl From<Error> for std::io::Error {
+        /// Hurray errors are malformed input: [`std::io::ErrorKind::InvalidData`].
+        fn from(e: Error) -> Self {
+            Self::new(std::io::ErrorKind::InvalidData, e)
+        }
+    }
+
+    impl From<DescriptorError> for std::io::Error {
+        /// Hurray errors are malformed input: [`std::io::ErrorKind::InvalidData`].
+        fn from(e: DescriptorError) -> Self {
+            Self::new(std::io::ErrorKind::InvalidData, e)
+        }
+    }
+
+    impl From<EncodeError> for std::io::Error {
+        /// An encoder error is a bad argument: [`std::io::ErrorKind::InvalidInput`].
+        fn from(e: EncodeError) -> Self {
+            Self::new(std::io::ErrorKind::InvalidInput, e)
+        }
     }
 }

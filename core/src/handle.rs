@@ -14,9 +14,10 @@ use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+use crate::MIN_BUFFER_ALIGNMENT;
 use crate::codes::{DeviceTag, MemoryClass, SyncMode};
-use crate::error::{EntryError, Error, Result};
-use crate::{MIN_BUFFER_ALIGNMENT, interop};
+use crate::error::{Error, Result};
+use crate::interop::{self, InteropError};
 
 /// Length of one buffer handle entry on the wire, in bytes.
 pub const ENTRY_LEN: usize = 16;
@@ -92,26 +93,27 @@ impl BufferHandleEntry {
     /// Validates this entry.
     ///
     /// Checks, in this order (the first failure is reported): device tag code,
-    /// sync mode code, memory class code, reserved byte, then the alignment
-    /// rules and the CPU sync rule of [`BufferHandle::new`].
+    /// sync mode code, memory class code, reserved byte, then the rules of
+    /// [`BufferHandle::with_memory_class`] (alignment, the CPU sync rule, the
+    /// per-device memory classes).
     ///
     /// # Errors
-    /// The [`EntryError`] of the first rule broken.
+    /// The [`Error`] of the first rule broken.
     #[inline]
-    pub const fn decode(&self) -> core::result::Result<BufferHandle, EntryError> {
+    pub const fn decode(&self) -> Result<BufferHandle> {
         let Some(device_tag) = DeviceTag::from_code(self.device_tag) else {
-            return Err(EntryError::InvalidDeviceTag(self.device_tag));
+            return Err(Error::InvalidDeviceTag(self.device_tag));
         };
         let Some(sync_mode) = SyncMode::from_code(self.sync_mode) else {
-            return Err(EntryError::InvalidSyncMode(self.sync_mode));
+            return Err(Error::InvalidSyncMode(self.sync_mode));
         };
         let Some(memory_class) = MemoryClass::from_code(self.memory_class) else {
-            return Err(EntryError::InvalidMemoryClass(self.memory_class));
+            return Err(Error::InvalidMemoryClass(self.memory_class));
         };
         if self.reserved != 0 {
-            return Err(EntryError::ReservedNonZero(self.reserved));
+            return Err(Error::ReservedNonZero(self.reserved));
         }
-        BufferHandle::checked(
+        BufferHandle::with_memory_class(
             self.byte_size.get(),
             self.alignment.get(),
             device_tag,
@@ -190,36 +192,6 @@ pub struct BufferHandle {
 }
 
 impl BufferHandle {
-    /// The single validation routine behind every constructor and decoder.
-    #[inline]
-    const fn checked(
-        byte_size: u64,
-        alignment: u32,
-        device_tag: DeviceTag,
-        sync_mode: SyncMode,
-        memory_class: MemoryClass,
-    ) -> core::result::Result<Self, EntryError> {
-        if !alignment.is_power_of_two() {
-            return Err(EntryError::AlignmentNotPowerOfTwo { alignment });
-        }
-        if byte_size > 0 && alignment < MIN_BUFFER_ALIGNMENT {
-            return Err(EntryError::AlignmentBelowMinimum {
-                alignment,
-                minimum: MIN_BUFFER_ALIGNMENT,
-            });
-        }
-        if matches!(device_tag, DeviceTag::Cpu) && !matches!(sync_mode, SyncMode::ProducerSynced) {
-            return Err(EntryError::InvalidSyncMode(sync_mode.code()));
-        }
-        Ok(Self {
-            byte_size,
-            alignment,
-            device_tag,
-            sync_mode,
-            memory_class,
-        })
-    }
-
     /// Creates a new `BufferHandle` with the given size, alignment, device, and sync mode.
     ///
     /// The memory class is [`MemoryClass::Standard`]. This is a `const fn`:
@@ -233,6 +205,8 @@ impl BufferHandle {
     /// * [`Error::InvalidSyncMode`] — `device_tag` is [`DeviceTag::Cpu`] and
     ///   `sync_mode` is not [`SyncMode::ProducerSynced`] (CPU buffers MUST use
     ///   `SYNC_PRODUCER_SYNCED` per the spec).
+    /// * [`Error::MemoryClassNotAllowed`] / [`Error::InvalidDeviceTag`] — as
+    ///   for [`BufferHandle::with_memory_class`].
     ///
     /// # Examples
     ///
@@ -295,6 +269,11 @@ impl BufferHandle {
     /// * [`Error::AlignmentBelowMinimum`] — `byte_size > 0` and `alignment < 64`.
     /// * [`Error::InvalidSyncMode`] — `device_tag` is [`DeviceTag::Cpu`] and
     ///   `sync_mode` is not [`SyncMode::ProducerSynced`].
+    /// * [`Error::MemoryClassNotAllowed`] — the device does not allow this
+    ///   class (`docs/spec/buffer-protocol.md` § Per-Device Validity), e.g.
+    ///   `PeerToPeer` on a CPU buffer.
+    /// * [`Error::InvalidDeviceTag`] / [`Error::InvalidMemoryClass`] — a
+    ///   hand-built `Private` value whose code is outside `0xF0`–`0xFE`.
     ///
     /// # Examples
     ///
@@ -321,10 +300,40 @@ impl BufferHandle {
         sync_mode: SyncMode,
         memory_class: MemoryClass,
     ) -> Result<Self> {
-        match Self::checked(byte_size, alignment, device_tag, sync_mode, memory_class) {
-            Ok(h) => Ok(h),
-            Err(e) => Err(e.into_error()),
+        // A `Private` value built by hand must still carry a private code.
+        if device_tag.is_private() && DeviceTag::from_code(device_tag.code()).is_none() {
+            return Err(Error::InvalidDeviceTag(device_tag.code()));
         }
+        if matches!(memory_class, MemoryClass::Private(_))
+            && MemoryClass::from_code(memory_class.code()).is_none()
+        {
+            return Err(Error::InvalidMemoryClass(memory_class.code()));
+        }
+        if !alignment.is_power_of_two() {
+            return Err(Error::AlignmentNotPowerOfTwo { alignment });
+        }
+        if byte_size > 0 && alignment < MIN_BUFFER_ALIGNMENT {
+            return Err(Error::AlignmentBelowMinimum {
+                alignment,
+                minimum: MIN_BUFFER_ALIGNMENT,
+            });
+        }
+        if matches!(device_tag, DeviceTag::Cpu) && !matches!(sync_mode, SyncMode::ProducerSynced) {
+            return Err(Error::InvalidSyncMode(sync_mode.code()));
+        }
+        if !device_tag.allows(memory_class) {
+            return Err(Error::MemoryClassNotAllowed {
+                device_tag,
+                memory_class,
+            });
+        }
+        Ok(Self {
+            byte_size,
+            alignment,
+            device_tag,
+            sync_mode,
+            memory_class,
+        })
     }
 
     /// Creates an empty `BufferHandle` (zero bytes) on the given device.
@@ -388,10 +397,7 @@ impl BufferHandle {
     /// ```
     #[inline]
     pub const fn from_bytes(bytes: &[u8; ENTRY_LEN]) -> Result<Self> {
-        match BufferHandleEntry::from_array(*bytes).decode() {
-            Ok(h) => Ok(h),
-            Err(e) => Err(e.into_error()),
-        }
+        BufferHandleEntry::from_array(*bytes).decode()
     }
 
     /// Encodes this handle into its 16 wire bytes (ADR-018 § 3).
@@ -400,7 +406,7 @@ impl BufferHandle {
     /// use hurray_core::{BufferHandle, DeviceTag};
     ///
     /// let bytes = BufferHandle::empty(DeviceTag::Vulkan).to_bytes();
-    /// assert_eq!(bytes, [0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0]);
+    /// assert_eq!(bytes, [0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x04, 0, 0, 0]);
     /// ```
     #[must_use]
     #[inline]
@@ -563,7 +569,7 @@ impl BufferHandle {
     /// The DLPack `DLDeviceType` of this buffer's (device tag, memory class).
     ///
     /// # Errors
-    /// [`Error::NoInteropCode`] when DLPack has no code for the pair.
+    /// [`InteropError::NoDeviceCode`] when DLPack has no code for the pair.
     ///
     /// ```
     /// use hurray_core::{BufferHandle, DeviceTag, MemoryClass, SyncMode};
@@ -574,14 +580,14 @@ impl BufferHandle {
     /// assert_eq!(h.dlpack_device_type(), Ok(3)); // kDLCUDAHost
     /// ```
     #[inline]
-    pub const fn dlpack_device_type(self) -> Result<i32> {
+    pub const fn dlpack_device_type(self) -> core::result::Result<i32, InteropError> {
         interop::to_dlpack(self.device_tag, self.memory_class)
     }
 
     /// The Arrow C Device `ArrowDeviceType` of this buffer's (device tag, memory class).
     ///
     /// # Errors
-    /// [`Error::NoInteropCode`] when Arrow has no code for the pair.
+    /// [`InteropError::NoDeviceCode`] when Arrow has no code for the pair.
     ///
     /// ```
     /// use hurray_core::{BufferHandle, DeviceTag, SyncMode};
@@ -590,7 +596,7 @@ impl BufferHandle {
     /// assert_eq!(h.arrow_device_type(), Ok(10)); // ARROW_DEVICE_ROCM
     /// ```
     #[inline]
-    pub const fn arrow_device_type(self) -> Result<i32> {
+    pub const fn arrow_device_type(self) -> core::result::Result<i32, InteropError> {
         interop::to_arrow(self.device_tag, self.memory_class)
     }
 }
@@ -621,6 +627,6 @@ impl TryFrom<&BufferHandleEntry> for BufferHandle {
     type Error = Error;
     #[inline]
     fn try_from(e: &BufferHandleEntry) -> Result<Self> {
-        e.decode().map_err(EntryError::into_error)
+        e.decode()
     }
 }

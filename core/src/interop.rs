@@ -1,24 +1,38 @@
-//! The mapping between hurray's (device tag, memory class) pairs and the
-//! device-type codes of DLPack 1.x (`DLDeviceType`) and the Arrow C Device
-//! interface (`ArrowDeviceType`).
+//! The mapping between hurray's device tags, memory classes and element
+//! types and the codes of DLPack 1.x (`DLDeviceType`, `DLDataType`) and the
+//! Arrow C Device interface (`ArrowDeviceType`).
 //!
-//! The mapping is a bijection on the pairs listed in
-//! `docs/spec/buffer-protocol.md` § DLPack and Arrow: every pair with a code
-//! maps to exactly one code and back to itself. A pair with no code (Metal
-//! unified memory, any peer-to-peer buffer, a pinned CPU buffer whose pinning
-//! device is unknown, …) is an [`Error::NoInteropCode`], never a guess; a
-//! code hurray does not map is an [`Error::UnknownInteropCode`].
+//! Hurray device tags are **not** DLPack numbers (the format forbids storing
+//! DLPack integers in a handle); this module is the only place the two
+//! meet. The tables are in `docs/spec/buffer-protocol.md` § Interchange
+//! codes:
+//!
+//! * **Export** (hurray → DLPack/Arrow) maps every (device, class) pair a
+//!   consumer can address to the device type through which it addresses it:
+//!   CUDA pinned host memory is `kDLCUDAHost`, CUDA unified memory
+//!   `kDLCUDAManaged`, ROCm pinned memory `kDLROCMHost`, and every other
+//!   class of a device that DLPack knows is that device's own code. A
+//!   private device has no code ([`InteropError::NoDeviceCode`]).
+//! * **Import** (DLPack/Arrow → hurray) maps each code hurray has a device
+//!   for to one canonical pair; `kDLVPI`, `kDLExtDev`, `kDLMAIA`, `kDLTrn`
+//!   and any code above them are [`InteropError::UnknownDeviceCode`] (a
+//!   caller may map them to a private tag of its own).
+//!
+//! Export then import returns the original pair for every canonical pair.
 //!
 //! ```
 //! use hurray_core::{interop, DeviceTag, MemoryClass};
 //!
 //! assert_eq!(interop::to_dlpack(DeviceTag::Cuda, MemoryClass::HostPinned), Ok(interop::KDL_CUDA_HOST));
-//! assert_eq!(interop::from_dlpack(13), Ok((DeviceTag::Cuda, MemoryClass::Unified)));
-//! assert!(interop::to_dlpack(DeviceTag::Metal, MemoryClass::Unified).is_err());
+//! assert_eq!(interop::from_dlpack(interop::KDL_CUDA_MANAGED), Ok((DeviceTag::Cuda, MemoryClass::Unified)));
+//! assert_eq!(interop::to_dlpack(DeviceTag::Vulkan, MemoryClass::Standard), Ok(interop::KDL_VULKAN));
+//! assert!(interop::from_dlpack(interop::KDL_MAIA).is_err());
 //! ```
 
+use core::fmt;
+
 use crate::codes::{DeviceTag, MemoryClass};
-use crate::error::{Error, Result};
+use crate::element::ElementType;
 
 /// `kDLCPU` / `ARROW_DEVICE_CPU`.
 pub const KDL_CPU: i32 = 1;
@@ -32,15 +46,15 @@ pub const KDL_OPENCL: i32 = 4;
 pub const KDL_VULKAN: i32 = 7;
 /// `kDLMetal` / `ARROW_DEVICE_METAL`.
 pub const KDL_METAL: i32 = 8;
-/// `kDLVPI` / `ARROW_DEVICE_VPI`.
+/// `kDLVPI` / `ARROW_DEVICE_VPI`: no hurray device.
 pub const KDL_VPI: i32 = 9;
 /// `kDLROCM` / `ARROW_DEVICE_ROCM`.
 pub const KDL_ROCM: i32 = 10;
 /// `kDLROCMHost` / `ARROW_DEVICE_ROCM_HOST`: ROCm pinned host memory.
 pub const KDL_ROCM_HOST: i32 = 11;
-/// `kDLExtDev` / `ARROW_DEVICE_EXT_DEV`.
+/// `kDLExtDev` / `ARROW_DEVICE_EXT_DEV`: no hurray device.
 pub const KDL_EXT_DEV: i32 = 12;
-/// `kDLCUDAManaged` / `ARROW_DEVICE_CUDA_MANAGED`: CUDA managed memory.
+/// `kDLCUDAManaged` / `ARROW_DEVICE_CUDA_MANAGED`.
 pub const KDL_CUDA_MANAGED: i32 = 13;
 /// `kDLOneAPI` / `ARROW_DEVICE_ONEAPI`.
 pub const KDL_ONEAPI: i32 = 14;
@@ -48,99 +62,255 @@ pub const KDL_ONEAPI: i32 = 14;
 pub const KDL_WEBGPU: i32 = 15;
 /// `kDLHexagon` / `ARROW_DEVICE_HEXAGON`.
 pub const KDL_HEXAGON: i32 = 16;
-/// `kDLMAIA` (DLPack only).
+/// `kDLMAIA` (DLPack only): no hurray device.
 pub const KDL_MAIA: i32 = 17;
-/// `kDLTrn` (DLPack only).
+/// `kDLTrn` (DLPack only): no hurray device.
 pub const KDL_TRN: i32 = 18;
 
-/// The highest code shared by DLPack and Arrow; Arrow defines nothing above it.
-const ARROW_MAX: i32 = KDL_HEXAGON;
+/// Why a value has no counterpart on the other side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum InteropError {
+    /// This (device tag, memory class) pair has no device code.
+    NoDeviceCode {
+        /// The device.
+        device_tag: DeviceTag,
+        /// The memory class.
+        memory_class: MemoryClass,
+    },
+    /// A DLPack or Arrow device-type code that hurray does not map.
+    UnknownDeviceCode(i32),
+    /// An element type DLPack has no `DLDataType` for.
+    NoDataType(ElementType),
+    /// A `DLDataType` hurray has no element type for.
+    UnknownDataType {
+        /// `code`.
+        code: u8,
+        /// `bits`.
+        bits: u8,
+        /// `lanes`.
+        lanes: u16,
+    },
+}
 
-/// The DLPack `DLDeviceType` of a (device tag, memory class) pair.
+impl fmt::Display for InteropError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::NoDeviceCode {
+                device_tag,
+                memory_class,
+            } => write!(
+                f,
+                "device {} with memory class {} has no interchange device code",
+                device_tag.name(),
+                memory_class.name()
+            ),
+            Self::UnknownDeviceCode(c) => write!(f, "interchange device code {c} is not mapped"),
+            Self::NoDataType(t) => write!(f, "element type {} has no DLPack data type", t.name()),
+            Self::UnknownDataType { code, bits, lanes } => write!(
+                f,
+                "DLPack data type (code {code}, bits {bits}, lanes {lanes}) has no hurray element type"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for InteropError {}
+
+/// The DLPack `DLDeviceType` through which a buffer of this pair is reached.
 ///
 /// # Errors
-/// [`Error::NoInteropCode`] when DLPack has no code for the pair.
-pub const fn to_dlpack(device_tag: DeviceTag, memory_class: MemoryClass) -> Result<i32> {
-    use DeviceTag as D;
-    use MemoryClass as M;
+/// [`InteropError::NoDeviceCode`] for a private device or memory class.
+pub const fn to_dlpack(
+    device_tag: DeviceTag,
+    memory_class: MemoryClass,
+) -> Result<i32, InteropError> {
+    use MemoryClass::{HostPinned, Private, Unified};
     Ok(match (device_tag, memory_class) {
-        (D::Cpu, M::Standard) => KDL_CPU,
-        (D::Cuda, M::Standard) => KDL_CUDA,
-        (D::Cuda, M::HostPinned) => KDL_CUDA_HOST,
-        (D::Cuda, M::Unified) => KDL_CUDA_MANAGED,
-        (D::OpenCl, M::Standard) => KDL_OPENCL,
-        (D::Vulkan, M::Standard) => KDL_VULKAN,
-        (D::Metal, M::Standard) => KDL_METAL,
-        (D::Vpi, M::Standard) => KDL_VPI,
-        (D::Rocm, M::Standard) => KDL_ROCM,
-        (D::Rocm, M::HostPinned) => KDL_ROCM_HOST,
-        (D::ExtDev, M::Standard) => KDL_EXT_DEV,
-        (D::OneApi, M::Standard) => KDL_ONEAPI,
-        (D::WebGpu, M::Standard) => KDL_WEBGPU,
-        (D::Hexagon, M::Standard) => KDL_HEXAGON,
-        (D::Maia, M::Standard) => KDL_MAIA,
-        (D::Trainium, M::Standard) => KDL_TRN,
-        _ => {
-            return Err(Error::NoInteropCode {
+        (DeviceTag::Private(_), _) | (_, Private(_)) => {
+            return Err(InteropError::NoDeviceCode {
                 device_tag,
                 memory_class,
             });
         }
+        (DeviceTag::Cpu, _) => KDL_CPU,
+        (DeviceTag::Cuda, HostPinned) => KDL_CUDA_HOST,
+        (DeviceTag::Cuda, Unified) => KDL_CUDA_MANAGED,
+        (DeviceTag::Cuda, _) => KDL_CUDA,
+        (DeviceTag::Rocm, HostPinned) => KDL_ROCM_HOST,
+        (DeviceTag::Rocm, _) => KDL_ROCM,
+        (DeviceTag::Metal, _) => KDL_METAL,
+        (DeviceTag::Vulkan, _) => KDL_VULKAN,
+        (DeviceTag::WebGpu, _) => KDL_WEBGPU,
+        (DeviceTag::Hexagon, _) => KDL_HEXAGON,
+        (DeviceTag::LevelZero, _) => KDL_ONEAPI,
+        (DeviceTag::OpenCl, _) => KDL_OPENCL,
     })
 }
 
-/// The (device tag, memory class) pair of a DLPack `DLDeviceType`.
+/// The canonical (device tag, memory class) of a DLPack `DLDeviceType`.
 ///
 /// # Errors
-/// [`Error::UnknownInteropCode`] for a code hurray does not map.
-pub const fn from_dlpack(code: i32) -> Result<(DeviceTag, MemoryClass)> {
-    use DeviceTag as D;
-    use MemoryClass as M;
+/// [`InteropError::UnknownDeviceCode`] for a code with no hurray device.
+pub const fn from_dlpack(code: i32) -> Result<(DeviceTag, MemoryClass), InteropError> {
+    use MemoryClass::{HostPinned, Standard, Unified};
     Ok(match code {
-        KDL_CPU => (D::Cpu, M::Standard),
-        KDL_CUDA => (D::Cuda, M::Standard),
-        KDL_CUDA_HOST => (D::Cuda, M::HostPinned),
-        KDL_CUDA_MANAGED => (D::Cuda, M::Unified),
-        KDL_OPENCL => (D::OpenCl, M::Standard),
-        KDL_VULKAN => (D::Vulkan, M::Standard),
-        KDL_METAL => (D::Metal, M::Standard),
-        KDL_VPI => (D::Vpi, M::Standard),
-        KDL_ROCM => (D::Rocm, M::Standard),
-        KDL_ROCM_HOST => (D::Rocm, M::HostPinned),
-        KDL_EXT_DEV => (D::ExtDev, M::Standard),
-        KDL_ONEAPI => (D::OneApi, M::Standard),
-        KDL_WEBGPU => (D::WebGpu, M::Standard),
-        KDL_HEXAGON => (D::Hexagon, M::Standard),
-        KDL_MAIA => (D::Maia, M::Standard),
-        KDL_TRN => (D::Trainium, M::Standard),
-        _ => return Err(Error::UnknownInteropCode(code)),
+        KDL_CPU => (DeviceTag::Cpu, Standard),
+        KDL_CUDA => (DeviceTag::Cuda, Standard),
+        KDL_CUDA_HOST => (DeviceTag::Cuda, HostPinned),
+        KDL_OPENCL => (DeviceTag::OpenCl, Standard),
+        KDL_VULKAN => (DeviceTag::Vulkan, Standard),
+        KDL_METAL => (DeviceTag::Metal, Standard),
+        KDL_ROCM => (DeviceTag::Rocm, Standard),
+        KDL_ROCM_HOST => (DeviceTag::Rocm, HostPinned),
+        KDL_CUDA_MANAGED => (DeviceTag::Cuda, Unified),
+        KDL_ONEAPI => (DeviceTag::LevelZero, Standard),
+        KDL_WEBGPU => (DeviceTag::WebGpu, Standard),
+        KDL_HEXAGON => (DeviceTag::Hexagon, Standard),
+        _ => return Err(InteropError::UnknownDeviceCode(code)),
     })
 }
 
-/// The Arrow C Device `ArrowDeviceType` of a (device tag, memory class) pair.
-///
-/// Arrow's codes equal DLPack's for every device Arrow defines (1–16).
+/// The Arrow C Device `ArrowDeviceType` of a pair. Arrow's codes 1–16 are
+/// DLPack's; MAIA and Trainium have no Arrow code, and neither maps here.
 ///
 /// # Errors
-/// [`Error::NoInteropCode`] when Arrow has no code for the pair (including
-/// MAIA and Trainium, which only DLPack defines).
-pub const fn to_arrow(device_tag: DeviceTag, memory_class: MemoryClass) -> Result<i32> {
-    match to_dlpack(device_tag, memory_class) {
-        Ok(code) if code <= ARROW_MAX => Ok(code),
-        _ => Err(Error::NoInteropCode {
-            device_tag,
-            memory_class,
-        }),
-    }
+/// As [`to_dlpack`].
+pub const fn to_arrow(
+    device_tag: DeviceTag,
+    memory_class: MemoryClass,
+) -> Result<i32, InteropError> {
+    to_dlpack(device_tag, memory_class)
 }
 
-/// The (device tag, memory class) pair of an Arrow C Device `ArrowDeviceType`.
+/// The canonical pair of an `ArrowDeviceType`.
 ///
 /// # Errors
-/// [`Error::UnknownInteropCode`] for a code hurray does not map.
-pub const fn from_arrow(code: i32) -> Result<(DeviceTag, MemoryClass)> {
-    if code > ARROW_MAX {
-        return Err(Error::UnknownInteropCode(code));
-    }
+/// As [`from_dlpack`].
+pub const fn from_arrow(code: i32) -> Result<(DeviceTag, MemoryClass), InteropError> {
     from_dlpack(code)
+}
+
+/// `DLDataTypeCode` values.
+pub mod dl_code {
+    /// `kDLInt`.
+    pub const INT: u8 = 0;
+    /// `kDLUInt`.
+    pub const UINT: u8 = 1;
+    /// `kDLFloat`.
+    pub const FLOAT: u8 = 2;
+    /// `kDLBfloat`.
+    pub const BFLOAT: u8 = 4;
+    /// `kDLComplex`.
+    pub const COMPLEX: u8 = 5;
+    /// `kDLBool`.
+    pub const BOOL: u8 = 6;
+    /// `kDLFloat8_e4m3fn` (OCP E4M3: no infinities).
+    pub const FLOAT8_E4M3FN: u8 = 10;
+    /// `kDLFloat8_e5m2`.
+    pub const FLOAT8_E5M2: u8 = 12;
+    /// `kDLFloat8_e8m0fnu`.
+    pub const FLOAT8_E8M0FNU: u8 = 14;
+    /// `kDLFloat6_e2m3fn`.
+    pub const FLOAT6_E2M3FN: u8 = 15;
+    /// `kDLFloat6_e3m2fn`.
+    pub const FLOAT6_E3M2FN: u8 = 16;
+    /// `kDLFloat4_e2m1fn`.
+    pub const FLOAT4_E2M1FN: u8 = 17;
+}
+
+/// The DLPack `DLDataType` `(code, bits, lanes)` of an element type.
+///
+/// Sub-byte types map to DLPack's packed sub-byte types (little bit-endian,
+/// as hurray packs them): int4/uint4/int2/uint2 as `kDLInt`/`kDLUInt` with
+/// 4 or 2 bits, float4/float6 as their `fn` codes. `bool` has no DLPack
+/// counterpart because DLPack's `kDLBool` is one byte per value while
+/// hurray's is one bit; nor does `float128`.
+///
+/// # Errors
+/// [`InteropError::NoDataType`] for bool, float128 and private types.
+///
+/// ```
+/// use hurray_core::{interop, ElementType};
+/// assert_eq!(interop::to_dlpack_dtype(ElementType::BFloat16), Ok((4, 16, 1)));
+/// assert_eq!(interop::to_dlpack_dtype(ElementType::Int4), Ok((0, 4, 1)));
+/// assert!(interop::to_dlpack_dtype(ElementType::Bool).is_err());
+/// ```
+pub const fn to_dlpack_dtype(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
+    use ElementType as E;
+    use dl_code as c;
+    let (code, bits) = match t {
+        E::Int8 => (c::INT, 8),
+        E::Int16 => (c::INT, 16),
+        E::Int32 => (c::INT, 32),
+        E::Int64 => (c::INT, 64),
+        E::Int4 => (c::INT, 4),
+        E::Int2 => (c::INT, 2),
+        E::UInt8 => (c::UINT, 8),
+        E::UInt16 => (c::UINT, 16),
+        E::UInt32 => (c::UINT, 32),
+        E::UInt64 => (c::UINT, 64),
+        E::UInt4 => (c::UINT, 4),
+        E::UInt2 => (c::UINT, 2),
+        E::Float16 => (c::FLOAT, 16),
+        E::Float32 => (c::FLOAT, 32),
+        E::Float64 => (c::FLOAT, 64),
+        E::BFloat16 => (c::BFLOAT, 16),
+        E::Complex64 => (c::COMPLEX, 64),
+        E::Complex128 => (c::COMPLEX, 128),
+        E::Float8E4M3 => (c::FLOAT8_E4M3FN, 8),
+        E::Float8E5M2 => (c::FLOAT8_E5M2, 8),
+        E::Float8E8M0 => (c::FLOAT8_E8M0FNU, 8),
+        E::Float6E2M3 => (c::FLOAT6_E2M3FN, 6),
+        E::Float6E3M2 => (c::FLOAT6_E3M2FN, 6),
+        E::Float4E2M1 => (c::FLOAT4_E2M1FN, 4),
+        E::Bool | E::Float128 | E::Private(_) => return Err(InteropError::NoDataType(t)),
+    };
+    Ok((code, bits, 1))
+}
+
+/// The element type of a DLPack `DLDataType`; the inverse of
+/// [`to_dlpack_dtype`].
+///
+/// # Errors
+/// [`InteropError::UnknownDataType`] for lanes ≠ 1 or a (code, bits) pair
+/// with no hurray type.
+pub const fn from_dlpack_dtype(
+    code: u8,
+    bits: u8,
+    lanes: u16,
+) -> Result<ElementType, InteropError> {
+    use ElementType as E;
+    use dl_code as c;
+    if lanes != 1 {
+        return Err(InteropError::UnknownDataType { code, bits, lanes });
+    }
+    Ok(match (code, bits) {
+        (c::INT, 8) => E::Int8,
+        (c::INT, 16) => E::Int16,
+        (c::INT, 32) => E::Int32,
+        (c::INT, 64) => E::Int64,
+        (c::INT, 4) => E::Int4,
+        (c::INT, 2) => E::Int2,
+        (c::UINT, 8) => E::UInt8,
+        (c::UINT, 16) => E::UInt16,
+        (c::UINT, 32) => E::UInt32,
+        (c::UINT, 64) => E::UInt64,
+        (c::UINT, 4) => E::UInt4,
+        (c::UINT, 2) => E::UInt2,
+        (c::FLOAT, 16) => E::Float16,
+        (c::FLOAT, 32) => E::Float32,
+        (c::FLOAT, 64) => E::Float64,
+        (c::BFLOAT, 16) => E::BFloat16,
+        (c::COMPLEX, 64) => E::Complex64,
+        (c::COMPLEX, 128) => E::Complex128,
+        (c::FLOAT8_E4M3FN, 8) => E::Float8E4M3,
+        (c::FLOAT8_E5M2, 8) => E::Float8E5M2,
+        (c::FLOAT8_E8M0FNU, 8) => E::Float8E8M0,
+        (c::FLOAT6_E2M3FN, 6) => E::Float6E2M3,
+        (c::FLOAT6_E3M2FN, 6) => E::Float6E3M2,
+        (c::FLOAT4_E2M1FN, 4) => E::Float4E2M1,
+        _ => return Err(InteropError::UnknownDataType { code, bits, lanes }),
+    })
 }

@@ -1,28 +1,34 @@
 //! # hurray-core
 //!
-//! The wire format of hurray: a 16-byte *buffer handle* entry that declares a
-//! buffer's size, alignment, device, sync mode and memory class, and the
-//! *tensor descriptor* whose buffer table is made of those entries.
+//! The wire format of the hurray tensor format (github.com/pgillet/hurray),
+//! read and written without `std`, an allocator or `unsafe`: the 16-byte
+//! *buffer handle* that declares a buffer's size, alignment, device, sync
+//! mode and memory class, and the *tensor descriptor* (`"HRRY"`) that
+//! describes a tensor — element type, shape, layout, buffer table and
+//! optional quantization, shard, statistics, extension type and composite
+//! member sections.
 //!
-//! `#![no_std]`, no allocator, no `unsafe`. Every byte layout is a
-//! [`zerocopy`] struct whose size and field offsets are asserted at compile
-//! time; every validator is a `const fn`.
+//! Every byte layout is a [`zerocopy`] struct whose size and field offsets
+//! are asserted at compile time; handle validation is `const fn`.
 //!
 //! ## Contract of the decoders
 //!
 //! * [`BufferHandle::from_bytes`], [`BufferTable::parse`] and
-//!   [`TensorView::parse`] accept **any** byte slice. They never panic, never
-//!   allocate, never read out of bounds, and return a typed [`Error`] that
-//!   names the offending value (and, for table entries, the entry's index).
+//!   [`TensorView::parse`] accept **any** byte slice. They never panic,
+//!   never allocate, never read out of bounds, and return a typed error that
+//!   names the offending value (and, in a descriptor, the byte offset of the
+//!   field at fault).
+//! * They are stricter than the format's reference reader: every MUST of the
+//!   spec that can be checked from the descriptor is checked
+//!   (`docs/spec/README.md` lists where and why).
 //! * After a decoder returns `Ok`, every accessor of the returned value is
 //!   infallible and panic-free: the whole input has been validated once.
 //! * The encoders ([`BufferHandle::to_bytes`], [`TensorDescriptor::encode`],
 //!   [`DescriptorBuilder`]) only emit bytes that the decoders accept, and
 //!   decoding then re-encoding an accepted input reproduces it byte for byte.
 //!
-//! The normative rules live in `docs/spec/metadata.md` and
-//! `docs/spec/buffer-protocol.md`; each MUST there has a test named after its
-//! section.
+//! The normative rules live in `docs/spec/`; each MUST there has a test
+//! named after its identifier.
 //!
 //! ```
 //! use hurray_core::{BufferHandle, DeviceTag, SyncMode, MIN_BUFFER_ALIGNMENT};
@@ -37,6 +43,7 @@
 //! // ...encoded into its 16 wire bytes, and decoded back.
 //! let bytes = WEIGHTS.to_bytes();
 //! assert_eq!(BufferHandle::from_bytes(&bytes), Ok(WEIGHTS));
+//! assert_eq!(bytes[12], 0x01); // CUDA is device tag 0x01 in the hurray format
 //! ```
 #![no_std]
 #![forbid(unsafe_code)]
@@ -62,23 +69,30 @@ extern crate std;
 
 mod builder;
 mod codes;
+mod composite;
 #[cfg(feature = "defmt")]
 mod defmt_impls;
 mod descriptor;
-mod dtype;
+mod element;
 mod error;
 mod handle;
 pub mod interop;
 mod table;
 
-pub use builder::DescriptorBuilder;
-pub use codes::{DeviceTag, MemoryClass, SyncMode};
-pub use descriptor::{
-    DESCRIPTOR_MAGIC, DescriptorHeader, Dims, Flags, HEADER_LEN, MAX_NDIM, Region, Strides,
-    TensorDescriptor, TensorView, VERSION_MAJOR, VERSION_MINOR,
+pub use builder::{BuilderLayout, DescriptorBuilder};
+pub use codes::{DeviceTag, MemoryClass, PRIVATE_FIRST, PRIVATE_LAST, SyncMode, is_private_code};
+pub use composite::{
+    CompositeError, CompositeErrorKind, CompositeValidator, MAX_COMPOSITE_DEPTH, read_composite,
 };
-pub use dtype::DType;
-pub use error::{EntryError, Error, Result};
+pub use descriptor::layout;
+pub use descriptor::{
+    DESCRIPTOR_MAGIC, DYNAMIC, Dims, ExtensionType, ExtensionTypeEntry, FixedHeader, Flags,
+    HEADER_LEN, Layout, LayoutSpec, MAX_RANK, MemberRole, NO_BUFFER, Quantization, ReadOptions,
+    Scheme, Shard, Statistics, StatisticsEntry, Strides, TensorDescriptor, TensorView,
+    VERSION_MAJOR, VERSION_MINOR, Words,
+};
+pub use element::{ElementType, Packing};
+pub use error::{DescriptorError, DescriptorErrorKind, EncodeError, Error, Result};
 pub use handle::{BufferHandle, BufferHandleEntry, ENTRY_LEN};
 pub use table::{BufferTable, Iter};
 

@@ -3,9 +3,11 @@
 //! # Contract
 //!
 //! * [`BufferTable::parse`] accepts any `&[u8]`: its length must be a multiple
-//!   of 16 and every entry must decode, else it returns
-//!   [`Error::TableLength`] or [`Error::InvalidEntry`] naming the *first*
-//!   invalid entry's index and fault. It never panics and never copies.
+//!   of 16, every entry must decode, and every entry must share buffer 0's
+//!   device tag and memory class (device colocation,
+//!   `docs/spec/buffer-protocol.md` § Device Colocation), else it returns a
+//!   [`DescriptorError`] naming the *first* fault and the offset of its
+//!   entry. It never panics and never copies.
 //! * After `parse` succeeds, [`BufferTable::get`] and [`BufferTable::iter`]
 //!   return a [`BufferHandle`] for every index below [`BufferTable::len`];
 //!   they cannot fail.
@@ -18,17 +20,18 @@ use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::MIN_BUFFER_ALIGNMENT;
-use crate::error::{Error, Result};
+use crate::codes::{DeviceTag, MemoryClass};
+use crate::error::{DescriptorError, DescriptorErrorKind, EncodeError};
 use crate::handle::{BufferHandle, BufferHandleEntry, ENTRY_LEN};
 
-/// A validated, zero-copy view of a buffer table.
+/// A validated, zero-copy view of a buffer table: the handles of one tensor.
 ///
 /// ```
-/// use hurray_core::{BufferHandle, BufferTable, DeviceTag, Error, SyncMode};
+/// use hurray_core::{BufferHandle, BufferTable, DescriptorErrorKind, DeviceTag, Error, SyncMode};
 ///
 /// let handles = [
 ///     BufferHandle::new(4096, 64, DeviceTag::Cuda, SyncMode::Event).unwrap(),
-///     BufferHandle::empty(DeviceTag::Cpu),
+///     BufferHandle::empty(DeviceTag::Cuda),
 /// ];
 /// let mut bytes = [0u8; 32];
 /// assert_eq!(BufferTable::encode(&handles, &mut bytes), Ok(32));
@@ -38,9 +41,11 @@ use crate::handle::{BufferHandle, BufferHandleEntry, ENTRY_LEN};
 /// assert_eq!(table.get(0), Some(handles[0]));
 /// assert!(table.iter().eq(handles));
 ///
-/// // A bad entry is reported with its index.
+/// // A bad entry is reported with its index and the offset of its entry.
 /// bytes[16 + 15] = 0xAA; // reserved byte of entry 1
-/// assert!(matches!(BufferTable::parse(&bytes), Err(Error::InvalidEntry { index: 1, .. })));
+/// let err = BufferTable::parse(&bytes).unwrap_err();
+/// assert_eq!(err.offset(), 16);
+/// assert_eq!(err.kind(), DescriptorErrorKind::Buffer { index: 1, error: Error::ReservedNonZero(0xAA) });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -52,118 +57,111 @@ pub struct BufferTable<'a> {
 //
 // `entry_ok` is the branch-free twin of `BufferHandleEntry::decode`, written
 // over the entry's four little-endian u32 words so that the compiler can check
-// several entries per instruction with plain SSE2. The code sets it tests
-// against are derived at compile time from the enums' `ALL` tables: sync modes
-// and memory classes must be contiguous from 0 and device tags below 32
-// (asserted below, failing the build otherwise).
+// several entries per instruction. The per-device memory-class table is packed
+// into one u64 (4 bits per named device) built at compile time from
+// `DeviceTag::allows`.
 
-/// Code sets for the fast path. Everything here is evaluated at compile time:
-/// an out-of-range index or a failed assertion fails the build, so the
-/// runtime panic lints do not apply.
+/// Bit `4 * dev + class` set when named device `dev` allows named class
+/// `class`. Evaluated at compile time: an out-of-range index fails the
+/// build, so the runtime panic lints do not apply.
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-mod codesets {
-    use crate::codes::{DeviceTag, MemoryClass, SyncMode};
-
-    /// `(min, max, count)` of a code table.
-    const fn span(codes: &[u8]) -> (u8, u8, usize) {
-        let (mut min, mut max) = (u8::MAX, 0u8);
-        let mut rest = codes;
-        while let [c, more @ ..] = rest {
-            if *c < min {
-                min = *c;
+const VALIDITY: u64 = {
+    let mut bits = 0u64;
+    let mut d = 0;
+    while d < DeviceTag::NAMED.len() {
+        let mut c = 0;
+        while c < MemoryClass::NAMED.len() {
+            if DeviceTag::NAMED[d].allows(MemoryClass::NAMED[c]) {
+                bits |= 1
+                    << (4 * DeviceTag::NAMED[d].code() as u32
+                        + MemoryClass::NAMED[c].code() as u32);
             }
-            if *c > max {
-                max = *c;
-            }
-            rest = more;
+            c += 1;
         }
-        (min, max, codes.len())
+        d += 1;
     }
-
-    macro_rules! codes_of {
-        ($ty:ty) => {{
-            const N: usize = <$ty>::ALL.len();
-            let mut out = [0u8; N];
-            let mut i = 0;
-            while i < N {
-                out[i] = <$ty>::ALL[i].code();
-                i += 1;
-            }
-            out
-        }};
-    }
-
-    pub(super) const DEVICE_CODES: [u8; DeviceTag::ALL.len()] = codes_of!(DeviceTag);
-    pub(super) const SYNC_SPAN: (u8, u8, usize) = span(&codes_of!(SyncMode));
-    pub(super) const CLASS_SPAN: (u8, u8, usize) = span(&codes_of!(MemoryClass));
-
-    // Sync modes and memory classes are 0..=max with no hole.
-    const _: () = assert!(SYNC_SPAN.0 == 0 && SYNC_SPAN.1 as usize + 1 == SYNC_SPAN.2);
-    const _: () = assert!(CLASS_SPAN.0 == 0 && CLASS_SPAN.1 as usize + 1 == CLASS_SPAN.2);
-
-    /// Bit `c` set for every device code `c` (all are below 32, asserted).
-    pub(super) const DEVICE_MASK32: u32 = {
-        let mut mask = 0u32;
-        let mut i = 0;
-        while i < DEVICE_CODES.len() {
-            assert!(DEVICE_CODES[i] < 32);
-            mask |= 1 << DEVICE_CODES[i];
-            i += 1;
-        }
-        mask
-    };
-    pub(super) const CPU: u32 = DeviceTag::Cpu.code() as u32;
-    pub(super) const PRODUCER_SYNCED: u32 = SyncMode::ProducerSynced.code() as u32;
-}
-use codesets::{CLASS_SPAN, CPU, DEVICE_MASK32, PRODUCER_SYNCED, SYNC_SPAN};
+    bits
+};
+/// The highest named device code (8) and sync mode code (2).
+const LAST_DEVICE: u32 = 0x08;
+const LAST_SYNC: u32 = 0x02;
+const LAST_CLASS: u32 = 0x03;
 
 /// The branch-free form of [`BufferHandleEntry::decode`] over the entry's
 /// words `[size_lo, size_hi, alignment, dev | sync << 8 | class << 16 | reserved << 24]`:
 /// `true` exactly when `decode` returns `Ok` (a unit test checks all 2^24
 /// code combinations).
 #[inline(always)]
+#[allow(clippy::indexing_slicing)] // a fixed-size array indexed by constants
 const fn entry_ok(w: &[U32; 4]) -> bool {
     let [lo, hi, align, codes] = [w[0].get(), w[1].get(), w[2].get(), w[3].get()];
     let dev = codes & 0xFF;
     let sync = (codes >> 8) & 0xFF;
-    // `1 << dev` rather than `MASK >> dev`: SSE2 has no per-lane variable
-    // shift, and LLVM lowers a left shift through float exponents, which is
-    // cheaper than testing every hole.
-    let dev_ok = (codes & 0xE0 == 0) & ((1u32 << (dev & 31)) & DEVICE_MASK32 != 0);
-    let sync_ok = sync <= SYNC_SPAN.1 as u32;
-    // Class (byte 14) and reserved (byte 15) together: class <= max and reserved == 0.
-    let class_and_reserved_ok = (codes >> 16) <= CLASS_SPAN.1 as u32;
+    let class = (codes >> 16) & 0xFF;
+    let reserved_ok = codes >> 24 == 0;
+    let dev_named = dev <= LAST_DEVICE;
+    let dev_private = (dev >= 0xF0) & (dev <= 0xFE);
+    let class_private = (class >= 0xF0) & (class <= 0xFE);
+    let named_pair_ok = dev_named
+        & (class <= LAST_CLASS)
+        & ((VALIDITY >> (((dev & 0xF) << 2) | (class & 3))) & 1 != 0);
+    let private_pair_ok = dev_private & ((class == 0) | class_private);
+    let sync_ok = sync <= LAST_SYNC;
     let pow2 = (align != 0) & (align & align.wrapping_sub(1) == 0);
-    // Given `pow2`, `align >= 64` is `align & !63 != 0` (cheaper than an unsigned compare).
+    // Given `pow2`, `align >= 64` is `align & !63 != 0`.
     let min_ok = ((lo | hi) == 0) | (align & !(MIN_BUFFER_ALIGNMENT - 1) != 0);
-    let cpu_ok = (dev != CPU) | (sync == PRODUCER_SYNCED);
-    dev_ok & sync_ok & class_and_reserved_ok & pow2 & min_ok & cpu_ok
+    let cpu_ok = (dev != 0) | (sync == 0);
+    (named_pair_ok | private_pair_ok) & sync_ok & reserved_ok & pow2 & min_ok & cpu_ok
 }
 
 /// Entries checked together before the loop looks at the running verdict.
 const CHUNK: usize = 64;
 
-/// Validates every entry; on failure names the first invalid one.
-///
-/// # Errors
-/// [`Error::InvalidEntry`] for the first entry that does not decode.
-pub(crate) fn validate_entries(entries: &[BufferHandleEntry]) -> Result<()> {
+/// Offset of entry `index` in the table.
+fn entry_at(index: usize) -> u32 {
+    u32::try_from(index.saturating_mul(ENTRY_LEN)).unwrap_or(u32::MAX)
+}
+
+/// Validates every entry and their colocation; on failure names the first
+/// invalid one.
+fn validate_entries(entries: &[BufferHandleEntry]) -> Result<(), DescriptorError> {
     // Same bytes, seen as four little-endian words per entry; cannot fail
     // (16-byte entries, alignment 1), but a failure would only skip the fast path.
     let words = <[[U32; 4]]>::ref_from_bytes(entries.as_bytes()).unwrap_or(&[]);
     let fast_ok = words.len() == entries.len();
+    // Device tag and memory class bytes of buffer 0: every entry must match.
+    let first = entries.first().map_or(0, |e| {
+        u32::from(e.device_tag) | u32::from(e.memory_class) << 16
+    });
     for (n, (chunk, words)) in entries
         .chunks(CHUNK)
         .zip(words.chunks(CHUNK).chain(core::iter::repeat(&[][..])))
         .enumerate()
     {
-        if fast_ok && words.iter().fold(true, |ok, w| ok & entry_ok(w)) {
+        if fast_ok
+            && words.iter().fold(true, |ok, w| {
+                ok & entry_ok(w) & (w[3].get() & 0x00FF_00FF == first)
+            })
+        {
             continue;
         }
         for (i, e) in chunk.iter().enumerate() {
+            let index = n.saturating_mul(CHUNK).saturating_add(i);
+            let index32 = u32::try_from(index).unwrap_or(u32::MAX);
             if let Err(error) = e.decode() {
-                let index = n.saturating_mul(CHUNK).saturating_add(i);
-                return Err(Error::InvalidEntry { index, error });
+                return Err(DescriptorError::new(
+                    entry_at(index),
+                    DescriptorErrorKind::Buffer {
+                        index: index32,
+                        error,
+                    },
+                ));
+            }
+            if u32::from(e.device_tag) | u32::from(e.memory_class) << 16 != first {
+                return Err(DescriptorError::new(
+                    entry_at(index),
+                    DescriptorErrorKind::NotColocated { index: index32 },
+                ));
             }
         }
     }
@@ -174,23 +172,31 @@ impl<'a> BufferTable<'a> {
     /// Views and validates a buffer table in place.
     ///
     /// # Errors
-    /// * [`Error::TableLength`] — `bytes.len()` is not a multiple of 16.
-    /// * [`Error::InvalidEntry`] — the first entry that does not decode, with
-    ///   its index and [`EntryError`](crate::EntryError).
+    /// * [`DescriptorErrorKind::TableLength`] — `bytes.len()` is not a
+    ///   multiple of 16.
+    /// * [`DescriptorErrorKind::Buffer`] — the first entry that does not
+    ///   decode, with its index and [`Error`](crate::Error).
+    /// * [`DescriptorErrorKind::NotColocated`] — the first entry whose device
+    ///   tag or memory class differs from entry 0's.
     #[inline]
-    pub fn parse(bytes: &'a [u8]) -> Result<Self> {
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, DescriptorError> {
         match <[BufferHandleEntry]>::ref_from_bytes(bytes) {
             Ok(entries) => Self::from_entries(entries),
-            Err(_) => Err(Error::TableLength { len: bytes.len() }),
+            Err(_) => Err(DescriptorError::new(
+                entry_at(bytes.len() / ENTRY_LEN),
+                DescriptorErrorKind::TableLength {
+                    len: bytes.len() as u64,
+                },
+            )),
         }
     }
 
     /// Validates a slice of raw entries.
     ///
     /// # Errors
-    /// [`Error::InvalidEntry`] for the first entry that does not decode.
+    /// As [`parse`](Self::parse), without the length check.
     #[inline]
-    pub fn from_entries(entries: &'a [BufferHandleEntry]) -> Result<Self> {
+    pub fn from_entries(entries: &'a [BufferHandleEntry]) -> Result<Self, DescriptorError> {
         validate_entries(entries)?;
         Ok(Self { entries })
     }
@@ -247,12 +253,12 @@ impl<'a> BufferTable<'a> {
     /// Returns the number of bytes written (`16 * handles.len()`).
     ///
     /// # Errors
-    /// [`Error::BufferTooSmall`] when `out` is shorter than that; nothing is
-    /// written then.
-    pub fn encode(handles: &[BufferHandle], out: &mut [u8]) -> Result<usize> {
+    /// [`EncodeError::OutputTooSmall`] when `out` is shorter than that;
+    /// nothing is written then.
+    pub fn encode(handles: &[BufferHandle], out: &mut [u8]) -> Result<usize, EncodeError> {
         let needed = handles.len().saturating_mul(ENTRY_LEN);
         let Some(dst) = out.get_mut(..needed) else {
-            return Err(Error::BufferTooSmall {
+            return Err(EncodeError::OutputTooSmall {
                 needed: needed as u64,
                 available: out.len() as u64,
             });

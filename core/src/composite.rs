@@ -1,0 +1,439 @@
+//! Rules that span a composite head and its members
+//! (`docs/spec/layouts.md` § Composite).
+//!
+//! A composite head (layout `0x0B`) binds the next `member_count`
+//! descriptors of a stream. [`TensorView::parse`](crate::TensorView::parse)
+//! checks each descriptor alone; [`CompositeValidator`] checks the members
+//! against their head as they arrive, in bounded memory (`N` member boxes,
+//! a const generic), and reaches one verdict at the last member:
+//!
+//! * partition and overlay members carry a shard whose `parent_shape` is the
+//!   head's shape; group members need none;
+//! * a member's value type is the head's: its storage type when it is not
+//!   quantized, and (dequantized values being real numbers) any float head
+//!   type when it is;
+//! * overlay members carry a member role: the first is the base, with a box
+//!   spanning the whole head; every later one is a correction. Partition and
+//!   group members carry none;
+//! * a partition's boxes are pairwise disjoint and exactly cover the head's
+//!   index space (disjoint boxes inside the head whose volumes add up to the
+//!   head's volume);
+//! * a stream that ends before `member_count` members is torn.
+//!
+//! [`read_composite`] walks a whole composite (nested composites included,
+//! at most 8 levels deep) from a byte stream.
+//!
+//! ```
+//! use hurray_core::{
+//!     BufferHandle, CompositeValidator, DeviceTag, ElementType, LayoutSpec, TensorDescriptor,
+//!     TensorView, layout::{CombineOp, CompositeHead, CompositionRule},
+//! };
+//!
+//! let head = TensorDescriptor::new(
+//!     ElementType::Float32,
+//!     &[8, 8],
+//!     LayoutSpec::Composite(CompositeHead {
+//!         rule: CompositionRule::Partition,
+//!         combine_op: CombineOp::None,
+//!         member_count: 2,
+//!     }),
+//!     &[],
+//! );
+//! let buf = [BufferHandle::new(128, 64, DeviceTag::Cpu, hurray_core::SyncMode::ProducerSynced)?];
+//! let left = TensorDescriptor::row_major(ElementType::Float32, &[8, 4], &buf).with_shard(&[8, 8], &[0, 0]);
+//! let right = TensorDescriptor::row_major(ElementType::Float32, &[8, 4], &buf).with_shard(&[8, 8], &[0, 4]);
+//! let (mut h, mut l, mut r) = ([0u8; 128], [0u8; 128], [0u8; 128]);
+//! let (hn, ln, rn) = (head.encode(&mut h)?, left.encode(&mut l)?, right.encode(&mut r)?);
+//!
+//! let head = TensorView::parse(&h[..hn])?;
+//! let mut v = CompositeValidator::<4>::new(&head)?;
+//! v.push(&TensorView::parse(&l[..ln])?)?;
+//! v.push(&TensorView::parse(&r[..rn])?)?;
+//! v.finish()?; // exact cover of [8, 8]
+//! # Ok::<(), Box<dyn core::error::Error>>(())
+//! ```
+
+use core::fmt;
+
+use heapless::Vec;
+
+use crate::descriptor::layout::{CompositeHead, CompositionRule};
+use crate::descriptor::{Dims, Layout, MemberRole, ReadOptions, TensorView};
+use crate::element::ElementType;
+use crate::error::DescriptorError;
+
+/// The deepest nesting of composites a reader accepts.
+pub const MAX_COMPOSITE_DEPTH: u8 = 8;
+
+/// Why a composite was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CompositeError {
+    /// The member at fault (0-based), or `u32::MAX` for the head itself.
+    pub member: u32,
+    /// What is wrong.
+    pub kind: CompositeErrorKind,
+}
+
+/// What is wrong with a composite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum CompositeErrorKind {
+    /// The descriptor given as a head is not a composite head.
+    NotAHead,
+    /// A descriptor of the stream is invalid on its own.
+    Member(DescriptorError),
+    /// A partition or overlay member has no shard section.
+    MissingShard,
+    /// A member's `parent_shape` is not the head's shape.
+    ParentShapeMismatch,
+    /// A member's value type is not the head's.
+    TypeMismatch {
+        /// The head's type tag.
+        head: u8,
+        /// The member's type tag.
+        member: u8,
+    },
+    /// An overlay member has no member role section.
+    MissingRole,
+    /// A partition or group member carries a member role section.
+    UnexpectedRole,
+    /// The first overlay member is not the base, or a later one is.
+    WrongRole {
+        /// The role found.
+        found: MemberRole,
+    },
+    /// The overlay base does not span the head's index space.
+    BaseDoesNotSpan,
+    /// Two partition members overlap.
+    Overlap {
+        /// The earlier member.
+        other: u32,
+    },
+    /// The partition members leave part of the head uncovered.
+    CoverageGap,
+    /// More members than the validator can hold boxes for.
+    CapacityExceeded {
+        /// The capacity.
+        capacity: u32,
+    },
+    /// More members were pushed than the head declares.
+    TooManyMembers,
+    /// The stream ended before the declared members arrived.
+    Torn {
+        /// Members declared.
+        expected: u32,
+        /// Members received.
+        found: u32,
+    },
+    /// Composites nest deeper than [`MAX_COMPOSITE_DEPTH`].
+    NestingTooDeep,
+}
+
+impl fmt::Display for CompositeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.member == u32::MAX {
+            write!(f, "composite head: ")?;
+        } else {
+            write!(f, "composite member {}: ", self.member)?;
+        }
+        match self.kind {
+            CompositeErrorKind::NotAHead => write!(f, "not a composite head"),
+            CompositeErrorKind::Member(e) => write!(f, "{e}"),
+            CompositeErrorKind::MissingShard => write!(f, "no shard section"),
+            CompositeErrorKind::ParentShapeMismatch => {
+                write!(f, "parent_shape is not the head's shape")
+            }
+            CompositeErrorKind::TypeMismatch { head, member } => {
+                write!(f, "value type {member:#04x} is not the head's {head:#04x}")
+            }
+            CompositeErrorKind::MissingRole => write!(f, "overlay member has no member role"),
+            CompositeErrorKind::UnexpectedRole => {
+                write!(f, "only overlay members carry a member role")
+            }
+            CompositeErrorKind::WrongRole { found } => {
+                write!(
+                    f,
+                    "role {found:?} is out of place (the base comes first, alone)"
+                )
+            }
+            CompositeErrorKind::BaseDoesNotSpan => {
+                write!(f, "the overlay base does not span the head")
+            }
+            CompositeErrorKind::Overlap { other } => write!(f, "overlaps member {other}"),
+            CompositeErrorKind::CoverageGap => {
+                write!(f, "the partition leaves part of the head uncovered")
+            }
+            CompositeErrorKind::CapacityExceeded { capacity } => {
+                write!(f, "more than {capacity} members to track")
+            }
+            CompositeErrorKind::TooManyMembers => write!(f, "more members than declared"),
+            CompositeErrorKind::Torn { expected, found } => {
+                write!(f, "torn: {found} of {expected} members arrived")
+            }
+            CompositeErrorKind::NestingTooDeep => {
+                write!(f, "composites nest deeper than {MAX_COMPOSITE_DEPTH}")
+            }
+        }
+    }
+}
+
+impl core::error::Error for CompositeError {}
+
+/// One member's box in the head's index space.
+#[derive(Debug, Clone, Copy)]
+struct MemberBox<'a> {
+    offset: Dims<'a>,
+    shape: Dims<'a>,
+}
+
+impl MemberBox<'_> {
+    /// Whether two boxes share an element: they overlap on every axis.
+    fn overlaps(&self, other: &Self) -> bool {
+        let axes = self
+            .offset
+            .iter()
+            .zip(self.shape.iter())
+            .zip(other.offset.iter().zip(other.shape.iter()));
+        let mut all = true;
+        for ((a0, an), (b0, bn)) in axes {
+            // Shard parsing guarantees offset + shape <= parent <= u64::MAX.
+            let a1 = a0.saturating_add(an);
+            let b1 = b0.saturating_add(bn);
+            all &= a0 < b1 && b0 < a1;
+        }
+        all
+    }
+
+    fn volume(&self) -> u128 {
+        self.shape
+            .iter()
+            .fold(1u128, |v, n| v.saturating_mul(u128::from(n)))
+    }
+}
+
+/// Checks the members of one composite head as they arrive; see the module
+/// documentation for the rules. `N` bounds the partition boxes it keeps.
+#[derive(Debug, Clone)]
+pub struct CompositeValidator<'a, const N: usize> {
+    head: CompositeHead,
+    head_type: ElementType,
+    head_shape: Dims<'a>,
+    boxes: Vec<MemberBox<'a>, N>,
+    seen: u32,
+    volume: u128,
+}
+
+impl<'a, const N: usize> CompositeValidator<'a, N> {
+    /// Starts checking the members of `head`.
+    ///
+    /// # Errors
+    /// [`CompositeErrorKind::NotAHead`] when `head` is not a composite head.
+    pub const fn new(head: &TensorView<'a>) -> Result<Self, CompositeError> {
+        let Layout::Composite(h) = head.layout() else {
+            return Err(CompositeError {
+                member: u32::MAX,
+                kind: CompositeErrorKind::NotAHead,
+            });
+        };
+        Ok(Self {
+            head: h,
+            head_type: head.element_type(),
+            head_shape: head.shape(),
+            boxes: Vec::new(),
+            seen: 0,
+            volume: 0,
+        })
+    }
+
+    /// Members still expected.
+    #[must_use]
+    pub const fn remaining(&self) -> u32 {
+        self.head.member_count.saturating_sub(self.seen)
+    }
+
+    /// Checks the next member.
+    ///
+    /// # Errors
+    /// The first rule the member breaks.
+    pub fn push(&mut self, member: &TensorView<'a>) -> Result<(), CompositeError> {
+        let index = self.seen;
+        let fail = |kind| {
+            Err(CompositeError {
+                member: index,
+                kind,
+            })
+        };
+        if self.remaining() == 0 {
+            return fail(CompositeErrorKind::TooManyMembers);
+        }
+        self.seen = self.seen.saturating_add(1);
+        let spatial = matches!(
+            self.head.rule,
+            CompositionRule::Partition | CompositionRule::Overlay
+        );
+        if !spatial {
+            // Group: members are independent; only the member section is
+            // out of place.
+            if member.member_role().is_some() && self.head.rule == CompositionRule::Group {
+                return fail(CompositeErrorKind::UnexpectedRole);
+            }
+            return Ok(());
+        }
+        let Some(shard) = member.shard() else {
+            return fail(CompositeErrorKind::MissingShard);
+        };
+        if !shard.parent_shape.iter().eq(self.head_shape.iter()) {
+            return fail(CompositeErrorKind::ParentShapeMismatch);
+        }
+        let head_tag = self.head_type.code();
+        let type_ok = if member.quantization().is_some() {
+            matches!(
+                self.head_type,
+                ElementType::Float16
+                    | ElementType::BFloat16
+                    | ElementType::Float32
+                    | ElementType::Float64
+            )
+        } else {
+            member.element_type() == self.head_type
+        };
+        if !type_ok {
+            return fail(CompositeErrorKind::TypeMismatch {
+                head: head_tag,
+                member: member.element_type().code(),
+            });
+        }
+        let b = MemberBox {
+            offset: shard.shard_offset,
+            shape: member.shape(),
+        };
+        if self.head.rule == CompositionRule::Overlay {
+            let role = member.member_role();
+            match (index, role) {
+                (_, None) => return fail(CompositeErrorKind::MissingRole),
+                (0, Some(MemberRole::Base)) => {
+                    let spans = b.offset.iter().all(|o| o == 0)
+                        && b.shape.iter().eq(self.head_shape.iter());
+                    if !spans {
+                        return fail(CompositeErrorKind::BaseDoesNotSpan);
+                    }
+                }
+                (0, Some(found)) | (_, Some(found @ MemberRole::Base)) => {
+                    return fail(CompositeErrorKind::WrongRole { found });
+                }
+                (_, Some(MemberRole::Correction)) => {}
+            }
+            return Ok(());
+        }
+        // Partition.
+        if member.member_role().is_some() {
+            return fail(CompositeErrorKind::UnexpectedRole);
+        }
+        for (other, prev) in (0u32..).zip(self.boxes.iter()) {
+            if prev.overlaps(&b) {
+                return fail(CompositeErrorKind::Overlap { other });
+            }
+        }
+        self.volume = self.volume.saturating_add(b.volume());
+        if self.boxes.push(b).is_err() {
+            #[allow(clippy::cast_possible_truncation)]
+            let capacity = N.min(u32::MAX as usize) as u32;
+            return fail(CompositeErrorKind::CapacityExceeded { capacity });
+        }
+        Ok(())
+    }
+
+    /// The verdict once every member has been pushed.
+    ///
+    /// # Errors
+    /// [`CompositeErrorKind::Torn`] if members are missing;
+    /// [`CompositeErrorKind::CoverageGap`] if a partition leaves a gap.
+    pub fn finish(self) -> Result<(), CompositeError> {
+        if self.remaining() > 0 {
+            return Err(CompositeError {
+                member: self.seen,
+                kind: CompositeErrorKind::Torn {
+                    expected: self.head.member_count,
+                    found: self.seen,
+                },
+            });
+        }
+        if self.head.rule == CompositionRule::Partition {
+            let head_volume = self
+                .head_shape
+                .iter()
+                .fold(1u128, |v, n| v.saturating_mul(u128::from(n)));
+            // Disjoint boxes inside the head cover it exactly when their
+            // volumes add up to its volume.
+            if self.volume != head_volume {
+                return Err(CompositeError {
+                    member: self.seen,
+                    kind: CompositeErrorKind::CoverageGap,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a whole composite from the start of `bytes`: the head, then each
+/// member (recursing into nested composites, at most
+/// [`MAX_COMPOSITE_DEPTH`] levels), checking every rule. Returns the head
+/// and the bytes after the last member. `N` bounds the members of any one
+/// partition.
+///
+/// # Errors
+/// The first descriptor or composite rule broken, with the member index.
+pub fn read_composite<'a, const N: usize>(
+    bytes: &'a [u8],
+    options: &ReadOptions<'_>,
+) -> Result<(TensorView<'a>, &'a [u8]), CompositeError> {
+    read_level::<N>(bytes, options, 1)
+}
+
+fn read_level<'a, const N: usize>(
+    bytes: &'a [u8],
+    options: &ReadOptions<'_>,
+    depth: u8,
+) -> Result<(TensorView<'a>, &'a [u8]), CompositeError> {
+    let head_err = |kind| CompositeError {
+        member: u32::MAX,
+        kind,
+    };
+    if depth > MAX_COMPOSITE_DEPTH {
+        return Err(head_err(CompositeErrorKind::NestingTooDeep));
+    }
+    let (head, mut rest) = TensorView::parse_prefix_with(bytes, options)
+        .map_err(|e| head_err(CompositeErrorKind::Member(e)))?;
+    let mut v = CompositeValidator::<N>::new(&head)?;
+    while v.remaining() > 0 {
+        let index = v.seen;
+        if rest.is_empty() {
+            break;
+        }
+        let member_err = |kind| CompositeError {
+            member: index,
+            kind,
+        };
+        let (member, after) = if matches!(rest.get(15), Some(&0x0B)) {
+            // A nested head: read its whole subtree, then check it as a member.
+            let (m, after) =
+                read_level::<N>(rest, options, depth.saturating_add(1)).map_err(|e| {
+                    match e.kind {
+                        CompositeErrorKind::NestingTooDeep => member_err(e.kind),
+                        _ => e,
+                    }
+                })?;
+            (m, after)
+        } else {
+            TensorView::parse_prefix_with(rest, options)
+                .map_err(|e| member_err(CompositeErrorKind::Member(e)))?
+        };
+        v.push(&member)?;
+        rest = after;
+    }
+    v.finish()?;
+    Ok((head, rest))
+}

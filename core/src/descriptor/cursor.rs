@@ -1,0 +1,197 @@
+//! The one cursor that walks a descriptor's parts in order, and its writing
+//! twin.
+//!
+//! [`Reader`] hands out zerocopy views of the next `n` bytes and never reads
+//! past its limit (the declared `descriptor_length`): every read is
+//! `split_at_checked`-style, so no input can make it panic. Positions are
+//! `u32` because a descriptor's length is a `u32`.
+
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use crate::error::{DescriptorError, DescriptorErrorKind, EncodeError};
+
+/// Reads the fields of one descriptor, front to back.
+#[derive(Debug, Clone)]
+pub(crate) struct Reader<'a> {
+    /// The descriptor's bytes, exactly `descriptor_length` long.
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) const fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, pos: 0 }
+    }
+
+    /// Current position, in bytes from the start of the descriptor.
+    #[allow(clippy::cast_possible_truncation)]
+    pub(crate) const fn pos(&self) -> u32 {
+        // `bytes.len()` is at most a `descriptor_length` (u32), so is `pos`.
+        self.pos as u32
+    }
+
+    /// An error located at the current position.
+    pub(crate) const fn err(&self, kind: DescriptorErrorKind) -> DescriptorError {
+        DescriptorError::new(self.pos(), kind)
+    }
+
+    /// The next `n` bytes.
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DescriptorError> {
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        match rest.split_at_checked(n) {
+            Some((head, _)) => {
+                // `n <= rest.len()`, so `pos + n <= bytes.len()` cannot overflow.
+                self.pos = self.pos.saturating_add(n);
+                Ok(head)
+            }
+            None => Err(self.overrun(n)),
+        }
+    }
+
+    /// The next value of type `T` (an unaligned zerocopy struct).
+    pub(crate) fn take<T>(&mut self) -> Result<&'a T, DescriptorError>
+    where
+        T: FromBytes + KnownLayout + Immutable + Unaligned,
+    {
+        let head = self.bytes(size_of::<T>())?;
+        // `head` has exactly `size_of::<T>()` bytes and `T` is `Unaligned`,
+        // so this cannot fail; the error arm is unreachable.
+        T::ref_from_bytes(head).map_err(|_| self.overrun(0))
+    }
+
+    /// The next `count` values of type `T`.
+    pub(crate) fn take_slice<T>(&mut self, count: u64) -> Result<&'a [T], DescriptorError>
+    where
+        T: FromBytes + KnownLayout + Immutable + Unaligned,
+    {
+        let len = usize::try_from(count)
+            .ok()
+            .and_then(|c| c.checked_mul(size_of::<T>()));
+        let Some(len) = len else {
+            return Err(self.overrun(usize::MAX));
+        };
+        let head = self.bytes(len)?;
+        // `head.len()` is a whole number of `T`s and `T` is `Unaligned`, so
+        // this cannot fail; the error arm is unreachable.
+        <[T]>::ref_from_bytes(head).map_err(|_| self.overrun(0))
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, DescriptorError> {
+        Ok(*self.take::<u8>()?)
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32, DescriptorError> {
+        Ok(self.take::<U32>()?.get())
+    }
+
+    pub(crate) fn u64(&mut self) -> Result<u64, DescriptorError> {
+        Ok(self.take::<U64>()?.get())
+    }
+
+    /// `n` reserved bytes that must all be zero.
+    pub(crate) fn reserved(
+        &mut self,
+        n: usize,
+        field: &'static str,
+    ) -> Result<(), DescriptorError> {
+        let at = self.pos();
+        let bytes = self.bytes(n)?;
+        if bytes.iter().any(|&b| b != 0) {
+            return Err(DescriptorError::new(
+                at,
+                DescriptorErrorKind::ReservedNonZero { field },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes left before the limit.
+    pub(crate) const fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.pos)
+    }
+
+    /// The error for wanting `n` more bytes than there are.
+    fn overrun(&self, n: usize) -> DescriptorError {
+        #[allow(clippy::cast_possible_truncation)]
+        let declared = self.bytes.len() as u32;
+        let needed = u64::try_from(self.pos)
+            .unwrap_or(u64::MAX)
+            .saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
+        self.err(DescriptorErrorKind::LengthMismatch {
+            declared,
+            consumed: u32::try_from(needed).unwrap_or(u32::MAX),
+        })
+    }
+}
+
+/// Writes a descriptor front to back into a caller's slice; a write past its
+/// end is recorded, not performed, so the encoder can report the full
+/// length needed.
+#[derive(Debug)]
+pub(crate) struct Writer<'o> {
+    out: &'o mut [u8],
+    pos: usize,
+}
+
+impl<'o> Writer<'o> {
+    pub(crate) const fn new(out: &'o mut [u8]) -> Self {
+        Self { out, pos: 0 }
+    }
+
+    pub(crate) const fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
+        let end = self.pos.saturating_add(bytes.len());
+        if let Some(dst) = self.out.get_mut(self.pos..end) {
+            dst.copy_from_slice(bytes);
+        }
+        self.pos = end;
+    }
+
+    pub(crate) fn value<T: IntoBytes + Immutable>(&mut self, value: &T) {
+        self.bytes(value.as_bytes());
+    }
+
+    pub(crate) fn u8(&mut self, v: u8) {
+        self.bytes(&[v]);
+    }
+
+    pub(crate) fn u32(&mut self, v: u32) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    pub(crate) fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    pub(crate) fn i64(&mut self, v: i64) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    pub(crate) fn zeros(&mut self, n: usize) {
+        for _ in 0..n {
+            self.u8(0);
+        }
+    }
+
+    /// Overwrites 4 bytes at `at` (a length prefix written earlier).
+    pub(crate) fn patch_u32(&mut self, at: usize, v: u32) {
+        if let Some(dst) = self.out.get_mut(at..at.saturating_add(4)) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// The number of bytes written, or the error if they did not fit.
+    pub(crate) const fn finish(self) -> Result<usize, EncodeError> {
+        if self.pos > self.out.len() {
+            return Err(EncodeError::OutputTooSmall {
+                needed: self.pos as u64,
+                available: self.out.len() as u64,
+            });
+        }
+        Ok(self.pos)
+    }
+}

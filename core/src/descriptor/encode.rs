@@ -1,0 +1,298 @@
+//! Encoding a descriptor from native values.
+//!
+//! [`TensorDescriptor`] borrows everything it describes, so it is built and
+//! encoded without an allocator (and in a `const` where its inputs are).
+//! [`TensorDescriptor::encode`] writes the bytes, then parses them back with
+//! the reader: it never emits a descriptor a reader must reject.
+
+use crate::element::ElementType;
+use crate::error::{DescriptorErrorKind, EncodeError};
+use crate::handle::BufferHandle;
+
+use super::cursor::Writer;
+use super::header::{DESCRIPTOR_MAGIC, Flags, VERSION_MAJOR, VERSION_MINOR};
+use super::layout::{LayoutSpec, TileSpec};
+use super::section::ext_type::ExtensionType;
+use super::section::member::MemberRole;
+use super::section::quantization::{Quantization, Scheme};
+use super::section::shard;
+use super::section::statistics::Statistics;
+use super::{ReadOptions, TensorView};
+
+/// A descriptor to encode: borrowed native values.
+///
+/// ```
+/// use hurray_core::{
+///     BufferHandle, DeviceTag, ElementType, LayoutSpec, SyncMode, TensorDescriptor, TensorView,
+/// };
+///
+/// let buffers = [BufferHandle::new(48, 64, DeviceTag::Cuda, SyncMode::Event)?];
+/// let desc = TensorDescriptor::new(ElementType::Float32, &[3, 4], LayoutSpec::Strided(&[1, 3]), &buffers);
+/// let mut out = [0u8; 128];
+/// let len = desc.encode(&mut out)?;
+/// assert_eq!(len, desc.encoded_len());
+/// let view = TensorView::parse(&out[..len])?;
+/// assert_eq!(view.buffers().get(0), Some(buffers[0]));
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TensorDescriptor<'a> {
+    /// The element (storage) type.
+    pub element_type: ElementType,
+    /// The shape.
+    pub shape: &'a [u64],
+    /// Byte offset of element `[0, …, 0]` in buffer 0.
+    pub byte_offset: u64,
+    /// The layout and its fields.
+    pub layout: LayoutSpec<'a>,
+    /// The buffer table.
+    pub buffers: &'a [BufferHandle],
+    /// The quantization section.
+    pub quantization: Option<Quantization<'a>>,
+    /// The shard section: `(parent_shape, shard_offset)`.
+    pub shard: Option<(&'a [u64], &'a [u64])>,
+    /// The statistics section.
+    pub statistics: Option<Statistics>,
+    /// The extension type section (required for a private element type).
+    pub extension_type: Option<ExtensionType>,
+    /// The composite member section.
+    pub member_role: Option<MemberRole>,
+}
+
+impl<'a> TensorDescriptor<'a> {
+    /// A descriptor with no optional section and `byte_offset` 0.
+    #[must_use]
+    pub const fn new(
+        element_type: ElementType,
+        shape: &'a [u64],
+        layout: LayoutSpec<'a>,
+        buffers: &'a [BufferHandle],
+    ) -> Self {
+        Self {
+            element_type,
+            shape,
+            byte_offset: 0,
+            layout,
+            buffers,
+            quantization: None,
+            shard: None,
+            statistics: None,
+            extension_type: None,
+            member_role: None,
+        }
+    }
+
+    /// A row-major descriptor.
+    #[must_use]
+    pub const fn row_major(
+        element_type: ElementType,
+        shape: &'a [u64],
+        buffers: &'a [BufferHandle],
+    ) -> Self {
+        Self::new(element_type, shape, LayoutSpec::RowMajor, buffers)
+    }
+
+    /// A column-major descriptor.
+    #[must_use]
+    pub const fn column_major(
+        element_type: ElementType,
+        shape: &'a [u64],
+        buffers: &'a [BufferHandle],
+    ) -> Self {
+        Self::new(element_type, shape, LayoutSpec::ColumnMajor, buffers)
+    }
+
+    /// With a `byte_offset`.
+    #[must_use]
+    pub const fn with_byte_offset(mut self, byte_offset: u64) -> Self {
+        self.byte_offset = byte_offset;
+        self
+    }
+
+    /// With a quantization section.
+    #[must_use]
+    pub const fn with_quantization(mut self, scheme: Scheme<'a>) -> Self {
+        self.quantization = Some(Quantization::new(scheme));
+        self
+    }
+
+    /// With a shard section.
+    #[must_use]
+    pub const fn with_shard(mut self, parent_shape: &'a [u64], shard_offset: &'a [u64]) -> Self {
+        self.shard = Some((parent_shape, shard_offset));
+        self
+    }
+
+    /// With a statistics section.
+    #[must_use]
+    pub const fn with_statistics(mut self, statistics: Statistics) -> Self {
+        self.statistics = Some(statistics);
+        self
+    }
+
+    /// With an extension type section.
+    #[must_use]
+    pub const fn with_extension_type(mut self, extension_type: ExtensionType) -> Self {
+        self.extension_type = Some(extension_type);
+        self
+    }
+
+    /// With a composite member section.
+    #[must_use]
+    pub const fn with_member_role(mut self, role: MemberRole) -> Self {
+        self.member_role = Some(role);
+        self
+    }
+
+    /// The flag word this descriptor encodes.
+    #[must_use]
+    pub const fn flags(&self) -> Flags {
+        Flags::EMPTY
+            .with(Flags::HAS_QUANTIZATION, self.quantization.is_some())
+            .with(Flags::HAS_SHARD, self.shard.is_some())
+            .with(Flags::HAS_EXTENSION_TYPE, self.extension_type.is_some())
+            .with(Flags::HAS_STATISTICS, self.statistics.is_some())
+            .with(Flags::HAS_COMPOSITE_MEMBER, self.member_role.is_some())
+    }
+
+    /// The number of bytes [`encode`](Self::encode) writes.
+    #[must_use]
+    pub fn encoded_len(&self) -> usize {
+        let mut w = Writer::new(&mut []);
+        self.write(&mut w);
+        w.pos()
+    }
+
+    /// Encodes into `out` and returns the length written.
+    ///
+    /// # Errors
+    /// * [`EncodeError::OutputTooSmall`] — `out` is shorter than
+    ///   [`encoded_len`](Self::encoded_len);
+    /// * [`EncodeError::LengthMismatch`] — strides, Morton bits, mode order,
+    ///   tile arrays or shard arrays whose length is not the rank;
+    /// * [`EncodeError::Invalid`] — the values describe a descriptor a
+    ///   reader must reject (the error is the reader's).
+    pub fn encode(&self, out: &mut [u8]) -> Result<usize, EncodeError> {
+        self.check_lengths()?;
+        let mut w = Writer::new(out);
+        self.write(&mut w);
+        let len = w.finish()?;
+        if u32::try_from(len).is_err() {
+            return Err(EncodeError::Invalid(crate::DescriptorError::new(
+                6,
+                DescriptorErrorKind::Overflow {
+                    what: "descriptor_length",
+                },
+            )));
+        }
+        // Read back what was written, accepting the private codes this
+        // descriptor itself uses.
+        let ids: &[u64] = match &self.layout {
+            LayoutSpec::Extension { id, .. } => core::slice::from_ref(id),
+            _ => &[],
+        };
+        let options = ReadOptions {
+            extension_layouts: ids,
+            private_schemes: true,
+            private_composition_rules: true,
+        };
+        let bytes = out.get(..len).unwrap_or_default();
+        TensorView::parse_with(bytes, &options)?;
+        Ok(len)
+    }
+
+    fn check_lengths(&self) -> Result<(), EncodeError> {
+        let rank = self.shape.len();
+        let mismatch = |what, len: usize| {
+            #[allow(clippy::cast_possible_truncation)]
+            Err(EncodeError::LengthMismatch {
+                what,
+                len: len.min(u32::MAX as usize) as u32,
+                expected: rank.min(u32::MAX as usize) as u32,
+            })
+        };
+        let mut arrays: [(&'static str, usize); 2] = [("", rank); 2];
+        match self.layout {
+            LayoutSpec::Strided(s) => arrays[0] = ("strides", s.len()),
+            LayoutSpec::Morton(b) => arrays[0] = ("morton_bits", b.len()),
+            LayoutSpec::Csf { mode_order, .. } => arrays[0] = ("mode_order", mode_order.len()),
+            LayoutSpec::Tiled(levels) => {
+                for TileSpec {
+                    tile_shape,
+                    outer_strides,
+                    inner_strides,
+                    ..
+                } in levels
+                {
+                    for (what, len) in [
+                        ("tile_shape", Some(tile_shape.len())),
+                        ("outer_strides", outer_strides.map(<[i64]>::len)),
+                        ("inner_strides", inner_strides.map(<[i64]>::len)),
+                    ] {
+                        if len.is_some_and(|len| len != rank) {
+                            return mismatch(what, len.unwrap_or(rank));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Some((parent, offset)) = self.shard {
+            if parent.len() != rank {
+                return mismatch("parent_shape", parent.len());
+            }
+            arrays[1] = ("shard_offset", offset.len());
+        }
+        for (what, len) in arrays {
+            if len != rank {
+                return mismatch(what, len);
+            }
+        }
+        if self.buffers.len() > usize::from(u8::MAX) {
+            return Err(EncodeError::CapacityExceeded {
+                what: "buffers",
+                capacity: 255,
+            });
+        }
+        Ok(())
+    }
+
+    fn write(&self, w: &mut Writer<'_>) {
+        w.bytes(&DESCRIPTOR_MAGIC);
+        w.u8(VERSION_MAJOR);
+        w.u8(VERSION_MINOR);
+        let len_at = w.pos();
+        w.u32(0);
+        w.u32(self.flags().bits());
+        w.u8(self.element_type.code());
+        w.u8(self.layout.tag());
+        #[allow(clippy::cast_possible_truncation)]
+        w.u32(self.shape.len().min(u32::MAX as usize) as u32);
+        self.shape.iter().for_each(|&n| w.u64(n));
+        w.u64(self.byte_offset);
+        self.layout.encode(w);
+        #[allow(clippy::cast_possible_truncation)]
+        w.u8(self.buffers.len().min(255) as u8);
+        for h in self.buffers.iter().take(255) {
+            w.bytes(&h.to_bytes());
+        }
+        if let Some(q) = &self.quantization {
+            q.encode(w);
+        }
+        if let Some((parent, offset)) = self.shard {
+            shard::encode(parent, offset, w);
+        }
+        if let Some(s) = &self.statistics {
+            s.encode(w);
+        }
+        if let Some(e) = &self.extension_type {
+            e.encode(w);
+        }
+        if let Some(m) = self.member_role {
+            m.encode(w);
+        }
+        #[allow(clippy::cast_possible_truncation)]
+        let total = w.pos().min(u32::MAX as usize) as u32;
+        w.patch_u32(len_at, total);
+    }
+}

@@ -1,0 +1,139 @@
+//! The 20-byte fixed header of a tensor descriptor and its flag word
+//! (`docs/spec/metadata.md` § Fixed Header).
+
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
+use zerocopy::little_endian::U32;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// `"HRRY"`: the first four bytes of every descriptor.
+pub const DESCRIPTOR_MAGIC: [u8; 4] = *b"HRRY";
+/// The major format version this crate reads and writes.
+pub const VERSION_MAJOR: u8 = 1;
+/// The minor format version this crate writes (and the highest it
+/// interprets fully).
+pub const VERSION_MINOR: u8 = 0;
+/// Length of the fixed header.
+pub const HEADER_LEN: usize = 20;
+/// The largest rank a descriptor may declare.
+pub const MAX_RANK: u32 = 64;
+/// The dynamic-dimension sentinel of a shape: the size is not known yet.
+pub const DYNAMIC: u64 = u64::MAX;
+
+/// The fixed header, as it lies on the wire (any 20 bytes form one).
+///
+/// | Offset | Field | Type |
+/// |---:|---|---|
+/// | 0 | `magic` | `[u8; 4]` = `"HRRY"` |
+/// | 4 | `version_major` | `u8` |
+/// | 5 | `version_minor` | `u8` |
+/// | 6 | `descriptor_length` | `u32` LE |
+/// | 10 | `flags` | `u32` LE |
+/// | 14 | `type_tag` | `u8` |
+/// | 15 | `layout_tag` | `u8` |
+/// | 16 | `rank` | `u32` LE |
+#[derive(
+    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
+)]
+#[repr(C)]
+pub struct FixedHeader {
+    /// `"HRRY"`.
+    pub magic: [u8; 4],
+    /// Major version (1).
+    pub version_major: u8,
+    /// Minor version.
+    pub version_minor: u8,
+    /// Total length of the descriptor in bytes, header included.
+    pub descriptor_length: U32,
+    /// [`Flags`] bits.
+    pub flags: U32,
+    /// Element type code.
+    pub type_tag: u8,
+    /// Layout code.
+    pub layout_tag: u8,
+    /// Number of dimensions.
+    pub rank: U32,
+}
+
+assert_eq_size!(FixedHeader, [u8; HEADER_LEN]);
+assert_eq_align!(FixedHeader, u8);
+const_assert_eq!(core::mem::offset_of!(FixedHeader, version_major), 4);
+const_assert_eq!(core::mem::offset_of!(FixedHeader, version_minor), 5);
+const_assert_eq!(core::mem::offset_of!(FixedHeader, descriptor_length), 6);
+const_assert_eq!(core::mem::offset_of!(FixedHeader, flags), 10);
+const_assert_eq!(core::mem::offset_of!(FixedHeader, type_tag), 14);
+const_assert_eq!(core::mem::offset_of!(FixedHeader, layout_tag), 15);
+const_assert_eq!(core::mem::offset_of!(FixedHeader, rank), 16);
+
+/// The descriptor's flag word: which optional sections follow the buffer
+/// table.
+///
+/// ```
+/// use hurray_core::Flags;
+/// let f = Flags::HAS_SHARD.union(Flags::HAS_STATISTICS);
+/// assert_eq!(f.bits(), 0b1010);
+/// assert!(f.contains(Flags::HAS_SHARD));
+/// assert_eq!(Flags::from_bits(1 << 7), None); // reserved bit
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Flags(u32);
+
+impl Flags {
+    /// No optional section.
+    pub const EMPTY: Self = Self(0);
+    /// A quantization section follows (bit 0).
+    pub const HAS_QUANTIZATION: Self = Self(1 << 0);
+    /// A shard section follows (bit 1).
+    pub const HAS_SHARD: Self = Self(1 << 1);
+    /// An extension type section follows (bit 2).
+    pub const HAS_EXTENSION_TYPE: Self = Self(1 << 2);
+    /// A statistics section follows (bit 3).
+    pub const HAS_STATISTICS: Self = Self(1 << 3);
+    /// A composite member section follows (bit 4).
+    pub const HAS_COMPOSITE_MEMBER: Self = Self(1 << 4);
+    /// Every defined bit.
+    pub const DEFINED: u32 = 0b1_1111;
+
+    /// The flags of `bits`; `None` if a reserved bit (5–31) is set.
+    #[must_use]
+    #[inline]
+    pub const fn from_bits(bits: u32) -> Option<Self> {
+        if bits & !Self::DEFINED == 0 {
+            Some(Self(bits))
+        } else {
+            None
+        }
+    }
+
+    /// The raw bits.
+    #[must_use]
+    #[inline]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Whether every bit of `other` is set.
+    #[must_use]
+    #[inline]
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Both sets of bits.
+    #[must_use]
+    #[inline]
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// `self` with `other` set when `on`, cleared otherwise.
+    #[must_use]
+    #[inline]
+    pub const fn with(self, other: Self, on: bool) -> Self {
+        if on {
+            Self(self.0 | other.0)
+        } else {
+            Self(self.0 & !other.0)
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Block-paged layout (`0x0A`, rank 3): a paged KV cache.
+//!
+//! Wire fields (32 bytes): `page_size: uint32` (≥ 1), `num_pages: uint64`,
+//! `paged_axis: uint32` (= 0), `num_seqs: uint32`, `kv_role: uint8` (0, 1,
+//! 2), `layer_index: uint32` (`0xFFFFFFFF` = not layer-scoped),
+//! `block_table_index_type: uint8` (0 = uint32, 1 = uint64),
+//! `_reserved: uint8[6]`.
+//!
+//! Buffers: `page_pool` (exactly `num_pages × page_size × shape[1] ×
+//! shape[2]` elements), `block_table` (a whole number of indices) and
+//! `seq_ptr` (exactly `num_seqs + 1` indices).
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::cursor::{Reader, Writer};
+use super::super::extent::Ctx;
+
+/// Which projection of attention a block-paged tensor holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum KvRole {
+    /// Keys (`0x00`).
+    Key,
+    /// Values (`0x01`).
+    Value,
+    /// Fused or not a KV tensor (`0x02`).
+    Fused,
+}
+
+impl KvRole {
+    /// The wire byte.
+    #[must_use]
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::Key => 0,
+            Self::Value => 1,
+            Self::Fused => 2,
+        }
+    }
+}
+
+/// The fields of a block-paged layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BlockPaged {
+    /// Tokens per page (≥ 1).
+    pub page_size: u32,
+    /// Physical pages in the pool.
+    pub num_pages: u64,
+    /// Sequences in the batch.
+    pub num_seqs: u32,
+    /// Key, value or fused.
+    pub kv_role: KvRole,
+    /// Transformer layer, or `None` when not layer-scoped.
+    pub layer_index: Option<u32>,
+    /// Whether `block_table` and `seq_ptr` hold uint64 (else uint32).
+    pub wide_indices: bool,
+}
+
+/// `layer_index` value meaning "not layer-scoped".
+const NO_LAYER: u32 = u32::MAX;
+
+impl BlockPaged {
+    /// Bytes per `block_table`/`seq_ptr` entry.
+    #[must_use]
+    pub const fn index_width(&self) -> u64 {
+        if self.wide_indices { 8 } else { 4 }
+    }
+
+    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+        let invalid = |at: u32, field, value: u64| {
+            DescriptorError::new(at, DescriptorErrorKind::InvalidValue { field, value })
+        };
+        let at = r.pos();
+        let page_size = r.u32()?;
+        if page_size == 0 {
+            return Err(invalid(at, "page_size", 0));
+        }
+        let num_pages = r.u64()?;
+        let at = r.pos();
+        let paged_axis = r.u32()?;
+        if paged_axis != 0 {
+            return Err(invalid(at, "paged_axis", u64::from(paged_axis)));
+        }
+        let num_seqs = r.u32()?;
+        let at = r.pos();
+        let kv_role = match r.u8()? {
+            0 => KvRole::Key,
+            1 => KvRole::Value,
+            2 => KvRole::Fused,
+            v => return Err(invalid(at, "kv_role", u64::from(v))),
+        };
+        let layer = r.u32()?;
+        let at = r.pos();
+        let wide_indices = match r.u8()? {
+            0 => false,
+            1 => true,
+            v => return Err(invalid(at, "block_table_index_type", u64::from(v))),
+        };
+        r.reserved(6, "block_paged._reserved")?;
+        Ok(Self {
+            page_size,
+            num_pages,
+            num_seqs,
+            kv_role,
+            layer_index: if layer == NO_LAYER { None } else { Some(layer) },
+            wide_indices,
+        })
+    }
+
+    /// Page slots in the pool: `num_pages × page_size`.
+    #[must_use]
+    pub const fn slots(&self) -> Option<u64> {
+        self.num_pages.checked_mul(self.page_size as u64)
+    }
+
+    pub(super) fn check(&self, ctx: &Ctx<'_>) -> Result<(), DescriptorError> {
+        let overflow = |index| {
+            ctx.err(
+                index,
+                DescriptorErrorKind::Overflow {
+                    what: "page pool size",
+                },
+            )
+        };
+        let per_slot = ctx.shape.iter().skip(1).try_fold(1u64, u64::checked_mul);
+        let pool = self
+            .slots()
+            .zip(per_slot)
+            .and_then(|(s, p)| s.checked_mul(p))
+            .ok_or(overflow(0))?;
+        ctx.exactly(0, ctx.element_bytes(0, pool)?)?;
+        let width = self.index_width();
+        let table = ctx.size(1);
+        if !table.is_multiple_of(width) {
+            return Err(ctx.err(
+                1,
+                DescriptorErrorKind::BufferSizeMismatch {
+                    index: 1u32,
+                    expected: table.saturating_sub(table.checked_rem(width).unwrap_or(0)),
+                    byte_size: table,
+                },
+            ));
+        }
+        let seq_ptr = u64::from(self.num_seqs).saturating_add(1);
+        ctx.exactly(2, ctx.array_bytes(2, seq_ptr, width)?)
+    }
+
+    pub(super) fn encode(&self, w: &mut Writer<'_>) {
+        w.u32(self.page_size);
+        w.u64(self.num_pages);
+        w.u32(0);
+        w.u32(self.num_seqs);
+        w.u8(self.kv_role.code());
+        w.u32(self.layer_index.unwrap_or(NO_LAYER));
+        w.u8(u8::from(self.wide_indices));
+        w.zeros(6);
+    }
+}

@@ -1,0 +1,130 @@
+//! Composite head (`0x0B`): a data-less descriptor that binds the next
+//! `member_count` descriptors of a stream as its members
+//! (`docs/spec/layouts/composite.md`).
+//!
+//! Wire fields (8 bytes): `composition_rule: uint8` (1 partition, 2 overlay,
+//! 3 group; `0xF0`–`0xFE` private), `combine_op: uint8` (overlay: 1 replace,
+//! 2 add; else 0), `_reserved: uint8[2]`, `member_count: uint32`
+//! (`0xFFFFFFFF`, an open composite, is reserved and rejected; an overlay
+//! needs at least its base member).
+//!
+//! A head has no buffers and `byte_offset` 0. Rules that span members are
+//! checked by [`CompositeValidator`](crate::CompositeValidator).
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::cursor::{Reader, Writer};
+
+/// How a composite's members form its logical view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum CompositionRule {
+    /// Members' boxes tile the index space exactly (`0x01`).
+    Partition,
+    /// A base member plus corrections applied in order (`0x02`).
+    Overlay,
+    /// Independent tensors under one identity (`0x03`).
+    Group,
+    /// An implementation-private rule `0xF0`–`0xFE`.
+    Private(u8),
+}
+
+/// How overlay corrections combine with what lies under them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum CombineOp {
+    /// Not an overlay (`0x00`).
+    None,
+    /// The latest member covering an index wins (`0x01`).
+    Replace,
+    /// Covering members' values are added to the base (`0x02`).
+    Add,
+}
+
+/// The fields of a composite head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CompositeHead {
+    /// The composition rule.
+    pub rule: CompositionRule,
+    /// The combine operation (overlay only).
+    pub combine_op: CombineOp,
+    /// Number of member descriptors that follow.
+    pub member_count: u32,
+}
+
+/// `member_count` of an open composite (reserved).
+const OPEN: u32 = u32::MAX;
+
+impl CompositionRule {
+    /// The wire byte.
+    #[must_use]
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::Partition => 1,
+            Self::Overlay => 2,
+            Self::Group => 3,
+            Self::Private(c) => c,
+        }
+    }
+}
+
+impl CombineOp {
+    /// The wire byte.
+    #[must_use]
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::None => 0,
+            Self::Replace => 1,
+            Self::Add => 2,
+        }
+    }
+}
+
+impl CompositeHead {
+    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+        let invalid = |at: u32, field, value: u64| {
+            DescriptorError::new(at, DescriptorErrorKind::InvalidValue { field, value })
+        };
+        let at = r.pos();
+        let rule = match r.u8()? {
+            1 => CompositionRule::Partition,
+            2 => CompositionRule::Overlay,
+            3 => CompositionRule::Group,
+            c @ crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => {
+                CompositionRule::Private(c)
+            }
+            v => return Err(invalid(at, "composition_rule", u64::from(v))),
+        };
+        let at = r.pos();
+        let op = r.u8()?;
+        let combine_op = match (rule, op) {
+            (CompositionRule::Overlay, 1) => CombineOp::Replace,
+            (CompositionRule::Overlay, 2) => CombineOp::Add,
+            (CompositionRule::Partition | CompositionRule::Group, 0) => CombineOp::None,
+            (CompositionRule::Private(_), 0) => CombineOp::None,
+            (CompositionRule::Private(_), 1) => CombineOp::Replace,
+            (CompositionRule::Private(_), 2) => CombineOp::Add,
+            _ => return Err(invalid(at, "combine_op", u64::from(op))),
+        };
+        r.reserved(2, "composite._reserved")?;
+        let at = r.pos();
+        let member_count = r.u32()?;
+        if member_count == OPEN || (rule == CompositionRule::Overlay && member_count == 0) {
+            return Err(invalid(at, "member_count", u64::from(member_count)));
+        }
+        Ok(Self {
+            rule,
+            combine_op,
+            member_count,
+        })
+    }
+
+    pub(super) fn encode(&self, w: &mut Writer<'_>) {
+        w.u8(self.rule.code());
+        w.u8(self.combine_op.code());
+        w.zeros(2);
+        w.u32(self.member_count);
+    }
+}

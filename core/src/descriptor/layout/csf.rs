@@ -1,0 +1,94 @@
+//! CSF, compressed sparse fiber (`0x09`, rank ≥ 3).
+//!
+//! Wire fields: `nnz: uint64`, `mode_order: uint32[rank]` (a permutation of
+//! `0..rank`), `_reserved: uint8[8]`.
+//!
+//! Buffers: `values` (≥ `nnz` elements), then per level `L` the pair
+//! `pos_L` (index `2L+1`) and `crd_L` (index `2L+2`), uint64 arrays. The
+//! sizes alone fix the tree's node counts: `pos_0` holds 2 values,
+//! `crd_L` holds `n_L` values, `pos_L` holds `n_{L-1} + 1`, and the leaf
+//! level holds `nnz`. A reader checks every one of these relations.
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::arrays::Words;
+use super::super::cursor::{Reader, Writer};
+use super::super::extent::Ctx;
+
+/// The fields of a CSF layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Csf<'a> {
+    nnz: u64,
+    mode_order: Words<'a>,
+}
+
+impl<'a> Csf<'a> {
+    /// Number of stored elements.
+    #[must_use]
+    pub const fn nnz(&self) -> u64 {
+        self.nnz
+    }
+
+    /// The logical dimension stored at each tree level, outermost first.
+    #[must_use]
+    pub const fn mode_order(&self) -> Words<'a> {
+        self.mode_order
+    }
+
+    pub(super) fn parse(r: &mut Reader<'a>, rank: u32) -> Result<Self, DescriptorError> {
+        let nnz = r.u64()?;
+        let at = r.pos();
+        let mode_order = Words::new(r.take_slice(u64::from(rank))?);
+        // A permutation of 0..rank (rank <= 64, so a u64 bit set suffices).
+        let mut seen = 0u64;
+        for (i, m) in mode_order.iter().enumerate() {
+            let bit = if m < rank { 1u64 << m } else { 0 };
+            if bit == 0 || seen & bit != 0 {
+                #[allow(clippy::cast_possible_truncation)]
+                let at = at.saturating_add((i as u32).saturating_mul(4));
+                return Err(DescriptorError::new(
+                    at,
+                    DescriptorErrorKind::NotAPermutation { value: m },
+                ));
+            }
+            seen |= bit;
+        }
+        r.reserved(8, "csf._reserved")?;
+        Ok(Self { nnz, mode_order })
+    }
+
+    pub(super) fn check(&self, ctx: &Ctx<'_>) -> Result<(), DescriptorError> {
+        let values = ctx.element_bytes(0, self.nnz)?;
+        ctx.at_least(0, values)?;
+        #[allow(clippy::cast_possible_truncation)]
+        let rank = self.mode_order.len() as u8; // 3..=64
+        let mut parents = 1u64; // n_{-1}: the virtual root
+        for level in 0..rank {
+            let pos = level.saturating_mul(2).saturating_add(1);
+            let crd = pos.saturating_add(1);
+            let pointers = parents.checked_add(1).ok_or(ctx.err(
+                pos,
+                DescriptorErrorKind::Overflow {
+                    what: "CSF pointer count",
+                },
+            ))?;
+            ctx.exactly(pos, ctx.array_bytes(pos, pointers, 8)?)?;
+            let crd_size = ctx.size(crd);
+            let nodes = if level.saturating_add(1) == rank {
+                self.nnz
+            } else {
+                crd_size / 8
+            };
+            ctx.exactly(crd, ctx.array_bytes(crd, nodes, 8)?)?;
+            parents = nodes;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn encode(nnz: u64, mode_order: &[u32], w: &mut Writer<'_>) {
+    w.u64(nnz);
+    mode_order.iter().for_each(|&m| w.u32(m));
+    w.zeros(8);
+}

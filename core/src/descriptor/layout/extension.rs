@@ -1,0 +1,67 @@
+//! Implementation-private layouts (`0xF0`–`0xFE`).
+//!
+//! Wire fields: `extension_layout_id: uint64`, `extension_data_length:
+//! uint32`, `extension_data: bytes[length]`. A reader rejects an id it was
+//! not told about ([`ReadOptions::extension_layouts`](crate::ReadOptions)),
+//! as the spec requires of a strict reader; an accepted one is carried as
+//! opaque bytes.
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::cursor::{Reader, Writer};
+
+/// A private layout: its tag, id and opaque metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ExtensionLayout<'a> {
+    tag: u8,
+    id: u64,
+    data: &'a [u8],
+}
+
+impl<'a> ExtensionLayout<'a> {
+    /// The layout tag, `0xF0`–`0xFE`.
+    #[must_use]
+    pub const fn tag(&self) -> u8 {
+        self.tag
+    }
+
+    /// The implementation-defined layout id.
+    #[must_use]
+    pub const fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The opaque metadata.
+    #[must_use]
+    pub const fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    pub(super) fn parse(
+        r: &mut Reader<'a>,
+        tag: u8,
+        known: &[u64],
+    ) -> Result<Self, DescriptorError> {
+        let at = r.pos();
+        let id = r.u64()?;
+        if !known.contains(&id) {
+            return Err(DescriptorError::new(
+                at,
+                DescriptorErrorKind::UnknownExtensionLayout(id),
+            ));
+        }
+        let len = r.u32()?;
+        let data = r.bytes(len as usize)?;
+        Ok(Self { tag, id, data })
+    }
+}
+
+pub(super) fn encode(id: u64, data: &[u8], w: &mut Writer<'_>) {
+    w.u64(id);
+    #[allow(clippy::cast_possible_truncation)]
+    // A longer payload cannot fit a descriptor; the encoder's own
+    // `descriptor_length` check reports it.
+    w.u32(data.len().min(u32::MAX as usize) as u32);
+    w.bytes(data);
+}

@@ -1,0 +1,91 @@
+//! Hilbert curve layout (`0x40`, Tier 2).
+//!
+//! Wire fields: `hilbert_order: uint32` (> 0), `hilbert_rank: uint32`
+//! (= rank, >= 2). Every dimension is `2^hilbert_order`; the data buffer
+//! holds `2^(rank * order)` elements.
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::arrays::Dims;
+use super::super::cursor::{Reader, Writer};
+use super::super::extent::Ctx;
+
+/// The Hilbert curve's parameters.
+///
+/// ```
+/// use hurray_core::layout::Hilbert;
+/// let h = Hilbert { order: 2, rank: 2 };
+/// assert_eq!(h.side(), Some(4));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Hilbert {
+    /// Order of the curve: each side is `2^order`.
+    pub order: u32,
+    /// Number of curve dimensions (equals the tensor's rank).
+    pub rank: u32,
+}
+
+impl Hilbert {
+    /// The size of every dimension, `2^order`; `None` if it does not fit.
+    #[must_use]
+    pub const fn side(&self) -> Option<u64> {
+        if self.order < 64 {
+            Some(1u64 << self.order)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn parse(r: &mut Reader<'_>, shape: Dims<'_>) -> Result<Self, DescriptorError> {
+        let at = r.pos();
+        let order = r.u32()?;
+        let rank = r.u32()?;
+        let invalid = |at: u32, field, value: u32| {
+            Err(DescriptorError::new(
+                at,
+                DescriptorErrorKind::InvalidValue {
+                    field,
+                    value: u64::from(value),
+                },
+            ))
+        };
+        if order == 0 {
+            return invalid(at, "hilbert_order", order);
+        }
+        if rank as usize != shape.len() || rank < 2 {
+            return invalid(at.saturating_add(4), "hilbert_rank", rank);
+        }
+        let h = Self { order, rank };
+        for (axis, n) in shape.iter().enumerate() {
+            if n != crate::DYNAMIC && Some(n) != h.side() {
+                #[allow(clippy::cast_possible_truncation)]
+                let axis = axis as u32;
+                return Err(DescriptorError::new(
+                    at,
+                    DescriptorErrorKind::ShapeDoesNotFitCurve { axis, size: n },
+                ));
+            }
+        }
+        Ok(h)
+    }
+
+    /// The data buffer holds `2^(rank * order)` elements.
+    pub(super) fn check(&self, ctx: &Ctx<'_>, count: u64) -> Result<(), DescriptorError> {
+        let bits = self.rank.checked_mul(self.order);
+        match bits {
+            Some(b) if b < 64 => ctx.contiguous(if count == 0 { 0 } else { 1u64 << b }),
+            _ => Err(ctx.err(
+                0,
+                DescriptorErrorKind::Overflow {
+                    what: "Hilbert curve size",
+                },
+            )),
+        }
+    }
+
+    pub(super) fn encode(&self, w: &mut Writer<'_>) {
+        w.u32(self.order);
+        w.u32(self.rank);
+    }
+}

@@ -1,0 +1,373 @@
+//! The layout tag and the layout-specific fields that follow `byte_offset`
+//! (`docs/spec/metadata.md` § Layout-Specific Fields, `docs/spec/layouts/`).
+//!
+//! One file per layout: its field map, the checks a reader must make on the
+//! fields (at parse time, where the shape is already known) and on the
+//! buffers (after the buffer table), and its encoder.
+
+mod block_paged;
+mod composite;
+mod csf;
+mod extension;
+mod hilbert;
+mod morton;
+mod sparse;
+mod strided;
+mod tiled;
+
+pub use block_paged::{BlockPaged, KvRole};
+pub use composite::{CombineOp, CompositeHead, CompositionRule};
+pub use csf::Csf;
+pub use extension::ExtensionLayout;
+pub use hilbert::Hilbert;
+pub use sparse::{Compressed, Coo};
+pub use tiled::{MAX_TILE_LEVELS, TileLevel, TileSpec, Tiled, TiledLevels};
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::arrays::{Dims, Strides, Words};
+use super::cursor::{Reader, Writer};
+use super::extent::Ctx;
+
+/// Layout tag codes (`docs/spec/memory-layout.md` § Named Layout Tags).
+pub mod tag {
+    /// Row-major (C order).
+    pub const ROW_MAJOR: u8 = 0x01;
+    /// Column-major (Fortran order).
+    pub const COLUMN_MAJOR: u8 = 0x02;
+    /// Explicit strides.
+    pub const STRIDED: u8 = 0x03;
+    /// Tiled / blocked.
+    pub const TILED: u8 = 0x04;
+    /// Morton (Z-order) curve.
+    pub const MORTON: u8 = 0x05;
+    /// Coordinate-list sparse.
+    pub const COO: u8 = 0x06;
+    /// Compressed sparse row.
+    pub const CSR: u8 = 0x07;
+    /// Compressed sparse column.
+    pub const CSC: u8 = 0x08;
+    /// Compressed sparse fiber.
+    pub const CSF: u8 = 0x09;
+    /// Block-paged (paged KV cache).
+    pub const BLOCK_PAGED: u8 = 0x0A;
+    /// Composite head (virtual, owns no data).
+    pub const COMPOSITE: u8 = 0x0B;
+    /// Hilbert curve.
+    pub const HILBERT: u8 = 0x40;
+}
+
+/// The layout of a validated descriptor, with its fields (zero-copy views
+/// where a field is an array).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Layout<'a> {
+    /// Row-major: the last dimension varies fastest; implicit strides.
+    RowMajor,
+    /// Column-major: the first dimension varies fastest; implicit strides.
+    ColumnMajor,
+    /// Explicit strides in elements, one per dimension (negative and zero
+    /// allowed).
+    Strided(Strides<'a>),
+    /// Uniform tiles, possibly nested.
+    Tiled(Tiled<'a>),
+    /// Morton (Z-order) curve; the bits per dimension.
+    Morton(Words<'a>),
+    /// Coordinate-list sparse tensor.
+    Coo(Coo),
+    /// Compressed sparse rows (rank 2).
+    Csr(Compressed),
+    /// Compressed sparse columns (rank 2).
+    Csc(Compressed),
+    /// Compressed sparse fiber tree (rank ≥ 3).
+    Csf(Csf<'a>),
+    /// Paged KV-cache pool with a block table (rank 3).
+    BlockPaged(BlockPaged),
+    /// Composite head: owns no data, binds the next members.
+    Composite(CompositeHead),
+    /// Hilbert curve.
+    Hilbert(Hilbert),
+    /// An implementation-private layout (`0xF0`–`0xFE`) whose id the reader
+    /// was told about.
+    Extension(ExtensionLayout<'a>),
+}
+
+/// A layout to encode, from native values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LayoutSpec<'a> {
+    /// Row-major.
+    RowMajor,
+    /// Column-major.
+    ColumnMajor,
+    /// Explicit strides in elements, one per dimension.
+    Strided(&'a [i64]),
+    /// Tiles: one entry per nesting level, outermost first.
+    Tiled(&'a [TileSpec<'a>]),
+    /// Morton curve: bits per dimension.
+    Morton(&'a [u32]),
+    /// Coordinate list.
+    Coo(Coo),
+    /// Compressed sparse rows.
+    Csr(Compressed),
+    /// Compressed sparse columns.
+    Csc(Compressed),
+    /// Compressed sparse fiber: `nnz` and the mode order.
+    Csf {
+        /// Stored elements.
+        nnz: u64,
+        /// Logical dimension of each tree level.
+        mode_order: &'a [u32],
+    },
+    /// Block-paged.
+    BlockPaged(BlockPaged),
+    /// Composite head.
+    Composite(CompositeHead),
+    /// Hilbert curve.
+    Hilbert(Hilbert),
+    /// Private layout.
+    Extension {
+        /// The layout tag, `0xF0`–`0xFE`.
+        tag: u8,
+        /// Implementation-defined id.
+        id: u64,
+        /// Opaque metadata.
+        data: &'a [u8],
+    },
+}
+
+/// The family a layout belongs to, which decides its buffer count and
+/// `byte_offset` rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// Every element stored; one data buffer; `byte_offset` locates element 0.
+    Dense,
+    /// Only non-zeros stored, through index buffers; `byte_offset` is 0.
+    Sparse,
+    /// Every element stored, reached through an index; `byte_offset` is 0.
+    Indirect,
+    /// No data at all; `byte_offset` is 0 and there are no buffers.
+    Virtual,
+    /// Private: at least one buffer, nothing else known.
+    Extension,
+}
+
+impl<'a> Layout<'a> {
+    /// The layout tag.
+    #[must_use]
+    pub const fn tag(&self) -> u8 {
+        match self {
+            Self::RowMajor => tag::ROW_MAJOR,
+            Self::ColumnMajor => tag::COLUMN_MAJOR,
+            Self::Strided(_) => tag::STRIDED,
+            Self::Tiled(_) => tag::TILED,
+            Self::Morton(_) => tag::MORTON,
+            Self::Coo(_) => tag::COO,
+            Self::Csr(_) => tag::CSR,
+            Self::Csc(_) => tag::CSC,
+            Self::Csf(_) => tag::CSF,
+            Self::BlockPaged(_) => tag::BLOCK_PAGED,
+            Self::Composite(_) => tag::COMPOSITE,
+            Self::Hilbert(_) => tag::HILBERT,
+            Self::Extension(e) => e.tag(),
+        }
+    }
+
+    /// The spec's name of the layout (`"row_major"`, `"csr"`, …).
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        name_of(self.tag())
+    }
+
+    /// The number of stored non-zeros of a sparse layout.
+    #[must_use]
+    pub const fn nnz(&self) -> Option<u64> {
+        match self {
+            Self::Coo(c) => Some(c.nnz),
+            Self::Csr(c) | Self::Csc(c) => Some(c.nnz),
+            Self::Csf(c) => Some(c.nnz()),
+            _ => None,
+        }
+    }
+
+    pub(crate) const fn family(&self) -> Family {
+        match self {
+            Self::RowMajor
+            | Self::ColumnMajor
+            | Self::Strided(_)
+            | Self::Tiled(_)
+            | Self::Morton(_)
+            | Self::Hilbert(_) => Family::Dense,
+            Self::Coo(_) | Self::Csr(_) | Self::Csc(_) | Self::Csf(_) => Family::Sparse,
+            Self::BlockPaged(_) => Family::Indirect,
+            Self::Composite(_) => Family::Virtual,
+            Self::Extension(_) => Family::Extension,
+        }
+    }
+
+    /// Buffers the layout itself uses (quantization parameters come after).
+    pub(crate) const fn layout_buffers(&self, rank: u32) -> u32 {
+        match self.family() {
+            Family::Dense | Family::Extension => 1,
+            Family::Virtual => 0,
+            Family::Indirect => 3,
+            Family::Sparse => match self {
+                Self::Coo(_) => 2,
+                // CSF: values plus a (pos, crd) pair per level; rank <= 64.
+                Self::Csf(_) => rank.saturating_mul(2).saturating_add(1),
+                _ => 3,
+            },
+        }
+    }
+
+    /// Reads the layout-specific fields of `layout_tag`. `at` is the offset
+    /// of the layout tag in the header (for a bad tag).
+    pub(crate) fn parse(
+        r: &mut Reader<'a>,
+        layout_tag: u8,
+        shape: Dims<'a>,
+        extension_layouts: &[u64],
+    ) -> Result<Self, DescriptorError> {
+        #[allow(clippy::cast_possible_truncation)]
+        let rank = shape.len() as u32; // <= 64, checked before
+        let rank_err =
+            |r: &Reader<'a>| Err(r.err(DescriptorErrorKind::RankNotAllowed { layout_tag, rank }));
+        // A scalar is row-major only (`docs/spec/data-model.md` § Scalar Tensors).
+        if rank == 0 && layout_tag != tag::ROW_MAJOR {
+            return rank_err(r);
+        }
+        Ok(match layout_tag {
+            tag::ROW_MAJOR => Self::RowMajor,
+            tag::COLUMN_MAJOR => Self::ColumnMajor,
+            tag::STRIDED => Self::Strided(Strides::new(r.take_slice(u64::from(rank))?)),
+            tag::TILED => Self::Tiled(Tiled::parse(r, shape)?),
+            tag::MORTON => Self::Morton(morton::parse(r, shape)?),
+            tag::COO => Self::Coo(Coo::parse(r)?),
+            tag::CSR | tag::CSC => {
+                if rank != 2 {
+                    return rank_err(r);
+                }
+                let c = Compressed::parse(r)?;
+                if layout_tag == tag::CSR {
+                    Self::Csr(c)
+                } else {
+                    Self::Csc(c)
+                }
+            }
+            tag::CSF => {
+                if rank < 3 {
+                    return rank_err(r);
+                }
+                Self::Csf(Csf::parse(r, rank)?)
+            }
+            tag::BLOCK_PAGED => {
+                if rank != 3 {
+                    return rank_err(r);
+                }
+                Self::BlockPaged(BlockPaged::parse(r)?)
+            }
+            tag::COMPOSITE => Self::Composite(CompositeHead::parse(r)?),
+            tag::HILBERT => Self::Hilbert(Hilbert::parse(r, shape)?),
+            crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => {
+                Self::Extension(ExtensionLayout::parse(r, layout_tag, extension_layouts)?)
+            }
+            // The tag was checked in the header; no other value gets here.
+            _ => return Err(r.err(DescriptorErrorKind::InvalidLayoutTag(layout_tag))),
+        })
+    }
+
+    /// Checks the buffers against the fields, for a shape with no dynamic
+    /// dimension.
+    pub(crate) fn check_buffers(&self, ctx: &Ctx<'_>) -> Result<(), DescriptorError> {
+        let Some(count) = ctx.element_count() else {
+            return Err(ctx.err(
+                0,
+                DescriptorErrorKind::Overflow {
+                    what: "element count",
+                },
+            ));
+        };
+        match self {
+            Self::RowMajor | Self::ColumnMajor => {
+                ctx.contiguous(ctx.padded_elements.unwrap_or(count))
+            }
+            Self::Strided(s) => strided::check(*s, ctx, count),
+            Self::Tiled(t) => t.check(ctx, count),
+            Self::Morton(bits) => morton::check(*bits, ctx, count),
+            Self::Hilbert(h) => h.check(ctx, count),
+            Self::Coo(c) => c.check(ctx),
+            Self::Csr(c) => c.check(ctx, ctx.shape.get(0)),
+            Self::Csc(c) => c.check(ctx, ctx.shape.get(1)),
+            Self::Csf(c) => c.check(ctx),
+            Self::BlockPaged(b) => b.check(ctx),
+            Self::Composite(_) | Self::Extension(_) => Ok(()),
+        }
+    }
+}
+
+impl LayoutSpec<'_> {
+    /// The layout tag.
+    #[must_use]
+    pub const fn tag(&self) -> u8 {
+        match self {
+            Self::RowMajor => tag::ROW_MAJOR,
+            Self::ColumnMajor => tag::COLUMN_MAJOR,
+            Self::Strided(_) => tag::STRIDED,
+            Self::Tiled(_) => tag::TILED,
+            Self::Morton(_) => tag::MORTON,
+            Self::Coo(_) => tag::COO,
+            Self::Csr(_) => tag::CSR,
+            Self::Csc(_) => tag::CSC,
+            Self::Csf { .. } => tag::CSF,
+            Self::BlockPaged(_) => tag::BLOCK_PAGED,
+            Self::Composite(_) => tag::COMPOSITE,
+            Self::Hilbert(_) => tag::HILBERT,
+            Self::Extension { tag, .. } => *tag,
+        }
+    }
+
+    /// Writes the layout-specific fields.
+    pub(crate) fn encode(&self, w: &mut Writer<'_>) {
+        match *self {
+            Self::RowMajor | Self::ColumnMajor => {}
+            Self::Strided(strides) => strides.iter().for_each(|&s| w.i64(s)),
+            Self::Tiled(levels) => tiled::encode(levels, w),
+            Self::Morton(bits) => bits.iter().for_each(|&b| w.u32(b)),
+            Self::Coo(c) => c.encode(w),
+            Self::Csr(c) | Self::Csc(c) => c.encode(w),
+            Self::Csf { nnz, mode_order } => csf::encode(nnz, mode_order, w),
+            Self::BlockPaged(b) => b.encode(w),
+            Self::Composite(c) => c.encode(w),
+            Self::Hilbert(h) => h.encode(w),
+            Self::Extension { id, data, .. } => extension::encode(id, data, w),
+        }
+    }
+}
+
+/// The spec's name of a layout tag.
+#[must_use]
+pub const fn name_of(layout_tag: u8) -> &'static str {
+    match layout_tag {
+        tag::ROW_MAJOR => "row_major",
+        tag::COLUMN_MAJOR => "column_major",
+        tag::STRIDED => "strided",
+        tag::TILED => "tiled",
+        tag::MORTON => "morton",
+        tag::COO => "coo",
+        tag::CSR => "csr",
+        tag::CSC => "csc",
+        tag::CSF => "csf",
+        tag::BLOCK_PAGED => "block_paged",
+        tag::COMPOSITE => "composite",
+        tag::HILBERT => "hilbert",
+        crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => "extension",
+        _ => "invalid",
+    }
+}
+
+/// Whether a layout tag is one this crate can parse (named or private).
+#[must_use]
+pub const fn is_known_tag(layout_tag: u8) -> bool {
+    !matches!(name_of(layout_tag).as_bytes(), b"invalid")
+}

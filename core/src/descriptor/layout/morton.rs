@@ -1,0 +1,62 @@
+//! Morton (Z-order) layout (`0x05`).
+//!
+//! Wire fields: `morton_bits: uint32[rank]`, each > 0, with
+//! `shape[k] <= 2^morton_bits[k]`. The data buffer holds
+//! `2^sum(morton_bits)` elements.
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::arrays::{Dims, Words};
+use super::super::cursor::Reader;
+use super::super::extent::Ctx;
+
+/// Reads `morton_bits` and checks each against its dimension.
+pub(super) fn parse<'a>(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Words<'a>, DescriptorError> {
+    let at = r.pos();
+    let bits = Words::new(r.take_slice(shape.len() as u64)?);
+    for (axis, (b, n)) in bits.iter().zip(shape.iter()).enumerate() {
+        #[allow(clippy::cast_possible_truncation)]
+        let (axis, field_at) = (
+            axis as u32,
+            at.saturating_add((axis as u32).saturating_mul(4)),
+        );
+        if b == 0 {
+            return Err(DescriptorError::new(
+                field_at,
+                DescriptorErrorKind::InvalidValue {
+                    field: "morton_bits",
+                    value: 0,
+                },
+            ));
+        }
+        // n <= 2^b, i.e. n - 1 < 2^b; any n fits when b >= 64. A dynamic
+        // dimension is not checked here (its size is unknown).
+        if n != crate::DYNAMIC && b < 64 && n > (1u64 << b) {
+            return Err(DescriptorError::new(
+                field_at,
+                DescriptorErrorKind::ShapeDoesNotFitCurve { axis, size: n },
+            ));
+        }
+    }
+    Ok(bits)
+}
+
+/// The data buffer holds `2^sum(bits)` elements.
+pub(super) fn check(bits: Words<'_>, ctx: &Ctx<'_>, count: u64) -> Result<(), DescriptorError> {
+    if count == 0 {
+        return Ok(());
+    }
+    let total = bits.iter().try_fold(0u32, u32::checked_add);
+    let elements = match total {
+        Some(t) if t < 64 => 1u64 << t,
+        _ => {
+            return Err(ctx.err(
+                0,
+                DescriptorErrorKind::Overflow {
+                    what: "Morton curve size",
+                },
+            ));
+        }
+    };
+    ctx.contiguous(elements)
+}

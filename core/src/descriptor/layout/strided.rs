@@ -1,0 +1,28 @@
+//! Strided layout (`0x03`): one signed stride per dimension, in elements.
+//!
+//! Wire fields: `strides: int64[rank]`. Negative strides walk backwards from
+//! `byte_offset`, zero strides broadcast. A reader checks that every element
+//! the strides reach lies inside the data buffer.
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::arrays::Strides;
+use super::super::extent::{Ctx, stride_range};
+
+/// Every addressed element of a non-empty strided tensor lies in buffer 0.
+pub(super) fn check(
+    strides: Strides<'_>,
+    ctx: &Ctx<'_>,
+    count: u64,
+) -> Result<(), DescriptorError> {
+    if count == 0 {
+        return Ok(());
+    }
+    let (lo, hi) = stride_range(ctx.shape.iter(), strides.iter()).ok_or(ctx.err(
+        0,
+        DescriptorErrorKind::Overflow {
+            what: "stride extent",
+        },
+    ))?;
+    ctx.span(lo, hi)
+}

@@ -1,0 +1,256 @@
+//! Tiled / blocked layout (`0x04`), possibly nested.
+//!
+//! Wire fields of one level: `tile_shape: uint64[rank]` (each > 0),
+//! `outer_layout: uint8` (1, 2 or 3), `inner_layout: uint8` (1, 2, 3, or 4
+//! for a nested level), `_reserved: uint8[2]`, then `outer_strides:
+//! int64[rank]` if `outer_layout` is strided, `inner_strides: int64[rank]`
+//! if `inner_layout` is strided, then the next level if `inner_layout` is
+//! tiled. At most 8 levels.
+//!
+//! The data buffer holds the tile grid (`ceil(shape / tile_shape)` tiles of
+//! `product(tile_shape)` elements, or the span the outer strides reach); a
+//! strided or nested inner layout must stay inside its tile.
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::arrays::{Dims, Strides};
+use super::super::cursor::{Reader, Writer};
+use super::super::extent::{Ctx, stride_range};
+use super::tag;
+
+/// The deepest nesting a reader accepts.
+pub const MAX_TILE_LEVELS: u8 = 8;
+
+/// A validated tiled layout: a view of its levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Tiled<'a> {
+    raw: &'a [u8],
+    rank: u32,
+    depth: u8,
+}
+
+/// One level of a tiled layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TileLevel<'a> {
+    /// Tile size per dimension.
+    pub tile_shape: Dims<'a>,
+    /// Order of the tile grid: row-major, column-major or strided.
+    pub outer_layout: u8,
+    /// Order inside a tile: row-major, column-major, strided or tiled.
+    pub inner_layout: u8,
+    /// Strides of the tile grid, in tiles (when `outer_layout` is strided).
+    pub outer_strides: Option<Strides<'a>>,
+    /// Strides inside a tile, in elements (when `inner_layout` is strided).
+    pub inner_strides: Option<Strides<'a>>,
+}
+
+/// A tiled level to encode, from native values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileSpec<'a> {
+    /// Tile size per dimension.
+    pub tile_shape: &'a [u64],
+    /// Order of the tile grid (`0x01`, `0x02`, `0x03`).
+    pub outer_layout: u8,
+    /// Order inside a tile (`0x01`–`0x04`); `0x04` when another level follows.
+    pub inner_layout: u8,
+    /// Grid strides in tiles, when `outer_layout` is `0x03`.
+    pub outer_strides: Option<&'a [i64]>,
+    /// Strides inside a tile in elements, when `inner_layout` is `0x03`.
+    pub inner_strides: Option<&'a [i64]>,
+}
+
+/// Iterator over the levels of a [`Tiled`] layout, outermost first.
+#[derive(Debug, Clone)]
+pub struct TiledLevels<'a> {
+    reader: Reader<'a>,
+    rank: u32,
+    left: u8,
+}
+
+impl<'a> Iterator for TiledLevels<'a> {
+    type Item = TileLevel<'a>;
+
+    fn next(&mut self) -> Option<TileLevel<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left = self.left.saturating_sub(1);
+        // The bytes were validated by `Tiled::parse`; a failure here cannot
+        // happen and ends the iteration instead of panicking.
+        read_level(&mut self.reader, self.rank).ok()
+    }
+}
+
+fn read_level<'a>(r: &mut Reader<'a>, rank: u32) -> Result<TileLevel<'a>, DescriptorError> {
+    let tile_shape = Dims::new(r.take_slice(u64::from(rank))?);
+    let outer_layout = r.u8()?;
+    let inner_layout = r.u8()?;
+    r.reserved(2, "tiled._reserved")?;
+    let outer_strides = if outer_layout == tag::STRIDED {
+        Some(Strides::new(r.take_slice(u64::from(rank))?))
+    } else {
+        None
+    };
+    let inner_strides = if inner_layout == tag::STRIDED {
+        Some(Strides::new(r.take_slice(u64::from(rank))?))
+    } else {
+        None
+    };
+    Ok(TileLevel {
+        tile_shape,
+        outer_layout,
+        inner_layout,
+        outer_strides,
+        inner_strides,
+    })
+}
+
+impl<'a> Tiled<'a> {
+    /// The levels, outermost first.
+    #[must_use]
+    pub const fn levels(&self) -> TiledLevels<'a> {
+        TiledLevels {
+            reader: Reader::new(self.raw),
+            rank: self.rank,
+            left: self.depth,
+        }
+    }
+
+    /// Number of nested levels (1 to 8).
+    #[must_use]
+    pub const fn depth(&self) -> u8 {
+        self.depth
+    }
+
+    pub(super) fn parse(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Self, DescriptorError> {
+        #[allow(clippy::cast_possible_truncation)]
+        let rank = shape.len() as u32;
+        let start = r.clone();
+        let first = r.pos();
+        let mut depth = 0u8;
+        loop {
+            if depth == MAX_TILE_LEVELS {
+                return Err(r.err(DescriptorErrorKind::TilingTooDeep));
+            }
+            depth = depth.saturating_add(1);
+            let at = r.pos();
+            let level = read_level(r, rank)?;
+            if let Some(axis) = level.tile_shape.iter().position(|t| t == 0) {
+                #[allow(clippy::cast_possible_truncation)]
+                let at = at.saturating_add((axis as u32).saturating_mul(8));
+                return Err(DescriptorError::new(
+                    at,
+                    DescriptorErrorKind::InvalidValue {
+                        field: "tile_shape",
+                        value: 0,
+                    },
+                ));
+            }
+            let code_at = at.saturating_add(rank.saturating_mul(8));
+            if !matches!(level.outer_layout, 0x01..=0x03) {
+                return Err(DescriptorError::new(
+                    code_at,
+                    DescriptorErrorKind::InvalidValue {
+                        field: "outer_layout",
+                        value: u64::from(level.outer_layout),
+                    },
+                ));
+            }
+            if !matches!(level.inner_layout, 0x01..=0x04) {
+                return Err(DescriptorError::new(
+                    code_at.saturating_add(1),
+                    DescriptorErrorKind::InvalidValue {
+                        field: "inner_layout",
+                        value: u64::from(level.inner_layout),
+                    },
+                ));
+            }
+            if level.inner_layout != tag::TILED {
+                break;
+            }
+        }
+        let len = r.pos().saturating_sub(first) as usize;
+        let mut start = start;
+        let raw = start.bytes(len)?;
+        Ok(Self { raw, rank, depth })
+    }
+
+    /// Checks the buffer against the tile grid of a non-empty tensor.
+    pub(super) fn check(&self, ctx: &Ctx<'_>, count: u64) -> Result<(), DescriptorError> {
+        if count == 0 {
+            return Ok(());
+        }
+        let overflow = ctx.err(0, DescriptorErrorKind::Overflow { what: "tile grid" });
+        let mut levels = self.levels();
+        let Some(top) = levels.next() else {
+            return Ok(());
+        };
+        // The region each level tiles: the tensor's shape, then the parent's
+        // tile shape.
+        let (lo, hi) = level_span(&top, ctx.shape.iter()).ok_or(overflow)?;
+        let mut parent = top;
+        for n in 0u8.. {
+            let tile_elems = i128::from(product(parent.tile_shape).ok_or(overflow)?);
+            // What lies inside one of `parent`'s tiles must stay inside it:
+            // a strided inner order (which ends the nesting) or the next
+            // level's grid.
+            let (inside, next) = match (parent.inner_strides, levels.next()) {
+                (Some(s), _) => (stride_range(parent.tile_shape.iter(), s.iter()), None),
+                (None, Some(next)) => (level_span(&next, parent.tile_shape.iter()), Some(next)),
+                (None, None) => break,
+            };
+            let (l, h) = inside.ok_or(overflow)?;
+            if l < 0 || h >= tile_elems {
+                return Err(ctx.err(0, DescriptorErrorKind::TileOverrun { level: n }));
+            }
+            match next {
+                Some(next) => parent = next,
+                None => break,
+            }
+        }
+        ctx.span(lo, hi)
+    }
+}
+
+fn product(d: Dims<'_>) -> Option<u64> {
+    d.iter().try_fold(1u64, u64::checked_mul)
+}
+
+/// The element range one level's tile grid reaches when it tiles `region`;
+/// `None` on overflow.
+fn level_span(level: &TileLevel<'_>, region: impl Iterator<Item = u64>) -> Option<(i128, i128)> {
+    let tile_elems = i128::from(product(level.tile_shape)?);
+    let mut grid = region
+        .zip(level.tile_shape.iter())
+        .map(|(n, t)| n.div_ceil(t.max(1)));
+    let (lo_t, hi_t) = match level.outer_strides {
+        Some(s) => stride_range(grid, s.iter())?,
+        None => {
+            let tiles = grid.try_fold(1u64, u64::checked_mul)?;
+            (0, i128::from(tiles).checked_sub(1)?)
+        }
+    };
+    let lo = lo_t.checked_mul(tile_elems)?;
+    let hi = hi_t
+        .checked_add(1)?
+        .checked_mul(tile_elems)?
+        .checked_sub(1)?;
+    Some((lo, hi))
+}
+
+pub(super) fn encode(levels: &[TileSpec<'_>], w: &mut Writer<'_>) {
+    for level in levels {
+        level.tile_shape.iter().for_each(|&t| w.u64(t));
+        w.u8(level.outer_layout);
+        w.u8(level.inner_layout);
+        w.zeros(2);
+        if let Some(s) = level.outer_strides {
+            s.iter().for_each(|&v| w.i64(v));
+        }
+        if let Some(s) = level.inner_strides {
+            s.iter().for_each(|&v| w.i64(v));
+        }
+    }
+}

@@ -1,0 +1,775 @@
+//! The hurray tensor descriptor: parse and validate in place
+//! ([`TensorView`]), encode ([`TensorDescriptor`]).
+//!
+//! # Contract
+//!
+//! * [`TensorView::parse`], [`TensorView::parse_prefix`] and
+//!   [`TensorView::parse_with`] accept **any** byte slice. They never panic,
+//!   never allocate, never read past the declared `descriptor_length`, and
+//!   return a [`DescriptorError`] naming the rule broken and the byte offset
+//!   of the field at fault.
+//! * They check every rule of `docs/spec/metadata.md` a reader can check
+//!   without the buffers' contents: the header, the codes, rank and layout
+//!   restrictions, every layout field, every buffer handle and their
+//!   colocation, the buffer count each layout and quantization scheme
+//!   needs, `byte_offset`, the byte extent the elements occupy against each
+//!   buffer's size (sub-byte and 6-bit types included), the quantization
+//!   scheme's parameters and parameter-buffer sizes, the shard box, the
+//!   statistics' ranges, the extension type and composite member sections,
+//!   and that `descriptor_length` equals the bytes the fields occupy.
+//!   Where a dimension is dynamic (`u64::MAX`) the size checks that need it
+//!   are skipped, as the spec forbids computing them.
+//! * After a parse returns `Ok`, every accessor of the [`TensorView`] is
+//!   infallible and panic-free.
+//! * The encoders only emit bytes the parser accepts (they parse their own
+//!   output), and encoding what a view describes reproduces its bytes.
+
+mod arrays;
+mod cursor;
+mod encode;
+mod extent;
+mod header;
+pub mod layout;
+mod section;
+
+pub use arrays::{Dims, Strides, Words};
+pub use encode::TensorDescriptor;
+pub use header::{
+    DESCRIPTOR_MAGIC, DYNAMIC, FixedHeader, Flags, HEADER_LEN, MAX_RANK, VERSION_MAJOR,
+    VERSION_MINOR,
+};
+pub use layout::{Layout, LayoutSpec};
+pub use section::ext_type::{ExtensionType, ExtensionTypeEntry};
+pub use section::member::MemberRole;
+pub use section::quantization::{NO_BUFFER, Quantization, Scheme};
+pub use section::shard::Shard;
+pub use section::statistics::{Statistics, StatisticsEntry};
+
+use zerocopy::little_endian::U64;
+
+use crate::element::{ElementType, Packing};
+use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::handle::BufferHandleEntry;
+use crate::table::BufferTable;
+
+use cursor::Reader;
+use extent::Ctx;
+use layout::Family;
+use section::quantization::QuantCtx;
+
+/// What a reader accepts beyond the format's public codes.
+///
+/// The default ([`ReadOptions::STRICT`]) refuses every private layout,
+/// quantization scheme and composition rule, as the spec requires of a
+/// reader with no out-of-band agreement. Private device tags, memory classes
+/// and element types are accepted (they are data: the element type carries
+/// its own size description), and reported as `Private(code)`.
+///
+/// ```
+/// use hurray_core::ReadOptions;
+/// const MINE: ReadOptions<'static> = ReadOptions::STRICT.with_extension_layouts(&[0x5EED]);
+/// assert_eq!(MINE.extension_layouts, &[0x5EED]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReadOptions<'o> {
+    /// Ids of private layouts (`0xF0`–`0xFE`) this reader understands.
+    pub extension_layouts: &'o [u64],
+    /// Accept private quantization schemes (carried as opaque bytes; their
+    /// parameter buffers cannot be checked).
+    pub private_schemes: bool,
+    /// Accept private composition rules on a composite head.
+    pub private_composition_rules: bool,
+}
+
+impl ReadOptions<'static> {
+    /// No private layout, scheme or composition rule.
+    pub const STRICT: Self = Self {
+        extension_layouts: &[],
+        private_schemes: false,
+        private_composition_rules: false,
+    };
+}
+
+impl Default for ReadOptions<'_> {
+    fn default() -> Self {
+        ReadOptions::STRICT
+    }
+}
+
+impl<'o> ReadOptions<'o> {
+    /// These options, also accepting the private layouts `ids`.
+    #[must_use]
+    pub const fn with_extension_layouts<'p>(self, ids: &'p [u64]) -> ReadOptions<'p> {
+        ReadOptions {
+            extension_layouts: ids,
+            private_schemes: self.private_schemes,
+            private_composition_rules: self.private_composition_rules,
+        }
+    }
+
+    /// These options, also accepting private quantization schemes.
+    #[must_use]
+    pub const fn with_private_schemes(mut self) -> Self {
+        self.private_schemes = true;
+        self
+    }
+
+    /// These options, also accepting private composition rules.
+    #[must_use]
+    pub const fn with_private_composition_rules(mut self) -> Self {
+        self.private_composition_rules = true;
+        self
+    }
+}
+
+/// A validated, zero-copy view of one tensor descriptor.
+///
+/// ```
+/// use hurray_core::{ElementType, Layout, TensorView};
+///
+/// // The 61-byte worked example of the format's metadata spec: row-major
+/// // float32 [3, 4], one 192-byte CPU buffer aligned to 64.
+/// let bytes = [
+///     b'H', b'R', b'R', b'Y', 1, 0, 61, 0, 0, 0, 0, 0, 0, 0, 0x03, 0x01, 2, 0, 0, 0,
+///     3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, // shape
+///     0, 0, 0, 0, 0, 0, 0, 0, // byte_offset
+///     1, // buffer_count
+///     192, 0, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0, // handle
+/// ];
+/// let view = TensorView::parse(&bytes)?;
+/// assert_eq!(view.element_type(), ElementType::Float32);
+/// assert!(view.shape().iter().eq([3, 4]));
+/// assert_eq!(view.layout(), Layout::RowMajor);
+/// assert_eq!(view.buffers().get(0).unwrap().byte_size(), 192);
+/// assert_eq!(view.element_count(), Some(12));
+/// # Ok::<(), hurray_core::DescriptorError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TensorView<'a> {
+    bytes: &'a [u8],
+    header: &'a FixedHeader,
+    element_type: ElementType,
+    packing: Packing,
+    shape: Dims<'a>,
+    byte_offset: u64,
+    layout: Layout<'a>,
+    buffers: BufferTable<'a>,
+    quantization: Option<Quantization<'a>>,
+    shard: Option<Shard<'a>>,
+    statistics: Option<Statistics>,
+    extension_type: Option<ExtensionType>,
+    member_role: Option<MemberRole>,
+}
+
+impl<'a> TensorView<'a> {
+    /// Parses and validates exactly one descriptor: `bytes` must be as long
+    /// as its `descriptor_length`.
+    ///
+    /// # Errors
+    /// The first rule the bytes break, with its offset; a longer input is
+    /// [`DescriptorErrorKind::TrailingBytes`].
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, DescriptorError> {
+        Self::parse_with(bytes, &ReadOptions::STRICT)
+    }
+
+    /// [`parse`](Self::parse) with reader options.
+    ///
+    /// # Errors
+    /// As [`parse`](Self::parse).
+    pub fn parse_with(bytes: &'a [u8], options: &ReadOptions<'_>) -> Result<Self, DescriptorError> {
+        let (view, rest) = Self::parse_prefix_with(bytes, options)?;
+        if !rest.is_empty() {
+            return Err(DescriptorError::new(
+                view.header.descriptor_length.get(),
+                DescriptorErrorKind::TrailingBytes {
+                    declared: view.header.descriptor_length.get(),
+                    available: bytes.len() as u64,
+                },
+            ));
+        }
+        Ok(view)
+    }
+
+    /// Parses the descriptor at the start of `bytes` (a stream) and returns
+    /// it with the bytes after it.
+    ///
+    /// # Errors
+    /// As [`parse`](Self::parse), but trailing bytes are not an error.
+    pub fn parse_prefix(bytes: &'a [u8]) -> Result<(Self, &'a [u8]), DescriptorError> {
+        Self::parse_prefix_with(bytes, &ReadOptions::STRICT)
+    }
+
+    /// [`parse_prefix`](Self::parse_prefix) with reader options.
+    ///
+    /// # Errors
+    /// As [`parse_prefix`](Self::parse_prefix).
+    pub fn parse_prefix_with(
+        bytes: &'a [u8],
+        options: &ReadOptions<'_>,
+    ) -> Result<(Self, &'a [u8]), DescriptorError> {
+        let at = |offset: usize, kind| {
+            #[allow(clippy::cast_possible_truncation)]
+            DescriptorError::new(offset as u32, kind)
+        };
+        let Some((head, _)) = bytes.split_at_checked(HEADER_LEN) else {
+            return Err(at(
+                0,
+                DescriptorErrorKind::Truncated {
+                    needed: HEADER_LEN as u64,
+                    available: bytes.len() as u64,
+                },
+            ));
+        };
+        let header = zerocopy::FromBytes::ref_from_bytes(head).map_err(|_| {
+            at(
+                0,
+                DescriptorErrorKind::Truncated {
+                    needed: 20,
+                    available: 0,
+                },
+            )
+        })?;
+        let header: &'a FixedHeader = header;
+        if header.magic != DESCRIPTOR_MAGIC {
+            return Err(at(0, DescriptorErrorKind::BadMagic(header.magic)));
+        }
+        if header.version_major != VERSION_MAJOR {
+            return Err(at(
+                4,
+                DescriptorErrorKind::UnsupportedVersion {
+                    major: header.version_major,
+                    minor: header.version_minor,
+                },
+            ));
+        }
+        let declared = header.descriptor_length.get();
+        if (declared as usize) < HEADER_LEN {
+            return Err(at(
+                6,
+                DescriptorErrorKind::LengthMismatch {
+                    declared,
+                    consumed: 20,
+                },
+            ));
+        }
+        let Some((desc, rest)) = bytes.split_at_checked(declared as usize) else {
+            return Err(at(
+                6,
+                DescriptorErrorKind::Truncated {
+                    needed: u64::from(declared),
+                    available: bytes.len() as u64,
+                },
+            ));
+        };
+        let view = Self::parse_body(desc, header, options)?;
+        Ok((view, rest))
+    }
+
+    /// Everything after the header checks; `desc` is exactly
+    /// `descriptor_length` bytes.
+    fn parse_body(
+        desc: &'a [u8],
+        header: &'a FixedHeader,
+        options: &ReadOptions<'_>,
+    ) -> Result<Self, DescriptorError> {
+        let mut r = Reader::new(desc);
+        r.bytes(HEADER_LEN)?;
+        let err = |offset: u32, kind| DescriptorError::new(offset, kind);
+
+        let raw_flags = header.flags.get();
+        let flags = Flags::from_bits(raw_flags).ok_or(err(
+            10,
+            DescriptorErrorKind::ReservedFlags(raw_flags & !Flags::DEFINED),
+        ))?;
+        let element_type = ElementType::from_code(header.type_tag).ok_or(err(
+            14,
+            DescriptorErrorKind::InvalidTypeTag(header.type_tag),
+        ))?;
+        let layout_tag = header.layout_tag;
+        if !layout::is_known_tag(layout_tag) {
+            return Err(err(15, DescriptorErrorKind::InvalidLayoutTag(layout_tag)));
+        }
+        let rank = header.rank.get();
+        if rank > MAX_RANK {
+            return Err(err(16, DescriptorErrorKind::RankTooLarge(rank)));
+        }
+        if element_type.is_private() != flags.contains(Flags::HAS_EXTENSION_TYPE) {
+            return Err(err(
+                10,
+                DescriptorErrorKind::ExtensionTypeMismatch {
+                    type_tag: header.type_tag,
+                    present: flags.contains(Flags::HAS_EXTENSION_TYPE),
+                },
+            ));
+        }
+
+        let shape = Dims::new(r.take_slice::<U64>(u64::from(rank))?);
+        let byte_offset_at = r.pos();
+        let byte_offset = r.u64()?;
+        let layout = Layout::parse(&mut r, layout_tag, shape, options.extension_layouts)?;
+        if let Layout::Composite(layout::CompositeHead {
+            rule: layout::CompositionRule::Private(code),
+            ..
+        }) = layout
+        {
+            if !options.private_composition_rules {
+                return Err(err(
+                    byte_offset_at.saturating_add(8),
+                    DescriptorErrorKind::PrivateCodeRefused {
+                        field: "composition_rule",
+                        code,
+                    },
+                ));
+            }
+        }
+
+        let table_at = r.pos();
+        let count = r.u8()?;
+        let entries = r.take_slice::<BufferHandleEntry>(u64::from(count))?;
+        let buffers = BufferTable::from_entries(entries).map_err(|e| {
+            err(
+                table_at.saturating_add(1).saturating_add(e.offset()),
+                e.kind(),
+            )
+        })?;
+
+        let quantization = if flags.contains(Flags::HAS_QUANTIZATION) {
+            let ctx = QuantCtx {
+                shape,
+                storage: element_type,
+                accept_private: options.private_schemes,
+            };
+            Some(Quantization::parse(&mut r, &ctx)?)
+        } else {
+            None
+        };
+        let shard = if flags.contains(Flags::HAS_SHARD) {
+            Some(Shard::parse(&mut r, shape)?)
+        } else {
+            None
+        };
+        let statistics_at = r.pos();
+        let statistics = if flags.contains(Flags::HAS_STATISTICS) {
+            Some(Statistics::parse(&mut r)?)
+        } else {
+            None
+        };
+        let extension_type = if flags.contains(Flags::HAS_EXTENSION_TYPE) {
+            Some(ExtensionType::parse(&mut r)?)
+        } else {
+            None
+        };
+        let member_role = if flags.contains(Flags::HAS_COMPOSITE_MEMBER) {
+            Some(MemberRole::parse(&mut r)?)
+        } else {
+            None
+        };
+
+        // A 1.0 descriptor is exactly its fields; a later minor version may
+        // append fields this reader skips.
+        let consumed = r.pos();
+        let declared = header.descriptor_length.get();
+        if header.version_minor == 0 && consumed != declared {
+            return Err(err(
+                6,
+                DescriptorErrorKind::LengthMismatch { declared, consumed },
+            ));
+        }
+
+        let packing = match (element_type.packing(), extension_type) {
+            (Some(p), _) => p,
+            (None, Some(ext)) => ext.packing(),
+            // A private type without its section was rejected above.
+            (None, None) => Packing::Bytes(1),
+        };
+        let view = Self {
+            bytes: desc,
+            header,
+            element_type,
+            packing,
+            shape,
+            byte_offset,
+            layout,
+            buffers,
+            quantization,
+            shard,
+            statistics,
+            extension_type,
+            member_role,
+        };
+        view.check_semantics(byte_offset_at, table_at, statistics_at)?;
+        Ok(view)
+    }
+
+    /// The rules that tie the parts together.
+    fn check_semantics(
+        &self,
+        byte_offset_at: u32,
+        table_at: u32,
+        statistics_at: u32,
+    ) -> Result<(), DescriptorError> {
+        let err = |offset: u32, kind| Err(DescriptorError::new(offset, kind));
+        let layout_tag = self.layout.tag();
+        let family = self.layout.family();
+        let not_allowed = |section| DescriptorErrorKind::SectionNotAllowed {
+            section,
+            layout_tag,
+        };
+        if family == Family::Virtual {
+            if self.quantization.is_some() {
+                return err(10, not_allowed("quantization"));
+            }
+            if self.member_role.is_some() {
+                return err(10, not_allowed("composite member"));
+            }
+        }
+        if self.shard.is_some() && matches!(self.layout, Layout::Csf(_) | Layout::BlockPaged(_)) {
+            return err(10, not_allowed("shard"));
+        }
+
+        // Buffer count: the layout's own buffers plus the distinct
+        // parameter buffers of the quantization scheme, which come after.
+        let rank = self.rank();
+        let own = self.layout.layout_buffers(rank);
+        let count = self.buffers.len();
+        #[allow(clippy::cast_possible_truncation)]
+        let found = count as u8; // at most 255 entries
+        let (scale, zero) = self
+            .quantization
+            .map_or((None, None), |q| q.scheme.parameter_buffers());
+        for index in [scale, zero].into_iter().flatten() {
+            if index < own || index as usize >= count {
+                return err(
+                    table_at,
+                    DescriptorErrorKind::ParameterBufferIndex {
+                        index,
+                        first: own,
+                        count: found,
+                    },
+                );
+            }
+        }
+        let params = match (scale, zero) {
+            (Some(s), Some(z)) if s != z => 2,
+            (Some(_), _) => 1,
+            _ => 0,
+        };
+        let private_scheme = matches!(
+            self.quantization.map(|q| q.scheme),
+            Some(Scheme::Private { .. })
+        );
+        let expected = own.saturating_add(params);
+        let count_ok = match family {
+            // Nothing is known of a private layout's or scheme's buffers
+            // beyond the layout's minimum.
+            Family::Extension => count >= 1,
+            _ if private_scheme => count >= own as usize,
+            _ => count == expected as usize,
+        };
+        if !count_ok {
+            return err(
+                table_at,
+                DescriptorErrorKind::BufferCount { expected, found },
+            );
+        }
+
+        // byte_offset.
+        if family != Family::Dense && family != Family::Extension {
+            if self.byte_offset != 0 {
+                return err(
+                    byte_offset_at,
+                    DescriptorErrorKind::ByteOffsetNotZero(self.byte_offset),
+                );
+            }
+        } else if let Some(data) = self.buffers.get(0) {
+            if self.byte_offset > data.byte_size() {
+                return err(
+                    byte_offset_at,
+                    DescriptorErrorKind::ByteOffsetOutOfRange {
+                        byte_offset: self.byte_offset,
+                        byte_size: data.byte_size(),
+                    },
+                );
+            }
+            let alignment = self.element_type.natural_alignment();
+            if !self.byte_offset.is_multiple_of(u64::from(alignment)) {
+                return err(
+                    byte_offset_at,
+                    DescriptorErrorKind::ByteOffsetMisaligned {
+                        byte_offset: self.byte_offset,
+                        alignment,
+                    },
+                );
+            }
+        }
+
+        // Statistics nnz against a sparse layout's.
+        let stats_nnz = self.statistics.and_then(|s| s.nnz());
+        if stats_nnz.is_some() && self.layout.nnz().is_some() && stats_nnz != self.layout.nnz() {
+            return err(
+                statistics_at.saturating_add(8),
+                DescriptorErrorKind::StatisticsInconsistent { field: "nnz" },
+            );
+        }
+
+        // Sizes: only for a shape with no dynamic dimension.
+        if self.is_dynamic() {
+            return Ok(());
+        }
+        let mut ctx = Ctx {
+            shape: self.shape,
+            packing: self.packing,
+            byte_offset: self.byte_offset,
+            buffers: self.buffers,
+            table_at,
+            padded_elements: None,
+        };
+        if let Some(q) = self.quantization {
+            ctx.padded_elements = self.check_parameters(&q, &ctx)?;
+        }
+        self.layout.check_buffers(&ctx)
+    }
+
+    /// Sizes of the quantization parameter buffers; returns the element
+    /// count including block padding where the scheme pads.
+    fn check_parameters(
+        &self,
+        q: &Quantization<'_>,
+        ctx: &Ctx<'_>,
+    ) -> Result<Option<u64>, DescriptorError> {
+        let s = &q.scheme;
+        let overflow = ctx.err(
+            0,
+            DescriptorErrorKind::Overflow {
+                what: "quantization parameter count",
+            },
+        );
+        let (scale, zero) = s.parameter_buffers();
+        let Some(scale) = scale else {
+            return Ok(None);
+        };
+        #[allow(clippy::cast_possible_truncation)]
+        let (scale, zero) = (scale as u8, zero.map(|z| z as u8)); // < count <= 255
+        let mut padded = None;
+        let entries = match (*s, self.layout) {
+            (Scheme::PerChannel { axis: 0, .. }, Layout::BlockPaged(_)) => {
+                return Err(ctx.err(
+                    scale,
+                    DescriptorErrorKind::InvalidValue {
+                        field: "axis",
+                        value: 0,
+                    },
+                ));
+            }
+            (Scheme::PerChannel { axis, .. }, _) => ctx.shape.get(axis as usize).ok_or(overflow)?,
+            (_, Layout::BlockPaged(b)) => {
+                // Per-page-slot parameters, paged through the block table.
+                let (axis, block) = s.blocks().unwrap_or((0, 0));
+                if axis != 0 || block != b.page_size {
+                    return Err(ctx.err(
+                        scale,
+                        DescriptorErrorKind::InvalidValue {
+                            field: "block_size",
+                            value: u64::from(block),
+                        },
+                    ));
+                }
+                b.slots().ok_or(overflow)?
+            }
+            _ => {
+                let (axis, k) = s.blocks().ok_or(overflow)?;
+                let along = ctx.shape.get(axis as usize).ok_or(overflow)?;
+                let per_axis = along.div_ceil(u64::from(k.max(1)));
+                let others = ctx
+                    .shape
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| i != axis as usize)
+                    .try_fold(1u64, |acc, (_, n)| acc.checked_mul(n))
+                    .ok_or(overflow)?;
+                let blocks = per_axis.checked_mul(others).ok_or(overflow)?;
+                if s.pads_blocks() && matches!(self.layout, Layout::RowMajor | Layout::ColumnMajor)
+                {
+                    padded = Some(blocks.checked_mul(u64::from(k)).ok_or(overflow)?);
+                }
+                blocks
+            }
+        };
+        let scale_bytes = ctx.array_bytes(scale, entries, s.scale_width())?;
+        match zero {
+            Some(z) if z == scale => {
+                let zero_bytes = ctx.array_bytes(z, entries, 4)?;
+                ctx.exactly(scale, scale_bytes.checked_add(zero_bytes).ok_or(overflow)?)?;
+            }
+            Some(z) => {
+                ctx.exactly(scale, scale_bytes)?;
+                ctx.exactly(z, ctx.array_bytes(z, entries, 4)?)?;
+            }
+            None => ctx.exactly(scale, scale_bytes)?,
+        }
+        Ok(padded)
+    }
+
+    /// The descriptor's bytes (exactly `descriptor_length` long).
+    #[must_use]
+    pub const fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The fixed header as it lies on the wire.
+    #[must_use]
+    pub const fn header(&self) -> &'a FixedHeader {
+        self.header
+    }
+
+    /// `(version_major, version_minor)`.
+    #[must_use]
+    pub const fn version(&self) -> (u8, u8) {
+        (self.header.version_major, self.header.version_minor)
+    }
+
+    /// The flag word.
+    #[must_use]
+    pub const fn flags(&self) -> Flags {
+        // Validated at parse: no reserved bit is set.
+        match Flags::from_bits(self.header.flags.get()) {
+            Some(f) => f,
+            None => Flags::EMPTY,
+        }
+    }
+
+    /// The element (storage) type.
+    #[must_use]
+    pub const fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+
+    /// How elements are packed (from the extension type section for a
+    /// private type).
+    #[must_use]
+    pub const fn packing(&self) -> Packing {
+        self.packing
+    }
+
+    /// Number of dimensions.
+    #[must_use]
+    pub const fn rank(&self) -> u32 {
+        self.header.rank.get()
+    }
+
+    /// The shape (`u64::MAX` marks a dynamic dimension).
+    #[must_use]
+    pub const fn shape(&self) -> Dims<'a> {
+        self.shape
+    }
+
+    /// Whether any dimension is dynamic.
+    #[must_use]
+    pub fn is_dynamic(&self) -> bool {
+        self.shape.iter().any(|n| n == DYNAMIC)
+    }
+
+    /// Product of the shape; `None` when a dimension is dynamic (or the
+    /// product overflows).
+    #[must_use]
+    pub fn element_count(&self) -> Option<u64> {
+        if self.is_dynamic() {
+            return None;
+        }
+        self.shape.iter().try_fold(1u64, u64::checked_mul)
+    }
+
+    /// Byte offset of element `[0, …, 0]` in buffer 0 (0 for non-dense
+    /// layouts).
+    #[must_use]
+    pub const fn byte_offset(&self) -> u64 {
+        self.byte_offset
+    }
+
+    /// The layout and its fields.
+    #[must_use]
+    pub const fn layout(&self) -> Layout<'a> {
+        self.layout
+    }
+
+    /// The validated buffer table.
+    #[must_use]
+    pub const fn buffers(&self) -> BufferTable<'a> {
+        self.buffers
+    }
+
+    /// The quantization section, if present.
+    #[must_use]
+    pub const fn quantization(&self) -> Option<Quantization<'a>> {
+        self.quantization
+    }
+
+    /// The shard section, if present.
+    #[must_use]
+    pub const fn shard(&self) -> Option<Shard<'a>> {
+        self.shard
+    }
+
+    /// The statistics section, if present.
+    #[must_use]
+    pub const fn statistics(&self) -> Option<Statistics> {
+        self.statistics
+    }
+
+    /// The extension type section, if present.
+    #[must_use]
+    pub const fn extension_type(&self) -> Option<ExtensionType> {
+        self.extension_type
+    }
+
+    /// The composite member role, if present.
+    #[must_use]
+    pub const fn member_role(&self) -> Option<MemberRole> {
+        self.member_role
+    }
+
+    /// The strides of a row-major, column-major or strided tensor in
+    /// elements, written into `out`; `None` for other layouts, a shape with
+    /// a dynamic dimension, an `out` shorter than the rank, or a row- or
+    /// column-major stride that does not fit an `i64`.
+    ///
+    /// ```
+    /// # use hurray_core::{BufferHandle, DeviceTag, ElementType, TensorDescriptor, TensorView};
+    /// let buffers = [BufferHandle::empty(DeviceTag::Cpu)];
+    /// let desc = TensorDescriptor::column_major(ElementType::Int8, &[0, 3, 4], &buffers);
+    /// let mut bytes = [0u8; 128];
+    /// let n = desc.encode(&mut bytes).unwrap();
+    /// let view = TensorView::parse(&bytes[..n]).unwrap();
+    /// let mut strides = [0i64; 3];
+    /// assert_eq!(view.strides(&mut strides), Some(&[1, 0, 0][..]));
+    /// ```
+    pub fn strides<'o>(&self, out: &'o mut [i64]) -> Option<&'o [i64]> {
+        let rank = self.shape.len();
+        let out = out.get_mut(..rank)?;
+        match self.layout {
+            Layout::Strided(s) => {
+                s.copy_to(out)?;
+            }
+            Layout::RowMajor | Layout::ColumnMajor => {
+                if self.is_dynamic() {
+                    return None;
+                }
+                let mut acc = 1i64;
+                let order: &mut dyn Iterator<Item = usize> = if self.layout == Layout::RowMajor {
+                    &mut (0..rank).rev()
+                } else {
+                    &mut (0..rank)
+                };
+                for axis in order {
+                    let slot = out.get_mut(axis)?;
+                    *slot = acc;
+                    let n = i64::try_from(self.shape.get(axis)?).ok()?;
+                    acc = acc.checked_mul(n)?;
+                }
+            }
+            _ => return None,
+        }
+        Some(out)
+    }
+}

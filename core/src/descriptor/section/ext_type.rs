@@ -1,0 +1,252 @@
+//! Extension type section (20 bytes): how a private element type
+//! (`0xF0`–`0xFE`) is stored, so a reader can size its buffers.
+//!
+//! | Offset | Field |
+//! |---:|---|
+//! | 0 | `bit_width: uint32` (> 0) |
+//! | 4 | `packing_factor: uint8` |
+//! | 5 | `is_float`, 6 `is_signed: uint8` (0 or 1) |
+//! | 7 | `sign_bits`, 8 `exponent_bits`, 9 `mantissa_bits: uint8` |
+//! | 10 | `_reserved: uint8[2]` |
+//! | 12 | `exponent_bias: uint32` |
+//! | 16 | `has_nan`, 17 `has_inf: uint8` (0 or 1) |
+//! | 18 | `_reserved2: uint8[2]` |
+//!
+//! Widths below 8 are 1, 2 or 4 bits with `packing_factor = 8 / bit_width`;
+//! wider types have `packing_factor = 1` and (stricter than the format's
+//! reference reader) a whole number of bytes. Integer types carry no
+//! floating-point fields; a float type is unsigned-integer-free
+//! (`is_signed = 0`) with at most one sign bit.
+
+use static_assertions::assert_eq_size;
+use zerocopy::little_endian::U32;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use crate::element::Packing;
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::cursor::{Reader, Writer};
+
+/// The extension type section as it lies on the wire.
+#[derive(
+    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq, Hash,
+)]
+#[repr(C)]
+pub struct ExtensionTypeEntry {
+    /// Bits per element.
+    pub bit_width: U32,
+    /// Elements per byte.
+    pub packing_factor: u8,
+    /// 1 for a floating-point type.
+    pub is_float: u8,
+    /// 1 for a signed integer type.
+    pub is_signed: u8,
+    /// Sign bits of a float.
+    pub sign_bits: u8,
+    /// Exponent bits of a float.
+    pub exponent_bits: u8,
+    /// Mantissa bits of a float.
+    pub mantissa_bits: u8,
+    /// Reserved, zero.
+    pub reserved: [u8; 2],
+    /// Exponent bias of a float.
+    pub exponent_bias: U32,
+    /// 1 if NaN is representable.
+    pub has_nan: u8,
+    /// 1 if infinity is representable.
+    pub has_inf: u8,
+    /// Reserved, zero.
+    pub reserved2: [u8; 2],
+}
+assert_eq_size!(ExtensionTypeEntry, [u8; 20]);
+
+/// A validated description of a private element type.
+///
+/// ```
+/// use hurray_core::ExtensionType;
+/// let t = ExtensionType::integer(4, true);
+/// assert_eq!(t.bit_width(), 4);
+/// assert_eq!(t.packing(), hurray_core::Packing::Bits(4));
+/// let f = ExtensionType::float(8, 1, 4, 3, 7, true, false);
+/// assert_eq!(f.packing(), hurray_core::Packing::Bytes(1));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ExtensionType {
+    raw: ExtensionTypeEntry,
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for ExtensionType {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "ExtensionType {{ bit_width: {=u32}, float: {=bool} }}",
+            self.bit_width(),
+            self.is_float()
+        );
+    }
+}
+
+impl ExtensionType {
+    const fn raw(bit_width: u32) -> ExtensionTypeEntry {
+        ExtensionTypeEntry {
+            bit_width: U32::new(bit_width),
+            packing_factor: match bit_width {
+                1 => 8,
+                2 => 4,
+                4 => 2,
+                _ => 1,
+            },
+            is_float: 0,
+            is_signed: 0,
+            sign_bits: 0,
+            exponent_bits: 0,
+            mantissa_bits: 0,
+            reserved: [0; 2],
+            exponent_bias: U32::new(0),
+            has_nan: 0,
+            has_inf: 0,
+            reserved2: [0; 2],
+        }
+    }
+
+    /// An integer type of `bit_width` bits (1, 2, 4, or a multiple of 8).
+    #[must_use]
+    pub const fn integer(bit_width: u32, signed: bool) -> Self {
+        let mut raw = Self::raw(bit_width);
+        raw.is_signed = signed as u8;
+        Self { raw }
+    }
+
+    /// A floating-point type.
+    #[must_use]
+    pub const fn float(
+        bit_width: u32,
+        sign_bits: u8,
+        exponent_bits: u8,
+        mantissa_bits: u8,
+        exponent_bias: u32,
+        has_nan: bool,
+        has_inf: bool,
+    ) -> Self {
+        let mut raw = Self::raw(bit_width);
+        raw.is_float = 1;
+        raw.sign_bits = sign_bits;
+        raw.exponent_bits = exponent_bits;
+        raw.mantissa_bits = mantissa_bits;
+        raw.exponent_bias = U32::new(exponent_bias);
+        raw.has_nan = has_nan as u8;
+        raw.has_inf = has_inf as u8;
+        Self { raw }
+    }
+
+    /// Bits per element.
+    #[must_use]
+    pub const fn bit_width(&self) -> u32 {
+        self.raw.bit_width.get()
+    }
+
+    /// Whether the type is floating-point.
+    #[must_use]
+    pub const fn is_float(&self) -> bool {
+        self.raw.is_float == 1
+    }
+
+    /// Whether the type is a signed integer.
+    #[must_use]
+    pub const fn is_signed(&self) -> bool {
+        self.raw.is_signed == 1
+    }
+
+    /// The wire form.
+    #[must_use]
+    pub const fn entry(&self) -> &ExtensionTypeEntry {
+        &self.raw
+    }
+
+    /// How elements are packed.
+    #[must_use]
+    pub const fn packing(&self) -> Packing {
+        let bw = self.bit_width();
+        if bw >= 8 {
+            Packing::Bytes(bw / 8)
+        } else {
+            #[allow(clippy::cast_possible_truncation)]
+            Packing::Bits(bw as u8)
+        }
+    }
+
+    pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+        let at = r.pos();
+        let raw = *r.take::<ExtensionTypeEntry>()?;
+        let invalid = |off: u32, field, value: u64| {
+            Err(DescriptorError::new(
+                at.saturating_add(off),
+                DescriptorErrorKind::InvalidValue { field, value },
+            ))
+        };
+        let bw = raw.bit_width.get();
+        let pf = raw.packing_factor;
+        let width_ok = match bw {
+            1 | 2 | 4 => true,
+            _ => bw >= 8 && bw % 8 == 0,
+        };
+        if !width_ok {
+            return invalid(0, "bit_width", u64::from(bw));
+        }
+        let expected_pf = match bw {
+            1 => 8,
+            2 => 4,
+            4 => 2,
+            _ => 1,
+        };
+        if u32::from(pf) != expected_pf {
+            return invalid(4, "packing_factor", u64::from(pf));
+        }
+        for (off, field, v) in [
+            (5, "is_float", raw.is_float),
+            (6, "is_signed", raw.is_signed),
+            (16, "has_nan", raw.has_nan),
+            (17, "has_inf", raw.has_inf),
+        ] {
+            if v > 1 {
+                return invalid(off, field, u64::from(v));
+            }
+        }
+        if raw.reserved != [0; 2] || raw.reserved2 != [0; 2] {
+            let off = if raw.reserved != [0; 2] { 10 } else { 18 };
+            return Err(DescriptorError::new(
+                at.saturating_add(off),
+                DescriptorErrorKind::ReservedNonZero {
+                    field: "extension_type._reserved",
+                },
+            ));
+        }
+        if raw.is_float == 1 {
+            if raw.is_signed != 0 {
+                return invalid(6, "is_signed", u64::from(raw.is_signed));
+            }
+            if raw.sign_bits > 1 {
+                return invalid(7, "sign_bits", u64::from(raw.sign_bits));
+            }
+        } else {
+            for (off, field, v) in [
+                (7, "sign_bits", u64::from(raw.sign_bits)),
+                (8, "exponent_bits", u64::from(raw.exponent_bits)),
+                (9, "mantissa_bits", u64::from(raw.mantissa_bits)),
+                (12, "exponent_bias", u64::from(raw.exponent_bias.get())),
+                (16, "has_nan", u64::from(raw.has_nan)),
+                (17, "has_inf", u64::from(raw.has_inf)),
+            ] {
+                if v != 0 {
+                    return invalid(off, field, v);
+                }
+            }
+        }
+        Ok(Self { raw })
+    }
+
+    pub(crate) fn encode(&self, w: &mut Writer<'_>) {
+        w.value(&self.raw);
+    }
+}

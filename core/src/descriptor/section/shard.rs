@@ -1,0 +1,70 @@
+//! Shard section: `parent_shape: uint64[rank]`, `shard_offset: uint64[rank]`.
+//! Every `shard_offset[k] + shape[k] <= parent_shape[k]`; no value may be the
+//! dynamic sentinel.
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::arrays::Dims;
+use super::super::cursor::{Reader, Writer};
+
+/// Where a shard sits in its parent tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Shard<'a> {
+    /// Shape of the whole (parent) tensor.
+    pub parent_shape: Dims<'a>,
+    /// Index of this shard's first element in the parent, per dimension.
+    pub shard_offset: Dims<'a>,
+}
+
+impl<'a> Shard<'a> {
+    pub(crate) fn parse(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Self, DescriptorError> {
+        let rank = shape.len() as u64;
+        let at = r.pos();
+        let parent_shape = Dims::new(r.take_slice(rank)?);
+        let shard_offset = Dims::new(r.take_slice(rank)?);
+        let dynamic = |field, k: usize, base: u32| {
+            #[allow(clippy::cast_possible_truncation)]
+            let axis = k as u32;
+            DescriptorError::new(
+                base.saturating_add(axis.saturating_mul(8)),
+                DescriptorErrorKind::DynamicDimension { field, axis },
+            )
+        };
+        #[allow(clippy::cast_possible_truncation)]
+        let offsets_at = at.saturating_add((rank as u32).saturating_mul(8));
+        for (k, ((n, p), o)) in shape
+            .iter()
+            .zip(parent_shape.iter())
+            .zip(shard_offset.iter())
+            .enumerate()
+        {
+            if n == crate::DYNAMIC {
+                return Err(dynamic("shape", k, 20));
+            }
+            if p == crate::DYNAMIC {
+                return Err(dynamic("parent_shape", k, at));
+            }
+            if o == crate::DYNAMIC {
+                return Err(dynamic("shard_offset", k, offsets_at));
+            }
+            if o.checked_add(n).is_none_or(|end| end > p) {
+                #[allow(clippy::cast_possible_truncation)]
+                let axis = k as u32;
+                return Err(DescriptorError::new(
+                    offsets_at.saturating_add(axis.saturating_mul(8)),
+                    DescriptorErrorKind::ShardOutOfBounds { axis },
+                ));
+            }
+        }
+        Ok(Self {
+            parent_shape,
+            shard_offset,
+        })
+    }
+}
+
+pub(crate) fn encode(parent_shape: &[u64], shard_offset: &[u64], w: &mut Writer<'_>) {
+    parent_shape.iter().for_each(|&v| w.u64(v));
+    shard_offset.iter().for_each(|&v| w.u64(v));
+}

@@ -1,0 +1,301 @@
+//! Statistics section (72 bytes): advisory summaries of the data, each group
+//! valid only when its bit of `computed_mask` is set.
+//!
+//! | Offset | Field | Mask bit |
+//! |---:|---|---|
+//! | 0 | `computed_mask: uint32` | bits 6–31 reserved |
+//! | 4 | `_reserved: uint32` | |
+//! | 8 | `nnz: uint64` | 0 |
+//! | 16 | `sparsity_ratio: float64` | 1 |
+//! | 24 | `value_min`, 32 `value_max`, 40 `value_abs_max: float64` | 2 |
+//! | 48 | `value_mean`, 56 `value_stddev: float64` | 3 |
+//! | 64 | `nm_n`, 65 `nm_m: uint8` | 4 |
+//! | 66 | `has_nan`, 67 `has_inf: uint8` | 5 |
+//! | 68 | `_reserved2: uint8[4]` | |
+//!
+//! A reader checks every valid group against the spec's ranges (ratio in
+//! `[0, 1]`, `stddev >= 0`, `nm_n <= nm_m`, flags 0 or 1, `min <= max`,
+//! `abs_max = max(|min|, |max|)`) and `nnz` against a sparse layout's own.
+//! Fields whose bit is clear are carried untouched, so re-encoding is exact.
+
+use static_assertions::assert_eq_size;
+use zerocopy::little_endian::{F64, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::super::cursor::{Reader, Writer};
+
+/// The statistics section as it lies on the wire.
+#[derive(
+    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq,
+)]
+#[repr(C)]
+pub struct StatisticsEntry {
+    /// Validity bits.
+    pub computed_mask: U32,
+    /// Reserved, zero.
+    pub reserved: U32,
+    /// Non-zero count.
+    pub nnz: U64,
+    /// Fraction of zeros.
+    pub sparsity_ratio: F64,
+    /// Smallest value.
+    pub value_min: F64,
+    /// Largest value.
+    pub value_max: F64,
+    /// Largest magnitude.
+    pub value_abs_max: F64,
+    /// Mean.
+    pub value_mean: F64,
+    /// Population standard deviation.
+    pub value_stddev: F64,
+    /// N of N:M structured sparsity.
+    pub nm_n: u8,
+    /// M of N:M structured sparsity.
+    pub nm_m: u8,
+    /// 1 if a NaN is present.
+    pub has_nan: u8,
+    /// 1 if an infinity is present.
+    pub has_inf: u8,
+    /// Reserved, zero.
+    pub reserved2: [u8; 4],
+}
+assert_eq_size!(StatisticsEntry, [u8; 72]);
+
+/// Advisory statistics of a tensor's values. Getters return `None` for a
+/// group whose mask bit is clear.
+///
+/// ```
+/// use hurray_core::Statistics;
+/// let s = Statistics::new().with_nnz(12).with_value_range(-1.0, 3.0);
+/// assert_eq!(s.nnz(), Some(12));
+/// assert_eq!(s.value_range(), Some((-1.0, 3.0, 3.0)));
+/// assert_eq!(s.value_stats(), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Statistics {
+    raw: StatisticsEntry,
+}
+
+/// `computed_mask` bits.
+mod bit {
+    pub(super) const NNZ: u32 = 1 << 0;
+    pub(super) const SPARSITY: u32 = 1 << 1;
+    pub(super) const RANGE: u32 = 1 << 2;
+    pub(super) const STATS: u32 = 1 << 3;
+    pub(super) const NM: u32 = 1 << 4;
+    pub(super) const NAN_INF: u32 = 1 << 5;
+    pub(super) const DEFINED: u32 = 0b11_1111;
+}
+
+impl Default for Statistics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Statistics {
+    /// No statistic known.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            raw: StatisticsEntry {
+                computed_mask: U32::new(0),
+                reserved: U32::new(0),
+                nnz: U64::new(0),
+                sparsity_ratio: F64::new(0.0),
+                value_min: F64::new(0.0),
+                value_max: F64::new(0.0),
+                value_abs_max: F64::new(0.0),
+                value_mean: F64::new(0.0),
+                value_stddev: F64::new(0.0),
+                nm_n: 0,
+                nm_m: 0,
+                has_nan: 0,
+                has_inf: 0,
+                reserved2: [0; 4],
+            },
+        }
+    }
+
+    const fn has(&self, b: u32) -> bool {
+        self.raw.computed_mask.get() & b != 0
+    }
+
+    const fn set(mut self, b: u32) -> Self {
+        self.raw.computed_mask = U32::new(self.raw.computed_mask.get() | b);
+        self
+    }
+
+    /// The raw `computed_mask`.
+    #[must_use]
+    pub const fn mask(&self) -> u32 {
+        self.raw.computed_mask.get()
+    }
+
+    /// The wire form.
+    #[must_use]
+    pub const fn entry(&self) -> &StatisticsEntry {
+        &self.raw
+    }
+
+    /// Non-zero element count.
+    #[must_use]
+    pub const fn nnz(&self) -> Option<u64> {
+        if self.has(bit::NNZ) {
+            Some(self.raw.nnz.get())
+        } else {
+            None
+        }
+    }
+
+    /// Fraction of zero elements, in `[0, 1]`.
+    #[must_use]
+    pub fn sparsity_ratio(&self) -> Option<f64> {
+        self.has(bit::SPARSITY)
+            .then(|| self.raw.sparsity_ratio.get())
+    }
+
+    /// `(min, max, abs_max)`.
+    #[must_use]
+    pub fn value_range(&self) -> Option<(f64, f64, f64)> {
+        self.has(bit::RANGE).then(|| {
+            (
+                self.raw.value_min.get(),
+                self.raw.value_max.get(),
+                self.raw.value_abs_max.get(),
+            )
+        })
+    }
+
+    /// `(mean, stddev)`.
+    #[must_use]
+    pub fn value_stats(&self) -> Option<(f64, f64)> {
+        self.has(bit::STATS)
+            .then(|| (self.raw.value_mean.get(), self.raw.value_stddev.get()))
+    }
+
+    /// `(n, m)` of N:M structured sparsity.
+    #[must_use]
+    pub const fn nm_sparsity(&self) -> Option<(u8, u8)> {
+        if self.has(bit::NM) {
+            Some((self.raw.nm_n, self.raw.nm_m))
+        } else {
+            None
+        }
+    }
+
+    /// `(has_nan, has_inf)`.
+    #[must_use]
+    pub const fn nan_inf(&self) -> Option<(bool, bool)> {
+        if self.has(bit::NAN_INF) {
+            Some((self.raw.has_nan == 1, self.raw.has_inf == 1))
+        } else {
+            None
+        }
+    }
+
+    /// With a known non-zero count.
+    #[must_use]
+    pub const fn with_nnz(mut self, nnz: u64) -> Self {
+        self.raw.nnz = U64::new(nnz);
+        self.set(bit::NNZ)
+    }
+
+    /// With a known sparsity ratio.
+    #[must_use]
+    pub const fn with_sparsity_ratio(mut self, ratio: f64) -> Self {
+        self.raw.sparsity_ratio = F64::new(ratio);
+        self.set(bit::SPARSITY)
+    }
+
+    /// With a known value range; `abs_max` is derived.
+    #[must_use]
+    pub const fn with_value_range(mut self, min: f64, max: f64) -> Self {
+        self.raw.value_min = F64::new(min);
+        self.raw.value_max = F64::new(max);
+        self.raw.value_abs_max = F64::new(min.abs().max(max.abs()));
+        self.set(bit::RANGE)
+    }
+
+    /// With a known mean and standard deviation.
+    #[must_use]
+    pub const fn with_value_stats(mut self, mean: f64, stddev: f64) -> Self {
+        self.raw.value_mean = F64::new(mean);
+        self.raw.value_stddev = F64::new(stddev);
+        self.set(bit::STATS)
+    }
+
+    /// With a known N:M structured sparsity.
+    #[must_use]
+    pub const fn with_nm_sparsity(mut self, n: u8, m: u8) -> Self {
+        self.raw.nm_n = n;
+        self.raw.nm_m = m;
+        self.set(bit::NM)
+    }
+
+    /// With known NaN/infinity presence.
+    #[must_use]
+    pub const fn with_nan_inf(mut self, has_nan: bool, has_inf: bool) -> Self {
+        self.raw.has_nan = has_nan as u8;
+        self.raw.has_inf = has_inf as u8;
+        self.set(bit::NAN_INF)
+    }
+
+    pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+        let at = r.pos();
+        let raw = *r.take::<StatisticsEntry>()?;
+        let s = Self { raw };
+        let fail = |off: u32, kind| Err(DescriptorError::new(at.saturating_add(off), kind));
+        let inconsistent = |field| DescriptorErrorKind::StatisticsInconsistent { field };
+        if s.mask() & !bit::DEFINED != 0 {
+            return fail(
+                0,
+                DescriptorErrorKind::ReservedFlags(s.mask() & !bit::DEFINED),
+            );
+        }
+        if raw.reserved.get() != 0 {
+            return fail(
+                4,
+                DescriptorErrorKind::ReservedNonZero {
+                    field: "statistics._reserved",
+                },
+            );
+        }
+        if raw.reserved2 != [0; 4] {
+            return fail(
+                68,
+                DescriptorErrorKind::ReservedNonZero {
+                    field: "statistics._reserved2",
+                },
+            );
+        }
+        if s.sparsity_ratio()
+            .is_some_and(|ratio| !(0.0..=1.0).contains(&ratio))
+        {
+            return fail(16, inconsistent("sparsity_ratio"));
+        }
+        if s.value_range()
+            .is_some_and(|(min, max, abs)| !(min <= max && abs == min.abs().max(max.abs())))
+        {
+            return fail(24, inconsistent("value_range"));
+        }
+        if s.value_stats()
+            .is_some_and(|(_, stddev)| stddev.is_nan() || stddev < 0.0)
+        {
+            return fail(56, inconsistent("value_stddev"));
+        }
+        if s.nm_sparsity().is_some_and(|(n, m)| n > m) {
+            return fail(64, inconsistent("nm_n"));
+        }
+        if s.has(bit::NAN_INF) && (raw.has_nan > 1 || raw.has_inf > 1) {
+            return fail(66, inconsistent("has_nan"));
+        }
+        Ok(s)
+    }
+
+    pub(crate) fn encode(&self, w: &mut Writer<'_>) {
+        w.value(&self.raw);
+    }
+}

@@ -1,0 +1,402 @@
+//! Element types (`type_tag`, byte 14 of the descriptor header) and how many
+//! bytes a run of elements occupies (`docs/spec/element-types.md`).
+//!
+//! Every size computation here is checked: an element count whose byte size
+//! does not fit a `u64` returns `None`, never wraps.
+
+/// A tensor's element type.
+///
+/// Tier 1 types (`0x01`–`0x3F`) and Tier 2 types (`0x40`–`0x7F`) are the
+/// spec's tables; `0x00`, `0x47`, every other unassigned code and `0xFF` are
+/// rejected. `0xF0`–`0xFE` are implementation-private ([`ElementType::Private`]):
+/// their bit width comes from the descriptor's extension type section.
+///
+/// ```
+/// use hurray_core::ElementType;
+/// assert_eq!(ElementType::Float32.code(), 0x03);
+/// assert_eq!(ElementType::from_code(0x48), Some(ElementType::Int4));
+/// assert_eq!(ElementType::from_code(0x47), None); // reserved
+/// assert_eq!(ElementType::Bool.bits(), Some(1));
+/// assert_eq!(ElementType::Float6E2M3.storage_bytes(5), Some(6)); // two 3-byte groups
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ElementType {
+    /// IEEE 754 binary16 (`0x01`).
+    Float16,
+    /// bfloat16 (`0x02`).
+    BFloat16,
+    /// IEEE 754 binary32 (`0x03`).
+    Float32,
+    /// IEEE 754 binary64 (`0x04`).
+    Float64,
+    /// Signed 8-bit integer (`0x10`).
+    Int8,
+    /// Unsigned 8-bit integer (`0x11`).
+    UInt8,
+    /// Signed 16-bit integer (`0x12`).
+    Int16,
+    /// Unsigned 16-bit integer (`0x13`).
+    UInt16,
+    /// Signed 32-bit integer (`0x14`).
+    Int32,
+    /// Unsigned 32-bit integer (`0x15`).
+    UInt32,
+    /// Signed 64-bit integer (`0x16`).
+    Int64,
+    /// Unsigned 64-bit integer (`0x17`).
+    UInt64,
+    /// Boolean, one bit, packed 8 per byte LSB first (`0x20`).
+    Bool,
+    /// OCP FP8 E4M3 (no infinities) (`0x40`).
+    Float8E4M3,
+    /// OCP FP8 E5M2 (`0x41`).
+    Float8E5M2,
+    /// Exponent-only scale E8M0 (`0x42`).
+    Float8E8M0,
+    /// OCP MX FP4 E2M1, packed 2 per byte (`0x43`).
+    Float4E2M1,
+    /// OCP MX FP6 E2M3, 4 elements per 3 bytes (`0x44`).
+    Float6E2M3,
+    /// OCP MX FP6 E3M2, 4 elements per 3 bytes (`0x45`).
+    Float6E3M2,
+    /// IEEE 754 binary128 (`0x46`).
+    Float128,
+    /// Signed 4-bit integer, packed 2 per byte (`0x48`).
+    Int4,
+    /// Unsigned 4-bit integer, packed 2 per byte (`0x49`).
+    UInt4,
+    /// Signed 2-bit integer, packed 4 per byte (`0x4A`).
+    Int2,
+    /// Unsigned 2-bit integer, packed 4 per byte (`0x4B`).
+    UInt2,
+    /// Two binary32 values, real then imaginary (`0x50`).
+    Complex64,
+    /// Two binary64 values, real then imaginary (`0x51`).
+    Complex128,
+    /// An implementation-private type `0xF0`–`0xFE`, described by the
+    /// descriptor's extension type section.
+    Private(u8),
+}
+
+/// How elements of a type are laid out in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Packing {
+    /// Whole bytes per element (1 to 16 for the built-in types; any
+    /// positive count for an extension type).
+    Bytes(u32),
+    /// Several elements per byte, LSB first: the element width in bits
+    /// (1, 2 or 4).
+    Bits(u8),
+    /// Four 6-bit elements per 3-byte group (`float6_*`), addressed by group.
+    SixBitGroups,
+}
+
+impl Packing {
+    /// Bytes needed to store `n` contiguous elements; `None` on overflow.
+    ///
+    /// ```
+    /// use hurray_core::Packing;
+    /// assert_eq!(Packing::Bytes(4).bytes_for(3), Some(12));
+    /// assert_eq!(Packing::Bits(1).bytes_for(10), Some(2));
+    /// assert_eq!(Packing::Bits(4).bytes_for(3), Some(2));
+    /// assert_eq!(Packing::SixBitGroups.bytes_for(5), Some(6));
+    /// assert_eq!(Packing::Bytes(8).bytes_for(u64::MAX), None);
+    /// ```
+    #[must_use]
+    #[inline]
+    pub const fn bytes_for(self, n: u64) -> Option<u64> {
+        match self {
+            Self::Bytes(w) => n.checked_mul(w as u64),
+            Self::Bits(bits) => {
+                // bits is 1, 2 or 4 for every value this crate builds; a zero
+                // from a hand-built value is refused rather than divided by.
+                if bits == 0 || bits > 8 {
+                    return None;
+                }
+                // 1..=8 elements per byte.
+                let per_byte = match 8u8.checked_div(bits) {
+                    Some(p) => p as u64,
+                    None => return None,
+                };
+                Some(n.div_ceil(per_byte))
+            }
+            Self::SixBitGroups => n.div_ceil(4).checked_mul(3),
+        }
+    }
+
+    /// The half-open byte range, relative to `byte_offset`, that elements
+    /// with linear offsets `first ..= last` touch (offsets may be negative,
+    /// for strided layouts); `None` if it does not fit an `i128`.
+    #[must_use]
+    pub(crate) const fn byte_span(self, first: i128, last: i128) -> Option<(i128, i128)> {
+        let Some(after) = last.checked_add(1) else {
+            return None;
+        };
+        match self {
+            Self::Bytes(w) => match (first.checked_mul(w as i128), after.checked_mul(w as i128)) {
+                (Some(lo), Some(hi)) => Some((lo, hi)),
+                _ => None,
+            },
+            Self::Bits(bits) => {
+                if bits == 0 || bits > 8 {
+                    return None;
+                }
+                let per_byte = match 8u8.checked_div(bits) {
+                    Some(p) => p as i128,
+                    None => return None,
+                };
+                // `per_byte` is 1..=8, so neither division can fail.
+                match last.div_euclid(per_byte).checked_add(1) {
+                    Some(hi) => Some((first.div_euclid(per_byte), hi)),
+                    None => None,
+                }
+            }
+            Self::SixBitGroups => {
+                match (
+                    first.div_euclid(4).checked_mul(3),
+                    last.div_euclid(4).checked_add(1),
+                ) {
+                    (Some(lo), Some(groups)) => match groups.checked_mul(3) {
+                        Some(hi) => Some((lo, hi)),
+                        None => None,
+                    },
+                    _ => None,
+                }
+            }
+        }
+    }
+}
+
+impl ElementType {
+    /// Every built-in (non-private) type, in code order.
+    pub const BUILT_IN: &'static [Self] = &[
+        Self::Float16,
+        Self::BFloat16,
+        Self::Float32,
+        Self::Float64,
+        Self::Int8,
+        Self::UInt8,
+        Self::Int16,
+        Self::UInt16,
+        Self::Int32,
+        Self::UInt32,
+        Self::Int64,
+        Self::UInt64,
+        Self::Bool,
+        Self::Float8E4M3,
+        Self::Float8E5M2,
+        Self::Float8E8M0,
+        Self::Float4E2M1,
+        Self::Float6E2M3,
+        Self::Float6E3M2,
+        Self::Float128,
+        Self::Int4,
+        Self::UInt4,
+        Self::Int2,
+        Self::UInt2,
+        Self::Complex64,
+        Self::Complex128,
+    ];
+
+    /// Decodes a `type_tag`; `None` for a reserved or invalid code.
+    #[must_use]
+    #[inline]
+    pub const fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            0x01 => Self::Float16,
+            0x02 => Self::BFloat16,
+            0x03 => Self::Float32,
+            0x04 => Self::Float64,
+            0x10 => Self::Int8,
+            0x11 => Self::UInt8,
+            0x12 => Self::Int16,
+            0x13 => Self::UInt16,
+            0x14 => Self::Int32,
+            0x15 => Self::UInt32,
+            0x16 => Self::Int64,
+            0x17 => Self::UInt64,
+            0x20 => Self::Bool,
+            0x40 => Self::Float8E4M3,
+            0x41 => Self::Float8E5M2,
+            0x42 => Self::Float8E8M0,
+            0x43 => Self::Float4E2M1,
+            0x44 => Self::Float6E2M3,
+            0x45 => Self::Float6E3M2,
+            0x46 => Self::Float128,
+            0x48 => Self::Int4,
+            0x49 => Self::UInt4,
+            0x4A => Self::Int2,
+            0x4B => Self::UInt2,
+            0x50 => Self::Complex64,
+            0x51 => Self::Complex128,
+            crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => Self::Private(code),
+            _ => return None,
+        })
+    }
+
+    /// The `type_tag` byte of this type.
+    #[must_use]
+    #[inline]
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::Float16 => 0x01,
+            Self::BFloat16 => 0x02,
+            Self::Float32 => 0x03,
+            Self::Float64 => 0x04,
+            Self::Int8 => 0x10,
+            Self::UInt8 => 0x11,
+            Self::Int16 => 0x12,
+            Self::UInt16 => 0x13,
+            Self::Int32 => 0x14,
+            Self::UInt32 => 0x15,
+            Self::Int64 => 0x16,
+            Self::UInt64 => 0x17,
+            Self::Bool => 0x20,
+            Self::Float8E4M3 => 0x40,
+            Self::Float8E5M2 => 0x41,
+            Self::Float8E8M0 => 0x42,
+            Self::Float4E2M1 => 0x43,
+            Self::Float6E2M3 => 0x44,
+            Self::Float6E3M2 => 0x45,
+            Self::Float128 => 0x46,
+            Self::Int4 => 0x48,
+            Self::UInt4 => 0x49,
+            Self::Int2 => 0x4A,
+            Self::UInt2 => 0x4B,
+            Self::Complex64 => 0x50,
+            Self::Complex128 => 0x51,
+            Self::Private(code) => code,
+        }
+    }
+
+    /// The spec's name of the type (`"float32"`, `"int4"`, `"bool"`, …;
+    /// `"private"` for a private type).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Float16 => "float16",
+            Self::BFloat16 => "bfloat16",
+            Self::Float32 => "float32",
+            Self::Float64 => "float64",
+            Self::Int8 => "int8",
+            Self::UInt8 => "uint8",
+            Self::Int16 => "int16",
+            Self::UInt16 => "uint16",
+            Self::Int32 => "int32",
+            Self::UInt32 => "uint32",
+            Self::Int64 => "int64",
+            Self::UInt64 => "uint64",
+            Self::Bool => "bool",
+            Self::Float8E4M3 => "float8_e4m3",
+            Self::Float8E5M2 => "float8_e5m2",
+            Self::Float8E8M0 => "float8_e8m0",
+            Self::Float4E2M1 => "float4_e2m1",
+            Self::Float6E2M3 => "float6_e2m3",
+            Self::Float6E3M2 => "float6_e3m2",
+            Self::Float128 => "float128",
+            Self::Int4 => "int4",
+            Self::UInt4 => "uint4",
+            Self::Int2 => "int2",
+            Self::UInt2 => "uint2",
+            Self::Complex64 => "complex64",
+            Self::Complex128 => "complex128",
+            Self::Private(_) => "private",
+        }
+    }
+
+    /// Whether this is an implementation-private type.
+    #[must_use]
+    #[inline]
+    pub const fn is_private(self) -> bool {
+        matches!(self, Self::Private(_))
+    }
+
+    /// Bits per element; `None` for a private type (its width is in the
+    /// extension type section).
+    #[must_use]
+    #[inline]
+    pub const fn bits(self) -> Option<u32> {
+        Some(match self {
+            Self::Bool => 1,
+            Self::Int2 | Self::UInt2 => 2,
+            Self::Float4E2M1 | Self::Int4 | Self::UInt4 => 4,
+            Self::Float6E2M3 | Self::Float6E3M2 => 6,
+            Self::Int8 | Self::UInt8 | Self::Float8E4M3 | Self::Float8E5M2 | Self::Float8E8M0 => 8,
+            Self::Float16 | Self::BFloat16 | Self::Int16 | Self::UInt16 => 16,
+            Self::Float32 | Self::Int32 | Self::UInt32 => 32,
+            Self::Float64 | Self::Int64 | Self::UInt64 | Self::Complex64 => 64,
+            Self::Float128 | Self::Complex128 => 128,
+            Self::Private(_) => return None,
+        })
+    }
+
+    /// How elements are packed; `None` for a private type.
+    #[must_use]
+    #[inline]
+    pub const fn packing(self) -> Option<Packing> {
+        match self.bits() {
+            Some(6) => Some(Packing::SixBitGroups),
+            Some(1) => Some(Packing::Bits(1)),
+            Some(2) => Some(Packing::Bits(2)),
+            Some(4) => Some(Packing::Bits(4)),
+            Some(b) => Some(Packing::Bytes(b / 8)),
+            None => None,
+        }
+    }
+
+    /// Bytes needed for `n` contiguous elements; `None` for a private type
+    /// or on overflow.
+    #[must_use]
+    #[inline]
+    pub const fn storage_bytes(self, n: u64) -> Option<u64> {
+        match self.packing() {
+            Some(p) => p.bytes_for(n),
+            None => None,
+        }
+    }
+
+    /// The natural alignment of one element in bytes (the spec's type
+    /// table): 1 for byte and sub-byte types, the constituent float's for
+    /// complex types.
+    #[must_use]
+    #[inline]
+    pub const fn natural_alignment(self) -> u32 {
+        match self {
+            Self::Float16 | Self::BFloat16 | Self::Int16 | Self::UInt16 => 2,
+            Self::Float32 | Self::Int32 | Self::UInt32 | Self::Complex64 => 4,
+            Self::Float64 | Self::Int64 | Self::UInt64 | Self::Complex128 => 8,
+            Self::Float128 => 16,
+            _ => 1,
+        }
+    }
+
+    /// Whether the type has fewer than 8 bits per element (bit-packed or
+    /// 6-bit grouped).
+    #[must_use]
+    #[inline]
+    pub const fn is_sub_byte(self) -> bool {
+        matches!(self.bits(), Some(b) if b < 8)
+    }
+
+    /// The inclusive range of a signed or unsigned integer storage type,
+    /// used to check quantization zero points; `None` for other types.
+    #[must_use]
+    pub const fn integer_range(self) -> Option<(i64, i64)> {
+        Some(match self {
+            Self::Int8 => (i8::MIN as i64, i8::MAX as i64),
+            Self::UInt8 => (0, u8::MAX as i64),
+            Self::Int16 => (i16::MIN as i64, i16::MAX as i64),
+            Self::UInt16 => (0, u16::MAX as i64),
+            Self::Int32 => (i32::MIN as i64, i32::MAX as i64),
+            Self::UInt32 => (0, u32::MAX as i64),
+            Self::Int4 => (-8, 7),
+            Self::UInt4 => (0, 15),
+            Self::Int2 => (-2, 1),
+            Self::UInt2 => (0, 3),
+            _ => return None,
+        })
+    }
+}
