@@ -4,28 +4,28 @@
 //! counting, reporting) only calls what this module exports, so switching the
 //! harness to another wire format is an edit of this file alone:
 //!
-//! * [`View`], [`DecodeError`] — the decoder's output types;
-//! * [`decode`] — the decode+validate entry point that is measured, and
+//! * [`View`], [`DecodeError`], [`BuildError`] — the core's types;
+//! * [`decode`] — the decode+validate entry point that is measured,
+//!   [`decode_prefix`] — the same for the head of a stream, and
 //!   [`log_decoded`], which logs what a view holds;
 //! * [`frame`], [`more_needed`], [`declared_len`] — the three facts the
 //!   stream reassembler needs (which bytes a decoded frame occupies, whether
 //!   an error only means "more bytes to come", how long a rejected frame says
 //!   it is), and [`with_declared_len`], which forges a frame's length;
 //! * [`VALID`] — descriptors held in flash, with what each must decode to;
-//! * [`build_dense_rank4`] and [`builder_overflow`] — the heapless builder;
+//! * [`build_all`] and [`builder_overflow`] — the heapless builder;
 //! * [`CORRUPT`] — corrupted inputs with the exact typed error each must get;
 //! * [`STREAM`] — which descriptors, valid and rejected, make up the byte
 //!   stream, in order.
 //!
-//! Format today: the private `"HRAY"` descriptor of `hurray-core` 0.1 (a
-//! 40-byte header, the shape, optional strides, the 16-byte buffer table).
-//! That format has no sparse layout: [`CSR_PLACEHOLDER`] is the closest
-//! thing it can express (three buffers, explicit strides) and MUST be
-//! replaced by a real CSR descriptor when the core speaks the hurray format.
+//! Format: the hurray tensor descriptor (`"HRRY"`, version 1.0): a 20-byte
+//! fixed header, the shape, `byte_offset`, the layout's own fields, the
+//! buffer count and the 16-byte handles, then the optional sections.
 
+use hurray_core::layout::Compressed;
 use hurray_core::{
-    BufferHandle, DType, DescriptorBuilder, DeviceTag, EntryError, Error, Region, SyncMode,
-    TensorView,
+    BufferHandle, BuilderLayout, DescriptorBuilder, DescriptorError, DescriptorErrorKind,
+    DeviceTag, ElementType, EncodeError, Error, MemoryClass, SyncMode, TensorView,
 };
 
 /// Capacity of the stream reassembly buffer, in bytes (the largest frame).
@@ -34,28 +34,40 @@ pub const MAX_FRAME: usize = 256;
 /// A decoded, validated descriptor.
 pub type View<'a> = TensorView<'a>;
 /// Why a descriptor was rejected.
-pub type DecodeError = Error;
+pub type DecodeError = DescriptorError;
+/// Why the builder could not build one.
+pub type BuildError = EncodeError;
 
-/// Decodes and validates one descriptor: the path whose stack, size and
-/// instructions are measured.
+/// Decodes and validates one descriptor (exactly its bytes): the path whose
+/// stack, size and instructions are measured.
 ///
 /// # Errors
-/// The core's typed error for the first rule the bytes break.
+/// The core's typed error for the first rule the bytes break, with its offset.
 #[inline(never)]
 pub fn decode(bytes: &[u8]) -> Result<View<'_>, DecodeError> {
     TensorView::parse(bytes)
 }
 
+/// Decodes the descriptor at the start of a stream (bytes after it are the
+/// next frame's).
+///
+/// # Errors
+/// As [`decode`], but trailing bytes are not an error.
+pub fn decode_prefix(bytes: &[u8]) -> Result<View<'_>, DecodeError> {
+    TensorView::parse_prefix(bytes).map(|(view, _)| view)
+}
+
 /// Logs what a decoded descriptor holds.
 pub fn log_decoded(name: &str, view: &View<'_>) {
     defmt::info!(
-        "decoded {}: {} elements of {}, shape rank {}, {} buffers, data buffer {} B",
+        "decoded {}: {} layout, rank {}, {} elements of {}, {} buffers, buffer 0 {} B",
         name,
+        view.layout().name(),
+        view.rank(),
         view.element_count(),
-        view.dtype(),
-        view.ndim(),
+        view.element_type(),
         view.buffers().len(),
-        view.data_buffer().byte_size()
+        view.buffers().get(0).map_or(0, |b| b.byte_size())
     );
 }
 
@@ -65,6 +77,9 @@ pub fn frame<'a>(view: &View<'a>) -> &'a [u8] {
     view.as_bytes()
 }
 
+/// Offset of `descriptor_length` (u32 LE) in the fixed header.
+const LENGTH_AT: usize = 6;
+
 /// A copy of `bytes` in `out` whose header declares `claimed` bytes instead
 /// of its real length (for a frame too large for the reassembly buffer).
 #[must_use]
@@ -72,26 +87,26 @@ pub fn with_declared_len<'o>(bytes: &[u8], claimed: u32, out: &'o mut [u8; MAX_F
     let n = bytes.len().min(MAX_FRAME);
     let (head, _) = out.split_at_mut(n);
     head.copy_from_slice(bytes.get(..n).unwrap_or(&[]));
-    // `total_len`: bytes 36..40 of the HRAY header.
-    if let Some(total) = head.get_mut(36..40) {
-        total.copy_from_slice(&claimed.to_le_bytes());
+    if let Some(length) = head.get_mut(LENGTH_AT..LENGTH_AT + 4) {
+        length.copy_from_slice(&claimed.to_le_bytes());
     }
     head
 }
 
-/// If `error` only says that the input ends too early, the length the
-/// descriptor needs; `None` for any other fault.
+/// If `error` only says that the input ends too early (the header, or the
+/// declared `descriptor_length`, reaches past it), the length the descriptor
+/// needs; `None` for any other fault.
 #[must_use]
 pub fn more_needed(error: &DecodeError) -> Option<u64> {
-    match *error {
-        Error::Truncated { needed, .. } => Some(needed),
+    match error.kind() {
+        DescriptorErrorKind::Truncated { needed, .. } => Some(needed),
         _ => None,
     }
 }
 
 /// The length a rejected descriptor declares for itself, when its header is
-/// intact enough to trust it (magic and version right, length at least a
-/// header): the reassembler skips that many bytes and stays in step.
+/// intact enough to trust it (magic and major version right, length at least
+/// a header): the reassembler skips that many bytes and stays in step.
 #[must_use]
 pub fn declared_len(bytes: &[u8]) -> Option<usize> {
     let header = bytes.first_chunk::<HEADER>()?;
@@ -99,7 +114,8 @@ pub fn declared_len(bytes: &[u8]) -> Option<usize> {
     if *magic != hurray_core::DESCRIPTOR_MAGIC || rest.first() != Some(&1) {
         return None;
     }
-    let total = header.last_chunk::<4>().map(|b| u32::from_le_bytes(*b))?;
+    let length = header.get(LENGTH_AT..LENGTH_AT + 4)?;
+    let total = u32::from_le_bytes(length.try_into().ok()?);
     usize::try_from(total).ok().filter(|&n| n >= HEADER)
 }
 
@@ -108,16 +124,16 @@ const HEADER: usize = hurray_core::HEADER_LEN;
 /// What a valid descriptor must decode to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expect {
+    /// The layout tag.
+    pub layout_tag: u8,
     /// Number of dimensions.
-    pub ndim: usize,
+    pub rank: u32,
     /// Product of the shape.
     pub elements: u64,
     /// Entries in the buffer table.
     pub buffers: usize,
-    /// `byte_size` of the buffer that holds the elements.
+    /// `byte_size` of buffer 0 (the data, or a sparse layout's values).
     pub data_size: u64,
-    /// Whether explicit strides are present.
-    pub strided: bool,
 }
 
 /// A valid descriptor held in flash.
@@ -134,145 +150,161 @@ pub struct Valid {
 /// Whether `view` is what `expect` describes.
 #[must_use]
 pub fn matches(view: &View<'_>, expect: &Expect) -> bool {
-    view.ndim() == expect.ndim
-        && view.element_count() == expect.elements
+    view.layout().tag() == expect.layout_tag
+        && view.rank() == expect.rank
+        && view.element_count() == Some(expect.elements)
         && view.buffers().len() == expect.buffers
-        && view.data_buffer().byte_size() == expect.data_size
-        && view.strides().is_some() == expect.strided
+        && view.buffers().get(0).map(|b| b.byte_size()) == Some(expect.data_size)
 }
 
-/// Eight-byte alignment for descriptors in flash (the format's regions are
-/// 8-byte aligned; the decoder itself accepts any alignment).
+/// Eight-byte alignment for descriptors in flash (the decoder itself
+/// accepts any alignment).
 #[repr(C, align(8))]
 pub struct Aligned<const N: usize>(pub [u8; N]);
 
-/// A rank-4 dense (compact row-major), read-only f32 tensor of shape
-/// 2 × 3 × 4 × 5 in one 480-byte CPU buffer. 88 bytes.
-pub static DENSE_RANK4: Aligned<88> = Aligned([
-    b'H', b'R', b'A', b'Y', 1, 0, 0x01, 0x00, // magic, v1.0, flags READ_ONLY
-    0x0C, 4, 1, 0, 0, 0, 0, 0, // dtype f32, ndim 4, 1 buffer, data 0, reserved
-    0, 0, 0, 0, 0, 0, 0, 0, // byte_offset 0
-    40, 0, 0, 0, 0, 0, 0, 0, // shape at 40, no strides
-    72, 0, 0, 0, 88, 0, 0, 0, // table at 72, total 88
-    2, 0, 0, 0, 0, 0, 0, 0, // shape[0]
+/// A rank-4 dense (row-major) float32 tensor of shape 2 × 3 × 4 × 5 in one
+/// 480-byte CPU buffer. 77 bytes.
+pub static DENSE_RANK4: Aligned<77> = Aligned([
+    b'H', b'R', b'R', b'Y', 1, 0, // magic, version 1.0
+    77, 0, 0, 0, // descriptor_length
+    0, 0, 0, 0, // flags: no section
+    0x03, 0x01, // type float32, layout row-major
+    4, 0, 0, 0, // rank
+    2, 0, 0, 0, 0, 0, 0, 0, // shape[0] (offset 20)
     3, 0, 0, 0, 0, 0, 0, 0, // shape[1]
     4, 0, 0, 0, 0, 0, 0, 0, // shape[2]
     5, 0, 0, 0, 0, 0, 0, 0, // shape[3]
-    0xE0, 0x01, 0, 0, 0, 0, 0, 0, // buffer 0: 480 bytes
-    64, 0, 0, 0, 1, 0, 0, 0, // align 64, CPU, producer-synced, standard, 0
+    0, 0, 0, 0, 0, 0, 0, 0, // byte_offset (52)
+    1, // buffer_count (60)
+    0xE0, 0x01, 0, 0, 0, 0, 0, 0, // buffer 0 (61): 480 bytes
+    64, 0, 0, 0, 0x00, 0x00, 0x00, 0, // align 64, CPU, producer-synced, standard
 ]);
 
-/// PLACEHOLDER for a CSR descriptor — switch to the hurray format's CSR
-/// layout. The HRAY format has no sparse layout; the closest it can say is a
-/// 4 × 6 CSR matrix's three buffers (row pointers: 5 × i32, column indices:
-/// 8 × i32, values: 8 × f32) with the 8 values, strided, as the data buffer.
-/// 104 bytes.
-pub static CSR_PLACEHOLDER: Aligned<104> = Aligned([
-    b'H', b'R', b'A', b'Y', 1, 0, 0x00, 0x00, // magic, v1.0, no flags
-    0x0C, 1, 3, 0, 2, 0, 0, 0, // dtype f32, ndim 1, 3 buffers, data 2, reserved
-    0, 0, 0, 0, 0, 0, 0, 0, // byte_offset 0
-    40, 0, 0, 0, 48, 0, 0, 0, // shape at 40, strides at 48
-    56, 0, 0, 0, 104, 0, 0, 0, // table at 56, total 104
-    8, 0, 0, 0, 0, 0, 0, 0, // shape[0]: 8 stored values
-    1, 0, 0, 0, 0, 0, 0, 0, // strides[0]: 1 element
-    20, 0, 0, 0, 0, 0, 0, 0, // buffer 0 (row pointers): 20 bytes
-    64, 0, 0, 0, 1, 0, 0, 0, // align 64, CPU, producer-synced
-    32, 0, 0, 0, 0, 0, 0, 0, // buffer 1 (column indices): 32 bytes
-    64, 0, 0, 0, 1, 0, 0, 0, // align 64, CPU, producer-synced
-    32, 0, 0, 0, 0, 0, 0, 0, // buffer 2 (values): 32 bytes
-    64, 0, 0, 0, 1, 0, 0, 0, // align 64, CPU, producer-synced
+/// A 4 × 6 float32 CSR matrix with 8 stored values: values (32 bytes),
+/// column indices (8 × u64) and row pointers (5 × u64), all on the CPU.
+/// 109 bytes.
+pub static CSR: Aligned<109> = Aligned([
+    b'H', b'R', b'R', b'Y', 1, 0, // magic, version 1.0
+    109, 0, 0, 0, // descriptor_length
+    0, 0, 0, 0, // flags: no section
+    0x03, 0x07, // type float32, layout CSR
+    2, 0, 0, 0, // rank
+    4, 0, 0, 0, 0, 0, 0, 0, // shape[0]: rows (offset 20)
+    6, 0, 0, 0, 0, 0, 0, 0, // shape[1]: columns
+    0, 0, 0, 0, 0, 0, 0, 0, // byte_offset (36): 0 for sparse layouts
+    8, 0, 0, 0, 0, 0, 0, 0, // nnz (44)
+    0, 0, 0, 0, 0, 0, 0, 0, // reserved (52)
+    3, // buffer_count (60)
+    32, 0, 0, 0, 0, 0, 0, 0, // buffer 0 (61): values, 8 × f32
+    64, 0, 0, 0, 0x00, 0x00, 0x00, 0, // align 64, CPU, producer-synced, standard
+    64, 0, 0, 0, 0, 0, 0, 0, // buffer 1 (77): column indices, 8 × u64
+    64, 0, 0, 0, 0x00, 0x00, 0x00, 0, // align 64, CPU, producer-synced, standard
+    40, 0, 0, 0, 0, 0, 0, 0, // buffer 2 (93): row pointers, 5 × u64
+    64, 0, 0, 0, 0x00, 0x00, 0x00, 0, // align 64, CPU, producer-synced, standard
 ]);
 
-/// A 16 × 8 f16 transposed view (strides 1, 16) of a CUDA buffer in pinned
-/// host memory, event-synced, starting 64 bytes in. 104 bytes.
-pub static STRIDED: Aligned<104> = Aligned([
-    b'H', b'R', b'A', b'Y', 1, 0, 0x00, 0x00, // magic, v1.0, no flags
-    0x0A, 2, 2, 0, 1, 0, 0, 0, // dtype f16, ndim 2, 2 buffers, data 1, reserved
-    64, 0, 0, 0, 0, 0, 0, 0, // byte_offset 64
-    40, 0, 0, 0, 56, 0, 0, 0, // shape at 40, strides at 56
-    72, 0, 0, 0, 104, 0, 0, 0, // table at 72, total 104
-    16, 0, 0, 0, 0, 0, 0, 0, // shape[0]
+/// A 16 × 8 float16 transposed view (strides 1, 16) of a CUDA buffer in
+/// pinned host memory, event-synced, starting 64 bytes in. 77 bytes.
+pub static STRIDED: Aligned<77> = Aligned([
+    b'H', b'R', b'R', b'Y', 1, 0, // magic, version 1.0
+    77, 0, 0, 0, // descriptor_length
+    0, 0, 0, 0, // flags: no section
+    0x01, 0x03, // type float16, layout strided
+    2, 0, 0, 0, // rank
+    16, 0, 0, 0, 0, 0, 0, 0, // shape[0] (offset 20)
     8, 0, 0, 0, 0, 0, 0, 0, // shape[1]
-    1, 0, 0, 0, 0, 0, 0, 0, // strides[0]
-    16, 0, 0, 0, 0, 0, 0, 0, // strides[1]
-    0, 0, 0, 0, 0, 0, 0, 0, // buffer 0 (empty auxiliary): 0 bytes
-    1, 0, 0, 0, 1, 0, 0, 0, // align 1, CPU, producer-synced
-    0x40, 0x01, 0, 0, 0, 0, 0, 0, // buffer 1: 320 bytes
-    0, 0x10, 0, 0, 2, 1, 1, 0, // align 4096, CUDA, event, host-pinned
+    64, 0, 0, 0, 0, 0, 0, 0, // byte_offset (36)
+    1, 0, 0, 0, 0, 0, 0, 0, // strides[0] (44), in elements
+    16, 0, 0, 0, 0, 0, 0, 0, // strides[1] (52)
+    1, // buffer_count (60)
+    0x40, 0x01, 0, 0, 0, 0, 0, 0, // buffer 0 (61): 320 bytes
+    0, 0x10, 0, 0, 0x01, 0x01, 0x01, 0, // align 4096, CUDA, event, host-pinned
 ]);
 
 /// Index in [`VALID`] of the rank-4 dense descriptor.
 pub const DENSE_RANK4_INDEX: usize = 0;
-/// Index in [`VALID`] of the CSR descriptor (a placeholder today).
+/// Index in [`VALID`] of the CSR descriptor.
 pub const CSR_INDEX: usize = 1;
 /// How the summary line names the CSR descriptor.
-pub const CSR_LABEL: &str = "CSR (placeholder)";
+pub const CSR_LABEL: &str = "CSR";
 
 /// Every valid descriptor held in flash.
 pub static VALID: [Valid; 3] = [
     Valid {
-        name: "dense rank-4 f32",
+        name: "dense rank-4 float32",
         bytes: &DENSE_RANK4.0,
         expect: Expect {
-            ndim: 4,
+            layout_tag: 0x01,
+            rank: 4,
             elements: 120,
             buffers: 1,
             data_size: 480,
-            strided: false,
         },
     },
     Valid {
-        name: "CSR 4x6 nnz 8 (PLACEHOLDER: strided values + 3 buffers)",
-        bytes: &CSR_PLACEHOLDER.0,
+        name: "CSR 4x6 nnz 8",
+        bytes: &CSR.0,
         expect: Expect {
-            ndim: 1,
-            elements: 8,
+            layout_tag: 0x07,
+            rank: 2,
+            elements: 24,
             buffers: 3,
             data_size: 32,
-            strided: true,
         },
     },
     Valid {
-        name: "strided f16 transpose",
+        name: "strided float16 transpose",
         bytes: &STRIDED.0,
         expect: Expect {
-            ndim: 2,
+            layout_tag: 0x03,
+            rank: 2,
             elements: 128,
-            buffers: 2,
+            buffers: 1,
             data_size: 320,
-            strided: true,
         },
     },
 ];
 
-/// Builds [`DENSE_RANK4`] with the core's heapless builder.
-///
-/// # Errors
-/// Any error of the builder (none is expected).
-pub fn build_dense_rank4() -> Result<heapless::Vec<u8, MAX_FRAME>, DecodeError> {
-    let mut b = DescriptorBuilder::<4, 1>::new(DType::F32);
-    b.push_dim(2)?.push_dim(3)?.push_dim(4)?.push_dim(5)?;
-    b.push_buffer(BufferHandle::new(
-        480,
-        64,
-        DeviceTag::Cpu,
-        SyncMode::ProducerSynced,
-    )?)?;
-    b.set_read_only(true);
-    b.to_vec()
+/// A CPU buffer of `byte_size` bytes aligned to 64, checked at compile time.
+const fn cpu(byte_size: u64) -> BufferHandle {
+    match BufferHandle::new(byte_size, 64, DeviceTag::Cpu, SyncMode::ProducerSynced) {
+        Ok(h) => h,
+        Err(_) => panic!("invalid CPU buffer handle"),
+    }
+}
+
+/// The two descriptors the heapless builder makes: `(index in VALID, bytes)`.
+/// Each must equal its flash copy byte for byte.
+pub fn build_all() -> [(usize, Result<heapless::Vec<u8, MAX_FRAME>, BuildError>); 2] {
+    let dense = || {
+        let mut b = DescriptorBuilder::<4, 1>::new(ElementType::Float32);
+        b.push_dim(2)?.push_dim(3)?.push_dim(4)?.push_dim(5)?;
+        b.push_buffer(cpu(480))?;
+        b.to_vec()
+    };
+    let csr = || {
+        let mut b = DescriptorBuilder::<2, 3>::new(ElementType::Float32);
+        b.set_shape(&[4, 6])?
+            .set_layout(BuilderLayout::Csr(Compressed { nnz: 8 }));
+        b.push_buffer(cpu(32))?;
+        b.push_buffer(cpu(64))?;
+        b.push_buffer(cpu(40))?;
+        b.to_vec()
+    };
+    [(DENSE_RANK4_INDEX, dense()), (CSR_INDEX, csr())]
 }
 
 /// A fifth dimension pushed onto a builder with room for four: the builder's
 /// result, and the error it must be.
-pub fn builder_overflow() -> (Result<(), DecodeError>, DecodeError) {
-    let mut b = DescriptorBuilder::<4, 1>::new(DType::F32);
+pub fn builder_overflow() -> (Result<(), BuildError>, BuildError) {
+    let mut b = DescriptorBuilder::<4, 1>::new(ElementType::Float32);
     let got = (|| {
         b.push_dim(1)?.push_dim(1)?.push_dim(1)?.push_dim(1)?;
         b.push_dim(1).map(|_| ())
     })();
-    let expected = Error::BufferTooSmall {
-        needed: 5,
-        available: 4,
+    let expected = EncodeError::CapacityExceeded {
+        what: "dims",
+        capacity: 4,
     };
     (got, expected)
 }
@@ -288,7 +320,7 @@ pub struct Corrupt {
     pub patch: &'static [(usize, u8)],
     /// Keep only this many bytes (`None`: all).
     pub keep: Option<usize>,
-    /// The exact error.
+    /// The exact error: what, and at which byte.
     pub expect: DecodeError,
 }
 
@@ -308,144 +340,248 @@ impl Corrupt {
     }
 }
 
-const fn corrupt(name: &'static str, patch: &'static [(usize, u8)], expect: Error) -> Corrupt {
+const fn corrupt(
+    name: &'static str,
+    patch: &'static [(usize, u8)],
+    offset: u32,
+    kind: DescriptorErrorKind,
+) -> Corrupt {
     Corrupt {
         name,
         base: &DENSE_RANK4.0,
         patch,
         keep: None,
-        expect,
+        expect: DescriptorError::new(offset, kind),
     }
 }
 
+/// A handle error inside buffer `index` of a one-buffer descriptor's table.
+const fn in_buffer(index: u32, error: Error) -> DescriptorErrorKind {
+    DescriptorErrorKind::Buffer { index, error }
+}
+
+/// Index in [`CORRUPT`] of the unknown sync mode (a well-framed rejection).
+const SYNC_MODE: usize = 11;
+/// Index in [`CORRUPT`] of the shape beyond its buffer (well-framed too).
+const SHAPE_BEYOND: usize = 15;
+
 /// Corrupted descriptors; each must be rejected with exactly its error.
-pub static CORRUPT: [Corrupt; 19] = [
-    corrupt("bad magic", &[(3, b'X')], Error::BadMagic(*b"HRAX")),
+pub static CORRUPT: [Corrupt; 25] = [
+    corrupt(
+        "bad magic",
+        &[(3, b'X')],
+        0,
+        DescriptorErrorKind::BadMagic(*b"HRRX"),
+    ),
     corrupt(
         "major version 2",
         &[(4, 2)],
-        Error::UnsupportedVersion { major: 2, minor: 0 },
+        4,
+        DescriptorErrorKind::UnsupportedVersion { major: 2, minor: 0 },
     ),
     corrupt(
-        "unknown required flag",
-        &[(6, 0x03)],
-        Error::UnknownFlags(0x0002),
-    ),
-    corrupt("dtype 0x7f", &[(8, 0x7F)], Error::InvalidDType(0x7F)),
-    corrupt(
-        "33 dimensions",
-        &[(9, 33)],
-        Error::TooManyDims { ndim: 33, max: 32 },
+        "reserved flag bit",
+        &[(10, 0x80)],
+        10,
+        DescriptorErrorKind::ReservedFlags(0x80),
     ),
     corrupt(
-        "data buffer past the table",
-        &[(12, 1)],
-        Error::DataBufferOutOfRange { index: 1, count: 1 },
+        "reserved type tag",
+        &[(14, 0x47)],
+        14,
+        DescriptorErrorKind::InvalidTypeTag(0x47),
     ),
     corrupt(
-        "header reserved field",
-        &[(14, 1)],
-        Error::HeaderReservedNonZero(1),
+        "unassigned layout tag",
+        &[(15, 0x0C)],
+        15,
+        DescriptorErrorKind::InvalidLayoutTag(0x0C),
+    ),
+    corrupt(
+        "rank 65",
+        &[(16, 65)],
+        16,
+        DescriptorErrorKind::RankTooLarge(65),
+    ),
+    corrupt(
+        "CSR at rank 4",
+        &[(15, 0x07)],
+        60,
+        DescriptorErrorKind::RankNotAllowed {
+            layout_tag: 0x07,
+            rank: 4,
+        },
     ),
     Corrupt {
-        keep: Some(87),
+        keep: Some(76),
         ..corrupt(
             "one byte short",
             &[],
-            Error::Truncated {
-                needed: 88,
-                available: 87,
+            6,
+            DescriptorErrorKind::Truncated {
+                needed: 77,
+                available: 76,
             },
         )
     },
     corrupt(
-        "total length inside the header",
-        &[(36, 39)],
-        Error::Truncated {
-            needed: 40,
-            available: 39,
+        "length inside the header",
+        &[(6, 19)],
+        6,
+        DescriptorErrorKind::LengthMismatch {
+            declared: 19,
+            consumed: 20,
         },
     ),
     corrupt(
-        "misaligned shape",
-        &[(24, 41)],
-        Error::MisalignedRegion {
-            region: Region::Shape,
-            offset: 41,
+        "length one byte short of the fields",
+        &[(6, 76)],
+        61,
+        DescriptorErrorKind::LengthMismatch {
+            declared: 76,
+            consumed: 77,
         },
     ),
     corrupt(
-        "table past the end",
-        &[(32, 80)],
-        Error::RegionOutOfBounds {
-            region: Region::Table,
-            offset: 80,
-            len: 16,
-            total_len: 88,
-        },
-    ),
-    corrupt(
-        "table over the shape",
-        &[(32, 64)],
-        Error::RegionsOverlap {
-            first: Region::Shape,
-            second: Region::Table,
-        },
-    ),
-    corrupt(
-        "dimension above i64::MAX",
-        &[(47, 0x80)],
-        Error::DimTooLarge {
-            axis: 0,
-            size: (1 << 63) | 2,
-        },
-    ),
-    corrupt(
-        "shape product overflows",
-        &[(44, 1), (52, 1)],
-        Error::ShapeOverflow,
-    ),
-    corrupt(
-        "misaligned byte offset",
-        &[(16, 2)],
-        Error::MisalignedByteOffset {
-            byte_offset: 2,
-            element_size: 4,
-        },
-    ),
-    corrupt(
-        "shape beyond the buffer",
-        &[(64, 6)],
-        Error::ExtentOutOfBounds {
-            start: 0,
-            end: 576,
-            byte_size: 480,
+        "two buffers declared, one present",
+        &[(60, 2)],
+        61,
+        DescriptorErrorKind::LengthMismatch {
+            declared: 77,
+            consumed: 93,
         },
     ),
     corrupt(
         "unknown sync mode",
-        &[(85, 0x07)],
-        Error::InvalidEntry {
-            index: 0,
-            error: EntryError::InvalidSyncMode(0x07),
-        },
+        &[(74, 0x07)],
+        61,
+        in_buffer(0, Error::InvalidSyncMode(0x07)),
     ),
     corrupt(
         "alignment 3",
-        &[(80, 3)],
-        Error::InvalidEntry {
+        &[(69, 3)],
+        61,
+        in_buffer(0, Error::AlignmentNotPowerOfTwo { alignment: 3 }),
+    ),
+    corrupt(
+        "reserved device tag",
+        &[(73, 0x09)],
+        61,
+        in_buffer(0, Error::InvalidDeviceTag(0x09)),
+    ),
+    corrupt(
+        "CPU memory marked peer-to-peer",
+        &[(75, 0x03)],
+        61,
+        in_buffer(
+            0,
+            Error::MemoryClassNotAllowed {
+                device_tag: DeviceTag::Cpu,
+                memory_class: MemoryClass::PeerToPeer,
+            },
+        ),
+    ),
+    corrupt(
+        "shape beyond the buffer",
+        &[(44, 6)],
+        61,
+        DescriptorErrorKind::BufferTooSmall {
             index: 0,
-            error: EntryError::AlignmentNotPowerOfTwo { alignment: 3 },
+            needed: 576,
+            byte_size: 480,
+        },
+    ),
+    corrupt(
+        "misaligned byte offset",
+        &[(52, 2)],
+        52,
+        DescriptorErrorKind::ByteOffsetMisaligned {
+            byte_offset: 2,
+            alignment: 4,
+        },
+    ),
+    corrupt(
+        "byte offset past the buffer",
+        &[(53, 2)],
+        52,
+        DescriptorErrorKind::ByteOffsetOutOfRange {
+            byte_offset: 512,
+            byte_size: 480,
+        },
+    ),
+    corrupt(
+        "element count overflows",
+        &[(24, 1), (32, 1)],
+        61,
+        DescriptorErrorKind::Overflow {
+            what: "element count",
         },
     ),
     Corrupt {
-        base: &CSR_PLACEHOLDER.0,
+        base: &CSR.0,
         ..corrupt(
-            "stride i64::MIN",
-            &[(48, 0), (55, 0x80)],
-            Error::StrideTooLarge {
-                axis: 0,
-                stride: i64::MIN,
+            "CSR index array of 7",
+            &[(77, 56)],
+            77,
+            DescriptorErrorKind::BufferSizeMismatch {
+                index: 1,
+                expected: 64,
+                byte_size: 56,
+            },
+        )
+    },
+    Corrupt {
+        base: &CSR.0,
+        ..corrupt(
+            "CSR row pointers for 5 rows",
+            &[(20, 5)],
+            93,
+            DescriptorErrorKind::BufferSizeMismatch {
+                index: 2,
+                expected: 48,
+                byte_size: 40,
+            },
+        )
+    },
+    Corrupt {
+        base: &CSR.0,
+        ..corrupt(
+            "CSR reserved field",
+            &[(52, 1)],
+            52,
+            DescriptorErrorKind::ReservedNonZero {
+                field: "compressed._reserved",
+            },
+        )
+    },
+    Corrupt {
+        base: &CSR.0,
+        ..corrupt(
+            "CSR byte offset",
+            &[(36, 8)],
+            36,
+            DescriptorErrorKind::ByteOffsetNotZero(8),
+        )
+    },
+    Corrupt {
+        base: &CSR.0,
+        ..corrupt(
+            "CSR buffer on another device",
+            &[(105, 0x01)],
+            93,
+            DescriptorErrorKind::NotColocated { index: 2 },
+        )
+    },
+    Corrupt {
+        base: &STRIDED.0,
+        ..corrupt(
+            "stride past the buffer",
+            &[(52, 17)],
+            61,
+            DescriptorErrorKind::ExtentOutOfBounds {
+                start: 64,
+                end: 334,
+                byte_size: 320,
             },
         )
     },
@@ -462,12 +598,12 @@ pub enum Frame {
 }
 
 /// The stream, in order: valid descriptors with two well-framed corrupted
-/// ones among them (an entry error and an extent error).
+/// ones among them (a handle error and a buffer too small for the shape).
 pub static STREAM: [Frame; 6] = [
-    Frame::Valid(0),
-    Frame::Valid(1),
-    Frame::Rejected(16),
+    Frame::Valid(DENSE_RANK4_INDEX),
+    Frame::Valid(CSR_INDEX),
+    Frame::Rejected(SYNC_MODE),
     Frame::Valid(2),
-    Frame::Rejected(15),
-    Frame::Valid(0),
+    Frame::Rejected(SHAPE_BEYOND),
+    Frame::Valid(DENSE_RANK4_INDEX),
 ];

@@ -6,9 +6,9 @@
 //!
 //! 1. decodes the descriptors held in flash ([`cases::VALID`]) and checks
 //!    what each decodes to;
-//! 2. builds the rank-4 dense one with the core's heapless builder and checks
-//!    it is byte for byte the one in flash, and that a full builder says so
-//!    with a typed error;
+//! 2. builds the rank-4 dense and the CSR ones with the core's heapless
+//!    builder and checks each is byte for byte the one in flash, and that a
+//!    full builder says so with a typed error;
 //! 3. rejects every corrupted input of [`cases::CORRUPT`] with exactly its
 //!    error;
 //! 4. feeds [`cases::STREAM`] through a 256-byte [`stream::Reassembler`] split
@@ -174,21 +174,24 @@ fn flash(t: &mut Tally) {
 
 /// 2. The heapless builder.
 fn builder(t: &mut Tally) {
-    let expected = cases::VALID[cases::DENSE_RANK4_INDEX].bytes;
-    match cases::build_dense_rank4() {
-        Ok(bytes) => {
-            let same = bytes.as_slice() == expected;
-            defmt::info!(
-                "builder: {} bytes, identical to the flash copy: {}",
-                bytes.len(),
-                same
-            );
-            t.check(same, "builder output equals the flash descriptor");
-            t.check(cases::decode(&bytes).is_ok(), "builder output decodes");
-        }
-        Err(e) => {
-            defmt::error!("builder failed: {}", e);
-            t.check(false, "builder");
+    for (index, built) in cases::build_all() {
+        let case = &cases::VALID[index];
+        match built {
+            Ok(bytes) => {
+                let same = bytes.as_slice() == case.bytes;
+                defmt::info!(
+                    "builder: {}: {} bytes, identical to the flash copy: {}",
+                    case.name,
+                    bytes.len(),
+                    same
+                );
+                t.check(same, "builder output equals the flash descriptor");
+                t.check(cases::decode(&bytes).is_ok(), "builder output decodes");
+            }
+            Err(e) => {
+                defmt::error!("builder: {} failed: {}", case.name, e);
+                t.check(false, "builder");
+            }
         }
     }
     let (got, expected) = cases::builder_overflow();

@@ -73,7 +73,7 @@ impl<const N: usize> Reassembler<N> {
             return None;
         }
         let held = self.buf.len();
-        match cases::decode(&self.buf) {
+        match cases::decode_prefix(&self.buf) {
             Ok(view) => {
                 self.consumed = cases::frame(&view).len();
                 Some(Ok(view))
