@@ -492,7 +492,7 @@ impl<'a> TensorView<'a> {
                 );
             }
             let alignment = self.element_type.natural_alignment();
-            if !self.byte_offset.is_multiple_of(u64::from(alignment)) {
+            if !extent::is_multiple_of_pow2(self.byte_offset, u64::from(alignment)) {
                 return err(
                     byte_offset_at,
                     DescriptorErrorKind::ByteOffsetMisaligned {
@@ -579,7 +579,7 @@ impl<'a> TensorView<'a> {
             _ => {
                 let (axis, k) = s.blocks().ok_or(overflow)?;
                 let along = ctx.shape.get(axis as usize).ok_or(overflow)?;
-                let per_axis = along.div_ceil(u64::from(k.max(1)));
+                let per_axis = extent::div_ceil(along, u64::from(k));
                 let others = ctx
                     .shape
                     .iter()

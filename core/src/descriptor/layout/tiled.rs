@@ -15,7 +15,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Strides};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, stride_range};
+use super::super::extent::{Ctx, div_ceil, stride_range};
 use super::tag;
 
 /// The deepest nesting a reader accepts.
@@ -225,7 +225,7 @@ fn level_span(level: &TileLevel<'_>, region: impl Iterator<Item = u64>) -> Optio
     let tile_elems = i64::try_from(product(level.tile_shape)?).ok()?;
     let mut grid = region
         .zip(level.tile_shape.iter())
-        .map(|(n, t)| n.div_ceil(t.max(1)));
+        .map(|(n, t)| div_ceil(n, t));
     let (lo_t, hi_t) = match level.outer_strides {
         Some(s) => stride_range(grid, s.iter())?,
         None => {
