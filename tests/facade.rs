@@ -1,6 +1,6 @@
 //! The facade re-exports the core, and its features add what they promise.
 
-use hurray::{BufferHandle, DescriptorErrorKind, DeviceTag, Error, SyncMode, TensorView};
+use hurray::{BufferHandle, DescriptorErrorKind, DeviceTag, SyncMode, TensorView};
 
 #[test]
 fn facade_reexports_the_core() {
@@ -24,8 +24,8 @@ fn errors_convert_to_io_errors() {
     let io: std::io::Error = err.into();
     assert_eq!(io.kind(), std::io::ErrorKind::InvalidData);
     assert_eq!(io.to_string(), "device tag 0xff is reserved or invalid");
-    let inner = io.get_ref().and_then(|e| e.downcast_ref::<Error>());
-    assert_eq!(inner, Some(&Error::InvalidDeviceTag(0xFF)));
+    let inner = io.get_ref().and_then(|e| e.downcast_ref::<hurray::Error>());
+    assert_eq!(inner, Some(&hurray::Error::InvalidDeviceTag(0xFF)));
 }
 
 /// Feature `gpu`: the GPU crate is reachable as `hurray::gpu`, with its wgpu.

@@ -194,6 +194,8 @@ const fn every_public_type_is_format() {
     is_format::<DescriptorBuilder<4, 4>>();
     is_format::<crate::BuilderLayout>();
     is_format::<crate::CompositeError>();
+    is_format::<crate::DataError>();
+    is_format::<crate::DataErrorKind>();
     is_format::<crate::CompositeErrorKind>();
     is_format::<crate::CompositeValidator<'static, 4>>();
 }

@@ -110,62 +110,58 @@ impl Packing {
     pub const fn bytes_for(self, n: u64) -> Option<u64> {
         match self {
             Self::Bytes(w) => n.checked_mul(w as u64),
-            Self::Bits(bits) => {
-                // bits is 1, 2 or 4 for every value this crate builds; a zero
-                // from a hand-built value is refused rather than divided by.
-                if bits == 0 || bits > 8 {
-                    return None;
+            Self::Bits(_) => match self.per_byte_shift() {
+                // ceil(n / 2^shift) without a division; `n >> shift` is
+                // below 2^63, so adding 1 cannot wrap.
+                Some(shift) => {
+                    Some((n >> shift).wrapping_add((n & !(u64::MAX << shift) != 0) as u64))
                 }
-                // 1..=8 elements per byte.
-                let per_byte = match 8u8.checked_div(bits) {
-                    Some(p) => p as u64,
-                    None => return None,
-                };
-                Some(n.div_ceil(per_byte))
-            }
-            Self::SixBitGroups => n.div_ceil(4).checked_mul(3),
+                None => None,
+            },
+            // ceil(n / 4) groups of 3 bytes.
+            // `n >> 2` is below 2^62: adding 1 cannot wrap.
+            Self::SixBitGroups => (n >> 2).wrapping_add((n & 3 != 0) as u64).checked_mul(3),
+        }
+    }
+
+    /// log2 of the elements per byte of a bit-packed type (1, 2 or 4 bits).
+    const fn per_byte_shift(self) -> Option<u32> {
+        match self {
+            Self::Bits(1) => Some(3),
+            Self::Bits(2) => Some(2),
+            Self::Bits(4) => Some(1),
+            _ => None,
         }
     }
 
     /// The half-open byte range, relative to `byte_offset`, that elements
     /// with linear offsets `first ..= last` touch (offsets may be negative,
-    /// for strided layouts); `None` if it does not fit an `i128`.
+    /// for strided layouts); `None` if it does not fit an `i64`.
     #[must_use]
-    pub(crate) const fn byte_span(self, first: i128, last: i128) -> Option<(i128, i128)> {
+    pub(crate) const fn byte_span(self, first: i64, last: i64) -> Option<(i64, i64)> {
         let Some(after) = last.checked_add(1) else {
             return None;
         };
         match self {
-            Self::Bytes(w) => match (first.checked_mul(w as i128), after.checked_mul(w as i128)) {
+            Self::Bytes(w) => match (first.checked_mul(w as i64), after.checked_mul(w as i64)) {
                 (Some(lo), Some(hi)) => Some((lo, hi)),
                 _ => None,
             },
-            Self::Bits(bits) => {
-                if bits == 0 || bits > 8 {
-                    return None;
-                }
-                let per_byte = match 8u8.checked_div(bits) {
-                    Some(p) => p as i128,
-                    None => return None,
-                };
-                // `per_byte` is 1..=8, so neither division can fail.
-                match last.div_euclid(per_byte).checked_add(1) {
-                    Some(hi) => Some((first.div_euclid(per_byte), hi)),
-                    None => None,
-                }
-            }
-            Self::SixBitGroups => {
-                match (
-                    first.div_euclid(4).checked_mul(3),
-                    last.div_euclid(4).checked_add(1),
-                ) {
-                    (Some(lo), Some(groups)) => match groups.checked_mul(3) {
-                        Some(hi) => Some((lo, hi)),
-                        None => None,
-                    },
-                    _ => None,
-                }
-            }
+            // Arithmetic shifts floor negative offsets, as the byte of a
+            // negative element offset must.
+            Self::Bits(_) => match self.per_byte_shift() {
+                // `last >> shift` is below 2^62: adding 1 cannot wrap.
+                Some(shift) => Some((first >> shift, (last >> shift).wrapping_add(1))),
+                None => None,
+            },
+            // `last >> 2` is below 2^61: adding 1 cannot wrap.
+            Self::SixBitGroups => match (
+                (first >> 2).checked_mul(3),
+                (last >> 2).wrapping_add(1).checked_mul(3),
+            ) {
+                (Some(lo), Some(hi)) => Some((lo, hi)),
+                _ => None,
+            },
         }
     }
 }

@@ -70,6 +70,7 @@ extern crate std;
 mod builder;
 mod codes;
 mod composite;
+mod data;
 #[cfg(feature = "defmt")]
 mod defmt_impls;
 mod descriptor;
@@ -84,6 +85,7 @@ pub use codes::{DeviceTag, MemoryClass, PRIVATE_FIRST, PRIVATE_LAST, SyncMode, i
 pub use composite::{
     CompositeError, CompositeErrorKind, CompositeValidator, MAX_COMPOSITE_DEPTH, read_composite,
 };
+pub use data::{DataError, DataErrorKind, validate_contents};
 pub use descriptor::layout;
 pub use descriptor::{
     DESCRIPTOR_MAGIC, DYNAMIC, Dims, ExtensionType, ExtensionTypeEntry, FixedHeader, Flags,

@@ -122,17 +122,49 @@ fn entry_at(index: usize) -> u32 {
     u32::try_from(index.saturating_mul(ENTRY_LEN)).unwrap_or(u32::MAX)
 }
 
-/// Validates every entry and their colocation; on failure names the first
-/// invalid one.
+/// The device-tag and memory-class bytes of an entry, as they sit in its
+/// last word.
+fn placement(e: &BufferHandleEntry) -> u32 {
+    u32::from(e.device_tag) | u32::from(e.memory_class) << 16
+}
+
+/// Checks `entries` one by one (their first index is `base`): each must
+/// decode and sit where `first` (entry 0's placement) does.
+fn check_each(
+    entries: &[BufferHandleEntry],
+    base: usize,
+    first: u32,
+) -> Result<(), DescriptorError> {
+    for (i, e) in entries.iter().enumerate() {
+        let index = base.saturating_add(i);
+        let index32 = u32::try_from(index).unwrap_or(u32::MAX);
+        if let Err(error) = e.decode() {
+            return Err(DescriptorError::new(
+                entry_at(index),
+                DescriptorErrorKind::Buffer {
+                    index: index32,
+                    error,
+                },
+            ));
+        }
+        if placement(e) != first {
+            return Err(DescriptorError::new(
+                entry_at(index),
+                DescriptorErrorKind::NotColocated { index: index32 },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Validates every entry and their colocation with the branch-free fast
+/// path (for large tables); on failure names the first invalid one.
 fn validate_entries(entries: &[BufferHandleEntry]) -> Result<(), DescriptorError> {
     // Same bytes, seen as four little-endian words per entry; cannot fail
     // (16-byte entries, alignment 1), but a failure would only skip the fast path.
     let words = <[[U32; 4]]>::ref_from_bytes(entries.as_bytes()).unwrap_or(&[]);
     let fast_ok = words.len() == entries.len();
-    // Device tag and memory class bytes of buffer 0: every entry must match.
-    let first = entries.first().map_or(0, |e| {
-        u32::from(e.device_tag) | u32::from(e.memory_class) << 16
-    });
+    let first = entries.first().map_or(0, placement);
     for (n, (chunk, words)) in entries
         .chunks(CHUNK)
         .zip(words.chunks(CHUNK).chain(core::iter::repeat(&[][..])))
@@ -145,25 +177,7 @@ fn validate_entries(entries: &[BufferHandleEntry]) -> Result<(), DescriptorError
         {
             continue;
         }
-        for (i, e) in chunk.iter().enumerate() {
-            let index = n.saturating_mul(CHUNK).saturating_add(i);
-            let index32 = u32::try_from(index).unwrap_or(u32::MAX);
-            if let Err(error) = e.decode() {
-                return Err(DescriptorError::new(
-                    entry_at(index),
-                    DescriptorErrorKind::Buffer {
-                        index: index32,
-                        error,
-                    },
-                ));
-            }
-            if u32::from(e.device_tag) | u32::from(e.memory_class) << 16 != first {
-                return Err(DescriptorError::new(
-                    entry_at(index),
-                    DescriptorErrorKind::NotColocated { index: index32 },
-                ));
-            }
-        }
+        check_each(chunk, n.saturating_mul(CHUNK), first)?;
     }
     Ok(())
 }
@@ -189,6 +203,16 @@ impl<'a> BufferTable<'a> {
                 },
             )),
         }
+    }
+
+    /// Validates the (at most 255) entries of a descriptor's table one by
+    /// one: the same rules as [`from_entries`](Self::from_entries) in less
+    /// code, for the firmware decode path.
+    pub(crate) fn from_descriptor_entries(
+        entries: &'a [BufferHandleEntry],
+    ) -> Result<Self, DescriptorError> {
+        check_each(entries, 0, entries.first().map_or(0, placement))?;
+        Ok(Self { entries })
     }
 
     /// Validates a slice of raw entries.

@@ -125,7 +125,7 @@ impl Ctx<'_> {
 
     /// The data buffer (0) holds every element whose linear offset lies in
     /// `first ..= last` (in elements, relative to `byte_offset`).
-    pub(crate) fn span(&self, first: i128, last: i128) -> Result<(), DescriptorError> {
+    pub(crate) fn span(&self, first: i64, last: i64) -> Result<(), DescriptorError> {
         let overflow = self.err(
             0,
             DescriptorErrorKind::Overflow {
@@ -133,17 +133,18 @@ impl Ctx<'_> {
             },
         );
         let (lo, hi) = self.packing.byte_span(first, last).ok_or(overflow)?;
-        let base = i128::from(self.byte_offset);
+        let base = i64::try_from(self.byte_offset).map_err(|_| overflow)?;
         let (Some(start), Some(end)) = (base.checked_add(lo), base.checked_add(hi)) else {
             return Err(overflow);
         };
         let byte_size = self.size(0);
-        if start < 0 || end > i128::from(byte_size) {
+        // `end >= start`; a negative `start` is before the buffer.
+        if start < 0 || end.unsigned_abs() > byte_size {
             return Err(self.err(
                 0,
                 DescriptorErrorKind::ExtentOutOfBounds {
-                    start,
-                    end,
+                    start: i128::from(start),
+                    end: i128::from(end),
                     byte_size,
                 },
             ));
@@ -154,16 +155,16 @@ impl Ctx<'_> {
 
 /// The lowest and highest linear offset (in elements, or tiles) that
 /// `strides` reach over `shape`: `sum(min(0, s·(n−1)))` and
-/// `sum(max(0, s·(n−1)))`; `None` if a sum does not fit an `i128`. The
+/// `sum(max(0, s·(n−1)))`; `None` if a value does not fit an `i64`. The
 /// shape must have no zero dimension (the caller checks emptiness first).
 pub(crate) fn stride_range(
     shape: impl Iterator<Item = u64>,
     strides: impl Iterator<Item = i64>,
-) -> Option<(i128, i128)> {
-    let mut lo = 0i128;
-    let mut hi = 0i128;
+) -> Option<(i64, i64)> {
+    let mut lo = 0i64;
+    let mut hi = 0i64;
     for (n, s) in shape.zip(strides) {
-        let reach = i128::from(s).checked_mul(i128::from(n).checked_sub(1)?)?;
+        let reach = s.checked_mul(i64::try_from(n.checked_sub(1)?).ok()?)?;
         if reach < 0 {
             lo = lo.checked_add(reach)?;
         } else {
@@ -171,4 +172,83 @@ pub(crate) fn stride_range(
         }
     }
     Some((lo, hi))
+}
+
+/// `ceil(n / d)` for `d > 0` (`d = 0` is treated as 1), by shifts for a
+/// power of two and a bit-serial long division otherwise: the decode path
+/// then links no 64-bit division routine (~0.9 KiB on a Cortex-M, whose
+/// divider is 32-bit).
+pub(crate) const fn div_ceil(n: u64, d: u64) -> u64 {
+    if d <= 1 {
+        return n;
+    }
+    if d.is_power_of_two() {
+        let shift = d.trailing_zeros();
+        // `n >> shift` < 2^63: adding 1 cannot wrap.
+        return (n >> shift).wrapping_add((n & (d.wrapping_sub(1)) != 0) as u64);
+    }
+    let mut q = 0u64;
+    let mut r = 0u64;
+    let mut i = 64u32;
+    while i > 0 {
+        i = i.saturating_sub(1); // i > 0 here
+        let carry = r >> 63;
+        r = (r << 1) | ((n >> i) & 1);
+        // With a carry the true remainder is 2^64 + r >= d, and
+        // 2^64 + r - d = r.wrapping_sub(d) < d.
+        if carry == 1 || r >= d {
+            r = r.wrapping_sub(d);
+            q |= 1 << i;
+        }
+    }
+    // q <= n / 2: adding 1 cannot wrap.
+    q.wrapping_add((r != 0) as u64)
+}
+
+/// Whether `n` is a multiple of `d`, a power of two (or 0, read as 1).
+pub(crate) const fn is_multiple_of_pow2(n: u64, d: u64) -> bool {
+    n & d.saturating_sub(1) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{div_ceil, is_multiple_of_pow2};
+
+    /// The bit-serial division agrees with the standard one, including
+    /// divisors above 2^63 (the carry case) and powers of two.
+    #[test]
+    fn div_ceil_matches_u64_div_ceil() {
+        let samples = [
+            0u64,
+            1,
+            2,
+            3,
+            7,
+            8,
+            9,
+            1000,
+            u64::MAX / 3,
+            u64::MAX / 2,
+            (1 << 63) + 5,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut randoms = [0u64; 64];
+        for r in &mut randoms {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *r = state >> (state % 60);
+        }
+        for &n in samples.iter().chain(&randoms) {
+            for &d in samples.iter().chain(&randoms).filter(|&&d| d > 0) {
+                assert_eq!(div_ceil(n, d), n.div_ceil(d), "{n} / {d}");
+            }
+        }
+        assert_eq!(div_ceil(5, 0), 5, "a zero divisor reads as 1");
+        assert!(is_multiple_of_pow2(4096, 64));
+        assert!(!is_multiple_of_pow2(4100, 64));
+        assert!(is_multiple_of_pow2(7, 0));
+    }
 }

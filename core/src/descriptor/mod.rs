@@ -157,8 +157,8 @@ pub struct TensorView<'a> {
     buffers: BufferTable<'a>,
     quantization: Option<Quantization<'a>>,
     shard: Option<Shard<'a>>,
-    statistics: Option<Statistics>,
-    extension_type: Option<ExtensionType>,
+    statistics: Option<&'a StatisticsEntry>,
+    extension_type: Option<&'a ExtensionTypeEntry>,
     member_role: Option<MemberRole>,
 }
 
@@ -170,7 +170,7 @@ impl<'a> TensorView<'a> {
     /// The first rule the bytes break, with its offset; a longer input is
     /// [`DescriptorErrorKind::TrailingBytes`].
     pub fn parse(bytes: &'a [u8]) -> Result<Self, DescriptorError> {
-        Self::parse_with(bytes, &ReadOptions::STRICT)
+        Self::parse_impl(bytes, &ReadOptions::STRICT, true)
     }
 
     /// [`parse`](Self::parse) with reader options.
@@ -178,17 +178,7 @@ impl<'a> TensorView<'a> {
     /// # Errors
     /// As [`parse`](Self::parse).
     pub fn parse_with(bytes: &'a [u8], options: &ReadOptions<'_>) -> Result<Self, DescriptorError> {
-        let (view, rest) = Self::parse_prefix_with(bytes, options)?;
-        if !rest.is_empty() {
-            return Err(DescriptorError::new(
-                view.header.descriptor_length.get(),
-                DescriptorErrorKind::TrailingBytes {
-                    declared: view.header.descriptor_length.get(),
-                    available: bytes.len() as u64,
-                },
-            ));
-        }
-        Ok(view)
+        Self::parse_impl(bytes, options, true)
     }
 
     /// Parses the descriptor at the start of `bytes` (a stream) and returns
@@ -208,10 +198,20 @@ impl<'a> TensorView<'a> {
         bytes: &'a [u8],
         options: &ReadOptions<'_>,
     ) -> Result<(Self, &'a [u8]), DescriptorError> {
-        let at = |offset: usize, kind| {
-            #[allow(clippy::cast_possible_truncation)]
-            DescriptorError::new(offset as u32, kind)
-        };
+        let view = Self::parse_impl(bytes, options, false)?;
+        let rest = bytes.get(view.bytes.len()..).unwrap_or_default();
+        Ok((view, rest))
+    }
+
+    /// The one parser behind every public entry point (a single layer, so
+    /// the view is built in place rather than copied through wrappers).
+    /// `exact`: the input must be exactly one descriptor.
+    fn parse_impl(
+        bytes: &'a [u8],
+        options: &ReadOptions<'_>,
+        exact: bool,
+    ) -> Result<Self, DescriptorError> {
+        let at = |offset: u32, kind| DescriptorError::new(offset, kind);
         let Some((head, _)) = bytes.split_at_checked(HEADER_LEN) else {
             return Err(at(
                 0,
@@ -221,7 +221,8 @@ impl<'a> TensorView<'a> {
                 },
             ));
         };
-        let header = zerocopy::FromBytes::ref_from_bytes(head).map_err(|_| {
+        // 20 bytes and an unaligned struct: this cannot fail.
+        let header: &'a FixedHeader = zerocopy::FromBytes::ref_from_bytes(head).map_err(|_| {
             at(
                 0,
                 DescriptorErrorKind::Truncated {
@@ -230,7 +231,6 @@ impl<'a> TensorView<'a> {
                 },
             )
         })?;
-        let header: &'a FixedHeader = header;
         if header.magic != DESCRIPTOR_MAGIC {
             return Err(at(0, DescriptorErrorKind::BadMagic(header.magic)));
         }
@@ -262,17 +262,7 @@ impl<'a> TensorView<'a> {
                 },
             ));
         };
-        let view = Self::parse_body(desc, header, options)?;
-        Ok((view, rest))
-    }
-
-    /// Everything after the header checks; `desc` is exactly
-    /// `descriptor_length` bytes.
-    fn parse_body(
-        desc: &'a [u8],
-        header: &'a FixedHeader,
-        options: &ReadOptions<'_>,
-    ) -> Result<Self, DescriptorError> {
+        let trailing = exact && !rest.is_empty();
         let mut r = Reader::new(desc);
         r.bytes(HEADER_LEN)?;
         let err = |offset: u32, kind| DescriptorError::new(offset, kind);
@@ -327,7 +317,7 @@ impl<'a> TensorView<'a> {
         let table_at = r.pos();
         let count = r.u8()?;
         let entries = r.take_slice::<BufferHandleEntry>(u64::from(count))?;
-        let buffers = BufferTable::from_entries(entries).map_err(|e| {
+        let buffers = BufferTable::from_descriptor_entries(entries).map_err(|e| {
             err(
                 table_at.saturating_add(1).saturating_add(e.offset()),
                 e.kind(),
@@ -379,7 +369,7 @@ impl<'a> TensorView<'a> {
 
         let packing = match (element_type.packing(), extension_type) {
             (Some(p), _) => p,
-            (None, Some(ext)) => ext.packing(),
+            (None, Some(ext)) => ExtensionType::packing_of(ext),
             // A private type without its section was rejected above.
             (None, None) => Packing::Bytes(1),
         };
@@ -399,6 +389,15 @@ impl<'a> TensorView<'a> {
             member_role,
         };
         view.check_semantics(byte_offset_at, table_at, statistics_at)?;
+        if trailing {
+            return Err(err(
+                declared,
+                DescriptorErrorKind::TrailingBytes {
+                    declared,
+                    available: bytes.len() as u64,
+                },
+            ));
+        }
         Ok(view)
     }
 
@@ -493,7 +492,7 @@ impl<'a> TensorView<'a> {
                 );
             }
             let alignment = self.element_type.natural_alignment();
-            if !self.byte_offset.is_multiple_of(u64::from(alignment)) {
+            if !extent::is_multiple_of_pow2(self.byte_offset, u64::from(alignment)) {
                 return err(
                     byte_offset_at,
                     DescriptorErrorKind::ByteOffsetMisaligned {
@@ -505,7 +504,7 @@ impl<'a> TensorView<'a> {
         }
 
         // Statistics nnz against a sparse layout's.
-        let stats_nnz = self.statistics.and_then(|s| s.nnz());
+        let stats_nnz = self.statistics().and_then(|s| s.nnz());
         if stats_nnz.is_some() && self.layout.nnz().is_some() && stats_nnz != self.layout.nnz() {
             return err(
                 statistics_at.saturating_add(8),
@@ -580,7 +579,7 @@ impl<'a> TensorView<'a> {
             _ => {
                 let (axis, k) = s.blocks().ok_or(overflow)?;
                 let along = ctx.shape.get(axis as usize).ok_or(overflow)?;
-                let per_axis = along.div_ceil(u64::from(k.max(1)));
+                let per_axis = extent::div_ceil(along, u64::from(k));
                 let others = ctx
                     .shape
                     .iter()
@@ -714,13 +713,19 @@ impl<'a> TensorView<'a> {
     /// The statistics section, if present.
     #[must_use]
     pub const fn statistics(&self) -> Option<Statistics> {
-        self.statistics
+        match self.statistics {
+            Some(e) => Some(Statistics::from_entry(e)),
+            None => None,
+        }
     }
 
     /// The extension type section, if present.
     #[must_use]
     pub const fn extension_type(&self) -> Option<ExtensionType> {
-        self.extension_type
+        match self.extension_type {
+            Some(e) => Some(ExtensionType::from_entry(e)),
+            None => None,
+        }
     }
 
     /// The composite member role, if present.

@@ -132,12 +132,12 @@ impl BlockPaged {
         ctx.exactly(0, ctx.element_bytes(0, pool)?)?;
         let width = self.index_width();
         let table = ctx.size(1);
-        if !table.is_multiple_of(width) {
+        if !super::super::extent::is_multiple_of_pow2(table, width) {
             return Err(ctx.err(
                 1,
                 DescriptorErrorKind::BufferSizeMismatch {
                     index: 1u32,
-                    expected: table.saturating_sub(table.checked_rem(width).unwrap_or(0)),
+                    expected: table & !width.saturating_sub(1),
                     byte_size: table,
                 },
             ));

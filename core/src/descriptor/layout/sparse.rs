@@ -8,7 +8,8 @@
 //! index array (exactly `nnz` uint64) and the pointer array (exactly
 //! `n + 1` uint64, `n` = rows for CSR, columns for CSC). The index arrays'
 //! contents (sortedness, bounds) are data, checked by
-//! [`check_csr_arrays`](crate::check_csr_arrays) where the host can read them.
+//! [`validate_contents`](crate::validate_contents) where the host can read
+//! them.
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 

@@ -15,7 +15,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Strides};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, stride_range};
+use super::super::extent::{Ctx, div_ceil, stride_range};
 use super::tag;
 
 /// The deepest nesting a reader accepts.
@@ -192,7 +192,8 @@ impl<'a> Tiled<'a> {
         let (lo, hi) = level_span(&top, ctx.shape.iter()).ok_or(overflow)?;
         let mut parent = top;
         for n in 0u8.. {
-            let tile_elems = i128::from(product(parent.tile_shape).ok_or(overflow)?);
+            let tile_elems =
+                i64::try_from(product(parent.tile_shape).ok_or(overflow)?).map_err(|_| overflow)?;
             // What lies inside one of `parent`'s tiles must stay inside it:
             // a strided inner order (which ends the nesting) or the next
             // level's grid.
@@ -220,16 +221,16 @@ fn product(d: Dims<'_>) -> Option<u64> {
 
 /// The element range one level's tile grid reaches when it tiles `region`;
 /// `None` on overflow.
-fn level_span(level: &TileLevel<'_>, region: impl Iterator<Item = u64>) -> Option<(i128, i128)> {
-    let tile_elems = i128::from(product(level.tile_shape)?);
+fn level_span(level: &TileLevel<'_>, region: impl Iterator<Item = u64>) -> Option<(i64, i64)> {
+    let tile_elems = i64::try_from(product(level.tile_shape)?).ok()?;
     let mut grid = region
         .zip(level.tile_shape.iter())
-        .map(|(n, t)| n.div_ceil(t.max(1)));
+        .map(|(n, t)| div_ceil(n, t));
     let (lo_t, hi_t) = match level.outer_strides {
         Some(s) => stride_range(grid, s.iter())?,
         None => {
             let tiles = grid.try_fold(1u64, u64::checked_mul)?;
-            (0, i128::from(tiles).checked_sub(1)?)
+            (0, i64::try_from(tiles).ok()?.checked_sub(1)?)
         }
     };
     let lo = lo_t.checked_mul(tile_elems)?;

@@ -176,9 +176,21 @@ impl ExtensionType {
         }
     }
 
-    pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// An extension type from its (validated) wire form.
+    #[must_use]
+    pub const fn from_entry(raw: &ExtensionTypeEntry) -> Self {
+        Self { raw: *raw }
+    }
+
+    /// How elements of a validated extension type entry are packed.
+    pub(crate) const fn packing_of(raw: &ExtensionTypeEntry) -> Packing {
+        Self::from_entry(raw).packing()
+    }
+
+    pub(crate) fn parse<'a>(r: &mut Reader<'a>) -> Result<&'a ExtensionTypeEntry, DescriptorError> {
         let at = r.pos();
-        let raw = *r.take::<ExtensionTypeEntry>()?;
+        let entry = r.take::<ExtensionTypeEntry>()?;
+        let raw = *entry;
         let invalid = |off: u32, field, value: u64| {
             Err(DescriptorError::new(
                 at.saturating_add(off),
@@ -243,7 +255,7 @@ impl ExtensionType {
                 }
             }
         }
-        Ok(Self { raw })
+        Ok(entry)
     }
 
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {

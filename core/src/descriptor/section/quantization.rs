@@ -457,7 +457,10 @@ impl<'a> Quantization<'a> {
             let valid = k.is_power_of_two() && k >= min && k <= max;
             let fits = match s {
                 // No partial blocks: a positive multiple of the block size.
-                Scheme::Mxfp { .. } => size > 0 && size.is_multiple_of(u64::from(k)),
+                // `k` is a power of two (checked just above).
+                Scheme::Mxfp { .. } => {
+                    size > 0 && super::super::extent::is_multiple_of_pow2(size, u64::from(k))
+                }
                 // A non-empty axis holds at least one whole block.
                 _ => size == 0 || u64::from(k) <= size,
             };

@@ -89,6 +89,28 @@ mod bit {
     pub(super) const DEFINED: u32 = 0b11_1111;
 }
 
+/// The sign bit of an IEEE binary64.
+const SIGN: u64 = 1 << 63;
+/// `key(1.0)`.
+#[allow(clippy::cast_possible_wrap)]
+const ONE: i64 = 0x3FF0_0000_0000_0000;
+
+/// An integer with the order of the float whose bits are `bits` (±0 equal);
+/// `None` for NaN. Positive floats order like their bits; negative ones in
+/// reverse.
+#[allow(clippy::cast_possible_wrap)] // both casts are below 2^63
+const fn key(bits: u64) -> Option<i64> {
+    let magnitude = bits & !SIGN;
+    if magnitude > 0x7FF0_0000_0000_0000 {
+        return None; // NaN
+    }
+    Some(if bits & SIGN != 0 {
+        (magnitude as i64).wrapping_neg()
+    } else {
+        magnitude as i64
+    })
+}
+
 impl Default for Statistics {
     fn default() -> Self {
         Self::new()
@@ -243,9 +265,16 @@ impl Statistics {
         self.set(bit::NAN_INF)
     }
 
-    pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// A statistics value from its (validated) wire form.
+    #[must_use]
+    pub const fn from_entry(raw: &StatisticsEntry) -> Self {
+        Self { raw: *raw }
+    }
+
+    pub(crate) fn parse<'a>(r: &mut Reader<'a>) -> Result<&'a StatisticsEntry, DescriptorError> {
         let at = r.pos();
-        let raw = *r.take::<StatisticsEntry>()?;
+        let entry = r.take::<StatisticsEntry>()?;
+        let raw = *entry;
         let s = Self { raw };
         let fail = |off: u32, kind| Err(DescriptorError::new(at.saturating_add(off), kind));
         let inconsistent = |field| DescriptorErrorKind::StatisticsInconsistent { field };
@@ -271,18 +300,27 @@ impl Statistics {
                 },
             );
         }
-        if s.sparsity_ratio()
-            .is_some_and(|ratio| !(0.0..=1.0).contains(&ratio))
-        {
-            return fail(16, inconsistent("sparsity_ratio"));
+        // Float rules through integer keys: no soft-float code on firmware.
+        if s.has(bit::SPARSITY) {
+            let ratio = key(raw.sparsity_ratio.get().to_bits());
+            if !matches!(ratio, Some(k) if (0..=ONE).contains(&k)) {
+                return fail(16, inconsistent("sparsity_ratio"));
+            }
         }
-        if s.value_range()
-            .is_some_and(|(min, max, abs)| !(min <= max && abs == min.abs().max(max.abs())))
-        {
-            return fail(24, inconsistent("value_range"));
+        if s.has(bit::RANGE) {
+            let (min, max) = (raw.value_min.get().to_bits(), raw.value_max.get().to_bits());
+            let abs = key(raw.value_abs_max.get().to_bits());
+            let ok = match (key(min), key(max), abs) {
+                (Some(lo), Some(hi), Some(a)) => {
+                    lo <= hi && Some(a) == key(min & !SIGN).max(key(max & !SIGN))
+                }
+                _ => false,
+            };
+            if !ok {
+                return fail(24, inconsistent("value_range"));
+            }
         }
-        if s.value_stats()
-            .is_some_and(|(_, stddev)| stddev.is_nan() || stddev < 0.0)
+        if s.has(bit::STATS) && !matches!(key(raw.value_stddev.get().to_bits()), Some(k) if k >= 0)
         {
             return fail(56, inconsistent("value_stddev"));
         }
@@ -292,7 +330,7 @@ impl Statistics {
         if s.has(bit::NAN_INF) && (raw.has_nan > 1 || raw.has_inf > 1) {
             return fail(66, inconsistent("has_nan"));
         }
-        Ok(s)
+        Ok(entry)
     }
 
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
