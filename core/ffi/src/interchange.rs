@@ -192,7 +192,7 @@ const fn import_status(e: ImportError) -> hurray_status {
 
 /// The message of an interchange status, or `None` for another code.
 #[must_use]
-pub const fn message(status: hurray_status) -> Option<&'static CStr> {
+pub(crate) const fn message(status: hurray_status) -> Option<&'static CStr> {
     Some(match status {
         HURRAY_E_INTEROP_NOT_EXPORTABLE => {
             c"tensor has no DLPack/Arrow form (layout, quantization, dynamic shape, rank or strides)"
