@@ -1,9 +1,9 @@
-//! Link-time proof that the decoders of `hurray-core` cannot panic.
+//! Link-time proof that the decoders of `hurray_core` cannot panic.
 //!
 //! This bare-metal program feeds opaque bytes (`core::hint::black_box`, so
 //! the optimizer can assume nothing about them) to every decoding and
 //! validation entry point of the core, and to the C ABI functions of
-//! `hurray-ffi` built on them, and reads every accessor of what they
+//! `hurray_ffi` built on them, and reads every accessor of what they
 //! return. Its `#[panic_handler]` calls a function that exists nowhere: the
 //! program links only if the optimizer removed every call to the panic
 //! handler, i.e. proved that no panic is reachable from these entry points.
