@@ -7,10 +7,11 @@
 //! handle, the tensor descriptor and their zero-copy views, usable in
 //! `no_std` firmware without an allocator.
 //!
-//! Features:
+//! Features (additive: any combination builds, `--all-features` included):
 //! * `defmt` — `defmt::Format` for every public type of the core.
 //! * `std` — `From<hurray::Error> for std::io::Error`.
-//! * `gpu` — the wgpu-backed [`gpu`] module (implies `std`).
+//! * `gpu` — the wgpu-backed `gpu` module, [`hurray_gpu`](https://docs.rs/hurray-rs-gpu)
+//!   (implies `std`).
 //!
 //! ```
 //! use hurray::{BufferHandle, DeviceTag, SyncMode};
@@ -22,12 +23,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-
-#[cfg(all(feature = "gpu", feature = "defmt"))]
-compile_error!(
-    "features `gpu` and `defmt` cannot be combined: defmt is the firmware logging stack, \
-     while wgpu logs through `log` on a std host; enable one logging stack per build"
-);
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use hurray_core::*;
 

@@ -1,6 +1,6 @@
 //! Benchmark: validating a buffer table against a plain read of the same bytes.
 //!
-//! Run: `cargo run --release -p hurray-core --example table_bench [entries]`
+//! Run: `cargo run --release -p hurray-rs-core --example table_bench [entries]`
 //!
 //! Builds a table of 4 Mi entries (64 MiB, larger than the last-level cache)
 //! of varied valid handles, then times, in the same process and on the same

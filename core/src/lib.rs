@@ -48,6 +48,8 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// docs.rs: a badge naming the feature on every feature-gated item.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Untrusted bytes never reach an `unwrap`, an `expect`, a slice index or a
 // `panic!` in library code (tests may use them freely).
 #![cfg_attr(

@@ -1,7 +1,7 @@
 //! Dispatch overhead: a warm bind-group cache against building the bind group
 //! on every dispatch, in one run, on the same buffers and shader.
 //!
-//! Run: `cargo run --release -p hurray-gpu --example dispatch_bench`
+//! Run: `cargo run --release -p hurray-rs-gpu --example dispatch_bench`
 //!
 //! Three loops of 2000 dispatches of a one-workgroup kernel with 4 bound
 //! buffers, interleaved 5 times (best loop kept). Dispatches are recorded

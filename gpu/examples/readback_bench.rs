@@ -1,6 +1,6 @@
 //! Readback benchmark: hurray against raw wgpu, in one run, on the same buffers.
 //!
-//! Run: `cargo run --release -p hurray-gpu --example readback_bench [max_size_mib]`
+//! Run: `cargo run --release -p hurray-rs-gpu --example readback_bench [max_size_mib]`
 //!
 //! For 4 B, 4 KiB, 1 MiB, 16 MiB and 256 MiB (up to `max_size_mib`, default
 //! 256) it measures, on one uploaded buffer per size:

@@ -1,7 +1,7 @@
 """ctypes bindings to hurray's C ABI interchange functions (no Python package).
 
 The library is `libhurray_ffi.so`, named by the HURRAY_FFI_LIB environment
-variable (CI builds it with `cargo build -p hurray-ffi`). The DLPack and Arrow
+variable (CI builds it with `cargo rustc -p hurray-rs-clib --crate-type cdylib`). The DLPack and Arrow
 structs below mirror the vendored headers in core/interop/include/vendor/.
 
 `HurrayTensor` is a DLPack producer object (`__dlpack__`, `__dlpack_device__`)

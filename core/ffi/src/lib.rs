@@ -937,33 +937,3 @@ pub unsafe extern "C" fn hurray_from_arrow_device(
 const _: () = assert!(HURRAY_SYNC_EVENT == SyncMode::Event.code());
 const _: () = assert!(HURRAY_DEVICE_CUDA == DeviceTag::Cuda.code());
 const _: () = assert!(HURRAY_MEMORY_UNIFIED == MemoryClass::Unified.code());
-
-#[cfg(all(feature = "panic-handler", feature = "panic-proof"))]
-compile_error!(
-    "features `panic-handler` and `panic-proof` each define the panic handler: pick one"
-);
-
-#[cfg(all(target_os = "none", feature = "panic-handler"))]
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    // Unreachable: every exported function is panic-free (core/nopanic).
-    loop {
-        core::hint::spin_loop();
-    }
-}
-
-#[cfg(all(target_os = "none", feature = "panic-proof"))]
-unsafe extern "C" {
-    /// Deliberately undefined: see the `panic-proof` feature.
-    fn hurray_ffi_can_panic() -> !;
-}
-
-/// With `panic-proof`, a program links only if the optimizer removed every
-/// path to the panic handler (`core/nopanic`).
-#[cfg(all(target_os = "none", feature = "panic-proof"))]
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    // SAFETY: the symbol does not exist, so this call never executes: the
-    // program links only when no call to the panic handler remains.
-    unsafe { hurray_ffi_can_panic() }
-}

@@ -2,7 +2,7 @@
  * C test of the hurray C ABI: decodes fixtures, iterates a table and a tensor
  * descriptor, and checks every error path. Built by CI with
  *   cc -Wall -Wextra -Werror -std=c11 -Icore/ffi/include core/ffi/tests/test_hurray.c \
- *      target/debug/libhurray_ffi.a -lpthread -ldl -lm
+ *      target/debug/libhurray_c.a -lpthread -ldl -lm   (after `cargo build -p hurray-rs-clib`)
  * Prints "N passed, 0 failed" and exits 0 on success.
  */
 #include <stdalign.h>

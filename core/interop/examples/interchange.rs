@@ -5,7 +5,7 @@
 //! Arrow C Device array; a consumer imports both back, gets a validated
 //! descriptor, and the owner is dropped once the last consumer is done.
 //!
-//! `cargo run -p hurray-interop --example interchange`
+//! `cargo run -p hurray-rs-interop --example interchange`
 use std::sync::Arc;
 
 use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor, TensorView};

@@ -8,7 +8,7 @@
 //! `TensorView::parse` of the exported tensor's own descriptor, so the
 //! ratio says how many descriptor parses a round trip costs.
 //!
-//! `cargo run --release -p hurray-interop --example interop_bench`
+//! `cargo run --release -p hurray-rs-interop --example interop_bench`
 use std::hint::black_box;
 use std::time::Instant;
 

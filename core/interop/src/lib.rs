@@ -1,4 +1,4 @@
-//! # hurray-interop
+//! # hurray-rs-interop (library `hurray_interop`)
 //!
 //! hurray tensors as DLPack 1.x managed tensors and as Arrow C Device
 //! `fixed_shape_tensor` arrays, and back: zero-copy, with the ownership

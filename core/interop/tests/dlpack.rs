@@ -1,5 +1,5 @@
 //! DLPack export/import round trips and hostile producer values. Runs under
-//! Miri in CI (`cargo +nightly miri test -p hurray-interop`): every test
+//! Miri in CI (`cargo +nightly miri test -p hurray-rs-interop`): every test
 //! goes through the crate's raw-pointer code with real allocations.
 
 // Test code: every `unsafe` block below hands the crate structs that the

@@ -1,15 +1,15 @@
-//! Link-time proof that the decoders of `hurray-core` cannot panic.
+//! Link-time proof that the decoders of `hurray_core` cannot panic.
 //!
 //! This bare-metal program feeds opaque bytes (`core::hint::black_box`, so
 //! the optimizer can assume nothing about them) to every decoding and
 //! validation entry point of the core, and to the C ABI functions of
-//! `hurray-ffi` built on them, and reads every accessor of what they
+//! `hurray_ffi` built on them, and reads every accessor of what they
 //! return. Its `#[panic_handler]` calls a function that exists nowhere: the
 //! program links only if the optimizer removed every call to the panic
 //! handler, i.e. proved that no panic is reachable from these entry points.
 //! A new panic path in a decoder turns into a link error naming
-//! `hurray_ffi_can_panic` (the handler comes from hurray-ffi's `panic-proof`
-//! feature).
+//! `hurray_can_panic`. The handler is this program's own: a panic handler is
+//! a global choice, made by the final artifact, never by a library.
 //!
 //! Build: `cargo build --release --target thumbv7em-none-eabihf`
 //! (from `core/nopanic/`); CI does, and reports the `.text` size.
@@ -113,5 +113,17 @@ pub extern "C" fn _start() -> ! {
     loop {}
 }
 
-// The panic handler is hurray-ffi's `panic-proof` one: it calls the undefined
-// `hurray_ffi_can_panic`, so this program links only if no panic is reachable.
+unsafe extern "C" {
+    /// Deliberately undefined: a reference to it that survives optimization
+    /// is a link error, the proof's failure.
+    fn hurray_can_panic() -> !;
+}
+
+/// Calls the undefined `hurray_can_panic`, so this program links only if the
+/// optimizer removed every path to the panic handler.
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    // SAFETY: the symbol does not exist, so this call never executes: the
+    // program links only when no call to the panic handler remains.
+    unsafe { hurray_can_panic() }
+}
