@@ -9,6 +9,12 @@
 
 use hurray_core::{DescriptorErrorKind, TensorView};
 
+/// The step of a loop over many similar cases: 1 normally, `step` under
+/// Miri (which runs each case about a thousand times slower).
+pub(crate) const fn miri_step(step: usize) -> usize {
+    if cfg!(miri) { step } else { 1 }
+}
+
 /// A 16-byte handle entry assembled field by field from the spec's layout.
 pub(crate) fn entry(size: u64, align: u32, dev: u8, sync: u8, class: u8, reserved: u8) -> [u8; 16] {
     let mut b = [0u8; 16];
