@@ -599,7 +599,7 @@ fn qz_block_2_test_parse_vector_and_parameter_sizes() {
 }
 
 #[test]
-fn qz_nf4_1_nf4_blocks() {
+fn qz_nf_1_nf4_blocks() {
     let d = |k, scale| {
         Desc::new(ty::U4, lay::ROW, &[4, 24])
             .buffers(&[cpu(48), cpu(scale)])
