@@ -117,7 +117,7 @@ fn bp_entry_1_test_parse_and_test_emit_field_offsets() {
 #[test]
 fn bp_entry_2_exhaustive_code_bytes_match_the_model() {
     let (step, sample) = if cfg!(miri) {
-        (65_521, 65_521)
+        (262_139, 262_139)
     } else {
         (1, 97)
     };
@@ -148,7 +148,7 @@ fn bp_entry_2_exhaustive_code_bytes_match_the_model() {
             }
         }
     }
-    assert!(checked > 200);
+    assert!(checked > 60);
     if !cfg!(miri) {
         // Named pairs with sync 0: the 28 valid (device, class) pairs, plus
         // 8 named devices (not CPU) x 2 other sync modes x their pairs, plus

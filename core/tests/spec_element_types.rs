@@ -95,7 +95,7 @@ fn et_tag_3_private_types_carried_with_their_description() {
 
 #[test]
 fn et_size_1_contiguous_byte_size() {
-    for (tag, _, bits, _) in TYPES {
+    for (tag, _, bits, _) in TYPES.into_iter().step_by(miri_step(2)) {
         for n in (1..=9u64).step_by(miri_step(8)) {
             let need = spec_bytes(bits, n);
             assert_eq!(

@@ -232,7 +232,7 @@ fn qz_storage_1_storage_types_per_scheme() {
         ),
     ];
     for (scheme, payload, scale, allowed) in &schemes {
-        for t in ElementType::BUILT_IN.iter().step_by(miri_step(3)) {
+        for t in ElementType::BUILT_IN.iter().step_by(miri_step(5)) {
             let data = data_bytes(t.bits().unwrap(), 64);
             let mut bufs = vec![cpu(data)];
             bufs.extend(scale.map(cpu));

@@ -34,14 +34,28 @@ pub(crate) fn cpu(size: u64) -> [u8; 16] {
 
 // --- little-endian field writers ------------------------------------------------
 
+// (Plain loops of `extend_from_slice`: iterator adapters cost a lot under
+// Miri, which runs these helpers thousands of times.)
 pub(crate) fn u32s(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    let mut out = Vec::with_capacity(4 * v.len());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
 }
 pub(crate) fn u64s(v: &[u64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    let mut out = Vec::with_capacity(8 * v.len());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
 }
 pub(crate) fn i64s(v: &[i64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    let mut out = Vec::with_capacity(8 * v.len());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
 }
 pub(crate) fn put(buf: &mut [u8], at: usize, bytes: &[u8]) {
     buf[at..at + bytes.len()].copy_from_slice(bytes);
@@ -444,46 +458,48 @@ impl Desc {
 
     /// The descriptor's bytes.
     pub(crate) fn bytes(&self) -> Vec<u8> {
-        let mut v = b"HRRY".to_vec();
+        let mut v = Vec::with_capacity(256);
+        v.extend_from_slice(b"HRRY");
         v.push(self.major);
         v.push(self.minor);
         let len = self
             .length
             .unwrap_or(self.fields_len() + self.tail.len() as u32);
-        v.extend(len.to_le_bytes());
-        v.extend(
-            self.flags
+        v.extend_from_slice(&len.to_le_bytes());
+        v.extend_from_slice(
+            &self
+                .flags
                 .unwrap_or_else(|| self.computed_flags())
                 .to_le_bytes(),
         );
         v.push(self.type_tag);
         v.push(self.layout_tag);
-        v.extend(self.rank.unwrap_or(self.shape.len() as u32).to_le_bytes());
-        v.extend(u64s(&self.shape));
-        v.extend(self.byte_offset.to_le_bytes());
-        v.extend(&self.layout);
+        v.extend_from_slice(&self.rank.unwrap_or(self.shape.len() as u32).to_le_bytes());
+        v.extend_from_slice(&u64s(&self.shape));
+        v.extend_from_slice(&self.byte_offset.to_le_bytes());
+        v.extend_from_slice(&self.layout);
         v.push(self.count.unwrap_or(self.buffers.len() as u8));
         for b in &self.buffers {
-            v.extend(b);
+            v.extend_from_slice(b);
         }
         if let Some(q) = &self.quant {
-            v.extend(self.quant_len.unwrap_or(q.len() as u32).to_le_bytes());
-            v.extend(q);
+            v.extend_from_slice(&self.quant_len.unwrap_or(q.len() as u32).to_le_bytes());
+            v.extend_from_slice(q);
         }
         if let Some((p, o)) = &self.shard {
-            v.extend(u64s(p));
-            v.extend(u64s(o));
+            v.extend_from_slice(&u64s(p));
+            v.extend_from_slice(&u64s(o));
         }
         if let Some(s) = &self.stats {
-            v.extend(s);
+            v.extend_from_slice(s);
         }
         if let Some(e) = &self.ext {
-            v.extend(e);
+            v.extend_from_slice(e);
         }
         if let Some(m) = &self.member {
-            v.extend(m);
+            v.extend_from_slice(m);
         }
-        v.extend(&self.tail);
+        v.extend_from_slice(&self.tail);
         v
     }
 }
