@@ -796,3 +796,213 @@ pub(crate) const fn message(status: hurray_status) -> &'static CStr {
         _ => c"unknown status code",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hurray_core::ElementType;
+
+    /// Every kind the core can report has its own status (never
+    /// `HURRAY_E_UNKNOWN`), a message, and the error's offset.
+    #[test]
+    fn every_descriptor_error_kind_has_its_own_status() {
+        use DescriptorErrorKind as K;
+        let handle = Error::InvalidSyncMode(7);
+        let kinds = [
+            K::Truncated {
+                needed: 20,
+                available: 3,
+            },
+            K::BadMagic(*b"HRAY"),
+            K::UnsupportedVersion { major: 2, minor: 0 },
+            K::LengthMismatch {
+                declared: 1,
+                consumed: 2,
+            },
+            K::TrailingBytes {
+                declared: 1,
+                available: 2,
+            },
+            K::ReservedFlags(1 << 9),
+            K::InvalidTypeTag(0x47),
+            K::InvalidLayoutTag(0x0C),
+            K::InvalidValue {
+                field: "kv_role",
+                value: 9,
+            },
+            K::ReservedNonZero {
+                field: "coo._reserved",
+            },
+            K::RankTooLarge(65),
+            K::RankNotAllowed {
+                layout_tag: 7,
+                rank: 3,
+            },
+            K::DynamicDimension {
+                field: "shape",
+                axis: 1,
+            },
+            K::TilingTooDeep,
+            K::TileOverrun { level: 1 },
+            K::Overflow { what: "x" },
+            K::NotAPermutation { value: 0 },
+            K::ShapeDoesNotFitCurve { axis: 0, size: 5 },
+            K::UnknownExtensionLayout(9),
+            K::TableLength { len: 17 },
+            K::NotColocated { index: 2 },
+            K::BufferCount {
+                expected: 3,
+                found: 2,
+            },
+            K::BufferTooSmall {
+                index: 0,
+                needed: 8,
+                byte_size: 4,
+            },
+            K::BufferSizeMismatch {
+                index: 1,
+                expected: 8,
+                byte_size: 4,
+            },
+            K::ExtentOutOfBounds {
+                start: -4,
+                end: 8,
+                byte_size: 8,
+            },
+            K::ByteOffsetOutOfRange {
+                byte_offset: 9,
+                byte_size: 8,
+            },
+            K::ByteOffsetMisaligned {
+                byte_offset: 2,
+                alignment: 4,
+            },
+            K::ByteOffsetNotZero(8),
+            K::ExtensionTypeMismatch {
+                type_tag: 0xF0,
+                present: false,
+            },
+            K::SectionNotAllowed {
+                section: "shard",
+                layout_tag: 9,
+            },
+            K::ShardOutOfBounds { axis: 0 },
+            K::StorageTypeNotAllowed {
+                scheme: 1,
+                type_tag: 3,
+            },
+            K::AxisOutOfRange { axis: 2, rank: 2 },
+            K::ParameterBufferIndex {
+                index: 0,
+                first: 1,
+                count: 2,
+            },
+            K::ParameterOutOfRange { field: "scale" },
+            K::StatisticsInconsistent { field: "nnz" },
+            K::PrivateCodeRefused {
+                field: "scheme_tag",
+                code: 0xF1,
+            },
+        ];
+        let mut seen = [false; 64];
+        for kind in kinds {
+            let d = describe_descriptor(DescriptorError::new(77, kind));
+            assert_ne!(d.status, HURRAY_E_UNKNOWN, "{kind:?}");
+            assert_eq!(d.offset, 77, "{kind:?}");
+            assert_ne!(message(d.status).to_bytes(), b"unknown status code");
+            let slot = usize::try_from(-d.status).unwrap();
+            assert!(!seen[slot], "two kinds share status {}: {kind:?}", d.status);
+            seen[slot] = true;
+        }
+        // A bad handle inside a table keeps the handle's status and gains the index.
+        let d = describe_descriptor(DescriptorError::new(
+            17,
+            K::Buffer {
+                index: 1,
+                error: handle,
+            },
+        ));
+        assert_eq!(
+            (d.status, d.index, d.value, d.offset),
+            (HURRAY_E_INVALID_SYNC_MODE, 1, 7, 17)
+        );
+        // A negative extent start is reported as a two's-complement int64.
+        let d = describe_descriptor(DescriptorError::new(0, kinds[24]));
+        assert_eq!(d.value.cast_signed(), -4);
+        // The section of SectionNotAllowed is its flag bit.
+        let d = describe_descriptor(DescriptorError::new(10, kinds[29]));
+        assert_eq!(d.index, u64::from(HURRAY_FLAG_HAS_SHARD));
+    }
+
+    #[test]
+    fn every_handle_encode_and_interop_error_has_a_status() {
+        let handle_errors = [
+            Error::AlignmentNotPowerOfTwo { alignment: 3 },
+            Error::AlignmentBelowMinimum {
+                alignment: 32,
+                minimum: 64,
+            },
+            Error::InvalidSyncMode(7),
+            Error::InvalidDeviceTag(9),
+            Error::InvalidMemoryClass(4),
+            Error::MemoryClassNotAllowed {
+                device_tag: DeviceTag::Cpu,
+                memory_class: MemoryClass::PeerToPeer,
+            },
+            Error::ReservedNonZero(1),
+        ];
+        for e in handle_errors {
+            assert_ne!(describe(e).status, HURRAY_E_UNKNOWN, "{e:?}");
+        }
+        let encode_errors = [
+            EncodeError::OutputTooSmall {
+                needed: 61,
+                available: 8,
+            },
+            EncodeError::CapacityExceeded {
+                what: "buffers",
+                capacity: 255,
+            },
+            EncodeError::LengthMismatch {
+                what: "strides",
+                len: 1,
+                expected: 2,
+            },
+            EncodeError::Invalid(DescriptorError::new(0, DescriptorErrorKind::TilingTooDeep)),
+        ];
+        for e in encode_errors {
+            assert_ne!(describe_encode(e).status, HURRAY_E_UNKNOWN, "{e:?}");
+        }
+        let interop_errors = [
+            InteropError::NoDeviceCode {
+                device_tag: DeviceTag::Private(0xF0),
+                memory_class: MemoryClass::Standard,
+            },
+            InteropError::UnknownDeviceCode(9),
+            InteropError::NoDataType(ElementType::Bool),
+            InteropError::UnknownDataType {
+                code: 9,
+                bits: 8,
+                lanes: 1,
+            },
+        ];
+        for e in interop_errors {
+            assert_ne!(describe_interop(e).status, HURRAY_E_UNKNOWN, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn every_status_has_its_own_message() {
+        for s in HURRAY_STATUS_MIN..=HURRAY_OK {
+            let m = message(s).to_bytes();
+            assert_ne!(m, b"unknown status code", "{s}");
+            for t in HURRAY_STATUS_MIN..s {
+                assert_ne!(m, message(t).to_bytes(), "{s} and {t}");
+            }
+        }
+        assert_eq!(
+            message(HURRAY_STATUS_MIN - 1).to_bytes(),
+            b"unknown status code"
+        );
+    }
+}
