@@ -17,19 +17,24 @@ use libfuzzer_sys::fuzz_target;
 fn check_accepted(data: &[u8], view: &TensorView<'_>, ids: &[u64]) {
     check_view(view);
     let owned = Owned::of(view);
-    let canonical = owned.encode().unwrap_or_else(|e| panic!("an accepted descriptor does not re-encode: {e}"));
+    let canonical = owned
+        .encode()
+        .unwrap_or_else(|e| panic!("an accepted descriptor does not re-encode: {e}"));
     if view.version().1 == 0 {
         assert_eq!(canonical, data, "re-encoding changed a 1.0 descriptor");
     } else {
         // A later minor version's appended bytes are skipped: the canonical
         // 1.0 form describes the same tensor.
-        let again = TensorView::parse_with(&canonical, &permissive(ids)).expect("canonical form parses");
+        let again =
+            TensorView::parse_with(&canonical, &permissive(ids)).expect("canonical form parses");
         assert_eq!(Owned::of(&again), owned);
     }
     match DescriptorBuilder::<64, 255>::from_view(view) {
         Ok(b) => {
             let mut out = vec![0u8; canonical.len()];
-            let n = b.encode(&mut out).expect("the builder re-encodes an accepted descriptor");
+            let n = b
+                .encode(&mut out)
+                .expect("the builder re-encodes an accepted descriptor");
             assert_eq!(&out[..n], &canonical[..]);
         }
         Err(hurray_core::EncodeError::Unsupported { .. }) => {}
@@ -39,10 +44,19 @@ fn check_accepted(data: &[u8], view: &TensorView<'_>, ids: &[u64]) {
 
 fuzz_target!(|data: &[u8]| {
     let strict = TensorView::parse(data);
-    let ids: Vec<u64> = strict.as_ref().err().and_then(refused_id).into_iter().collect();
+    let ids: Vec<u64> = strict
+        .as_ref()
+        .err()
+        .and_then(refused_id)
+        .into_iter()
+        .collect();
     let loose = TensorView::parse_with(data, &permissive(&ids));
     if let Ok(v) = &strict {
-        assert_eq!(loose.as_ref(), Ok(v), "permissive options refused what strict ones accept");
+        assert_eq!(
+            loose.as_ref(),
+            Ok(v),
+            "permissive options refused what strict ones accept"
+        );
     }
     // A stream: the first descriptor and what follows it.
     let prefix = TensorView::parse_prefix_with(data, &permissive(&ids));
@@ -54,7 +68,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(loose.is_ok(), rest.is_empty());
             match &loose {
                 Ok(l) => assert_eq!(l, v),
-                Err(e) => assert!(matches!(e.kind(), DescriptorErrorKind::TrailingBytes { .. })),
+                Err(e) => assert!(matches!(
+                    e.kind(),
+                    DescriptorErrorKind::TrailingBytes { .. }
+                )),
             }
         }
         // An exact parse is a prefix parse plus the trailing-bytes check.

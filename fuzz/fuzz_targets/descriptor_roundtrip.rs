@@ -12,16 +12,27 @@ use hurray_core::{DescriptorBuilder, TensorView};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let ids: Vec<u64> = TensorView::parse_prefix(data).err().as_ref().and_then(refused_id).into_iter().collect();
+    let ids: Vec<u64> = TensorView::parse_prefix(data)
+        .err()
+        .as_ref()
+        .and_then(refused_id)
+        .into_iter()
+        .collect();
     let options = permissive(&ids);
-    let Ok((view, _)) = TensorView::parse_prefix_with(data, &options) else { return };
+    let Ok((view, _)) = TensorView::parse_prefix_with(data, &options) else {
+        return;
+    };
     let owned = Owned::of(&view);
     let canonical = owned.encode().expect("an accepted descriptor re-encodes");
     let again = TensorView::parse_with(&canonical, &options).expect("the canonical form parses");
     assert_eq!(again.version(), (1, 0));
     let again_owned = Owned::of(&again);
     assert_eq!(again_owned, owned);
-    assert_eq!(again_owned.encode().unwrap(), canonical, "canonical form is not a fixed point");
+    assert_eq!(
+        again_owned.encode().unwrap(),
+        canonical,
+        "canonical form is not a fixed point"
+    );
     assert_eq!(again.element_count(), view.element_count());
     assert_eq!(again.strides(&mut [0; 64]), view.strides(&mut [0; 64]));
     if let Ok(b) = DescriptorBuilder::<64, 255>::from_view(&again) {

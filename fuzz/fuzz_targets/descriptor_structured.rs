@@ -22,29 +22,75 @@ use hurray_core::{
 };
 use libfuzzer_sys::fuzz_target;
 
+/// One tiled level: tile shape, outer and inner codes, outer and inner strides.
+type LevelPick = (Vec<u8>, u8, u8, Vec<i8>, Vec<i8>);
+
 #[derive(Arbitrary, Debug)]
 enum LayoutPick {
     RowMajor,
     ColumnMajor,
     Strided(Vec<i8>),
-    Tiled(Vec<(Vec<u8>, u8, u8, Vec<i8>, Vec<i8>)>),
+    Tiled(Vec<LevelPick>),
     Morton(Vec<bool>),
-    Coo { nnz: u8, sorted: bool },
-    Csr { nnz: u8 },
-    Csc { nnz: u8 },
-    Csf { nnz: u8, perm: Vec<u8>, nodes: Vec<u8> },
-    BlockPaged { page: u8, pages: u8, seqs: u8, role: u8, layer: Option<u16>, wide: bool, table: u8 },
-    Composite { rule: u8, op: bool, members: u16 },
-    Hilbert { order: u8 },
-    Extension { tag: u8, id: u64, data: Vec<u8>, extra: u8 },
+    Coo {
+        nnz: u8,
+        sorted: bool,
+    },
+    Csr {
+        nnz: u8,
+    },
+    Csc {
+        nnz: u8,
+    },
+    Csf {
+        nnz: u8,
+        perm: Vec<u8>,
+        nodes: Vec<u8>,
+    },
+    BlockPaged {
+        page: u8,
+        pages: u8,
+        seqs: u8,
+        role: u8,
+        layer: Option<u16>,
+        wide: bool,
+        table: u8,
+    },
+    Composite {
+        rule: u8,
+        op: bool,
+        members: u16,
+    },
+    Hilbert {
+        order: u8,
+    },
+    Extension {
+        tag: u8,
+        id: u64,
+        data: Vec<u8>,
+        extra: u8,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
 enum QuantPick {
-    PerTensor { scale: i16, zero_point: i32 },
-    PerChannel { axis: u8, symmetric: bool },
+    PerTensor {
+        scale: i16,
+        zero_point: i32,
+    },
+    PerChannel {
+        axis: u8,
+        symmetric: bool,
+    },
     /// Block schemes with arbitrary parameters and parameter buffer sizes.
-    Block { tag: u8, axis: u8, block_log2: u8, scale_type: u8, symmetric: bool, sizes: (u16, u16) },
+    Block {
+        tag: u8,
+        axis: u8,
+        block_log2: u8,
+        scale_type: u8,
+        symmetric: bool,
+        sizes: (u16, u16),
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -114,7 +160,11 @@ fn placement(input: &Input) -> (DeviceTag, MemoryClass, SyncMode) {
 }
 
 fn ceil_log2(n: u64) -> u32 {
-    if n <= 1 { 0 } else { 64 - (n - 1).leading_zeros() }
+    if n <= 1 {
+        0
+    } else {
+        64 - (n - 1).leading_zeros()
+    }
 }
 
 fuzz_target!(|input: Input| {
@@ -122,7 +172,8 @@ fuzz_target!(|input: Input| {
     let shift = u32::from(input.align_shift % 8);
     let buffer = |size: u64| {
         let align = if size == 0 { 1 << shift } else { 64 << shift };
-        BufferHandle::with_memory_class(size, align, device, sync, class).expect("valid by construction")
+        BufferHandle::with_memory_class(size, align, device, sync, class)
+            .expect("valid by construction")
     };
 
     // Element type (a private one carries its width in an extension type section).
@@ -131,15 +182,31 @@ fuzz_target!(|input: Input| {
             let t = ElementType::from_code(0xF0 + tag % 15).unwrap();
             let bits = [1u32, 2, 4, 8, 16, 24, 32, 64][usize::from(width % 8)];
             let e = if float && bits >= 8 {
-                ExtensionType::float(bits, 1, (bits / 3) as u8, (bits - 1 - bits / 3) as u8, 7, true, false)
+                ExtensionType::float(
+                    bits,
+                    1,
+                    (bits / 3) as u8,
+                    (bits - 1 - bits / 3) as u8,
+                    7,
+                    true,
+                    false,
+                )
             } else {
                 ExtensionType::integer(bits, width & 0x80 != 0)
             };
             (t, Some(e))
         }
-        None => (ElementType::BUILT_IN[usize::from(input.element) % ElementType::BUILT_IN.len()], None),
+        None => (
+            ElementType::BUILT_IN[usize::from(input.element) % ElementType::BUILT_IN.len()],
+            None,
+        ),
     };
-    let mut shape: Vec<u64> = input.dims.iter().take(6).map(|&d| u64::from(d % 9)).collect();
+    let mut shape: Vec<u64> = input
+        .dims
+        .iter()
+        .take(6)
+        .map(|&d| u64::from(d % 9))
+        .collect();
     let mut must_accept = true;
 
     // The layout, and the shape it needs.
@@ -159,9 +226,11 @@ fuzz_target!(|input: Input| {
             rank_at_least(&mut shape, 3);
             shape.truncate(3);
         }
-        LayoutPick::Composite { .. } | LayoutPick::Tiled(_) | LayoutPick::Strided(_) | LayoutPick::Morton(_) | LayoutPick::ColumnMajor => {
-            rank_at_least(&mut shape, 1)
-        }
+        LayoutPick::Composite { .. }
+        | LayoutPick::Tiled(_)
+        | LayoutPick::Strided(_)
+        | LayoutPick::Morton(_)
+        | LayoutPick::ColumnMajor => rank_at_least(&mut shape, 1),
         LayoutPick::Hilbert { order } => {
             rank_at_least(&mut shape, 2);
             shape.truncate(3);
@@ -170,16 +239,18 @@ fuzz_target!(|input: Input| {
         }
         LayoutPick::RowMajor => {}
     }
-    if let Some(axis) = input.dynamic {
-        if let Some(n) = shape.get_mut(usize::from(axis) % 8) {
-            if !matches!(input.layout, LayoutPick::Hilbert { .. }) {
-                *n = DYNAMIC;
-            }
-        }
+    if let Some(axis) = input.dynamic
+        && let Some(n) = shape.get_mut(usize::from(axis) % 8)
+        && !matches!(input.layout, LayoutPick::Hilbert { .. })
+    {
+        *n = DYNAMIC;
     }
     let rank = shape.len();
     let dynamic = shape.contains(&DYNAMIC);
-    let count: u64 = shape.iter().map(|&n| if n == DYNAMIC { 1 } else { n }).product();
+    let count: u64 = shape
+        .iter()
+        .map(|&n| if n == DYNAMIC { 1 } else { n })
+        .product();
 
     // Quantized tensors store an integer type the scheme accepts.
     if let Some(QuantPick::PerTensor { .. } | QuantPick::PerChannel { .. }) = input.quant {
@@ -188,11 +259,18 @@ fuzz_target!(|input: Input| {
     }
     // Strides address whole bytes here (sub-byte strided extents are left to
     // the fixture tests).
-    if matches!(input.layout, LayoutPick::Strided(_)) && element_type.packing().is_none_or(|p| !matches!(p, hurray_core::Packing::Bytes(_))) {
+    if matches!(input.layout, LayoutPick::Strided(_))
+        && element_type
+            .packing()
+            .is_none_or(|p| !matches!(p, hurray_core::Packing::Bytes(_)))
+    {
         element_type = ElementType::Int8;
         extension_type = None;
     }
-    let packing = element_type.packing().or(extension_type.map(|e| e.packing())).unwrap();
+    let packing = element_type
+        .packing()
+        .or(extension_type.map(|e| e.packing()))
+        .unwrap();
     let bytes = |n: u64| packing.bytes_for(n).unwrap();
     let align = u64::from(element_type.natural_alignment());
     let slack = u64::from(input.slack % 32);
@@ -203,10 +281,16 @@ fuzz_target!(|input: Input| {
         LayoutPick::RowMajor | LayoutPick::ColumnMajor => {
             byte_offset = u64::from(input.offset % 4) * align;
             buffers.push(buffer(byte_offset + bytes(count) + slack));
-            if matches!(input.layout, LayoutPick::RowMajor) { OwnedLayout::RowMajor } else { OwnedLayout::ColumnMajor }
+            if matches!(input.layout, LayoutPick::RowMajor) {
+                OwnedLayout::RowMajor
+            } else {
+                OwnedLayout::ColumnMajor
+            }
         }
         LayoutPick::Strided(steps) => {
-            let strides: Vec<i64> = (0..rank).map(|k| i64::from(steps.get(k).copied().unwrap_or(1))).collect();
+            let strides: Vec<i64> = (0..rank)
+                .map(|k| i64::from(steps.get(k).copied().unwrap_or(1)))
+                .collect();
             let w = bytes(1);
             let (mut lo, mut hi) = (0i64, 0i64);
             for (&n, &s) in shape.iter().zip(&strides) {
@@ -216,7 +300,11 @@ fuzz_target!(|input: Input| {
             }
             let first = i64::from(input.offset % 4) - lo;
             byte_offset = first as u64 * w;
-            let size = if count == 0 { byte_offset } else { (first + hi + 1) as u64 * w };
+            let size = if count == 0 {
+                byte_offset
+            } else {
+                (first + hi + 1) as u64 * w
+            };
             buffers.push(buffer(size + slack));
             OwnedLayout::Strided(strides)
         }
@@ -228,9 +316,15 @@ fuzz_target!(|input: Input| {
                 .map(|(tile, outer, inner, os, is)| {
                     let outer = 1 + outer % 3;
                     let inner = 1 + inner % 4;
-                    let strides = |v: &Vec<i8>| (0..rank).map(|k| i64::from(v.get(k).copied().unwrap_or(1))).collect();
+                    let strides = |v: &Vec<i8>| {
+                        (0..rank)
+                            .map(|k| i64::from(v.get(k).copied().unwrap_or(1)))
+                            .collect()
+                    };
                     OwnedLevel {
-                        tile_shape: (0..rank).map(|k| u64::from(tile.get(k).copied().unwrap_or(1) % 5)).collect(),
+                        tile_shape: (0..rank)
+                            .map(|k| u64::from(tile.get(k).copied().unwrap_or(1) % 5))
+                            .collect(),
                         outer_layout: outer,
                         inner_layout: inner,
                         outer_strides: (outer == 3).then(|| strides(os)),
@@ -259,7 +353,11 @@ fuzz_target!(|input: Input| {
                     need + u32::from(extra.get(k).copied().unwrap_or(false))
                 })
                 .collect();
-            let elements = if count == 0 { 0 } else { 1u64 << bits.iter().sum::<u32>() };
+            let elements = if count == 0 {
+                0
+            } else {
+                1u64 << bits.iter().sum::<u32>()
+            };
             byte_offset = u64::from(input.offset % 4) * align;
             buffers.push(buffer(byte_offset + bytes(elements) + slack));
             OwnedLayout::Morton(bits)
@@ -269,13 +367,19 @@ fuzz_target!(|input: Input| {
             let elements = 1u64 << (order * rank as u32);
             byte_offset = u64::from(input.offset % 4) * align;
             buffers.push(buffer(byte_offset + bytes(elements) + slack));
-            OwnedLayout::Hilbert(Hilbert { order, rank: rank as u32 })
+            OwnedLayout::Hilbert(Hilbert {
+                order,
+                rank: rank as u32,
+            })
         }
         LayoutPick::Coo { nnz, sorted } => {
             let nnz = u64::from(*nnz);
             buffers.push(buffer(bytes(nnz) + slack));
             buffers.push(buffer(nnz * rank as u64 * 8));
-            OwnedLayout::Coo(Coo { nnz, sorted: *sorted })
+            OwnedLayout::Coo(Coo {
+                nnz,
+                sorted: *sorted,
+            })
         }
         LayoutPick::Csr { nnz } | LayoutPick::Csc { nnz } => {
             let nnz = u64::from(*nnz);
@@ -285,7 +389,11 @@ fuzz_target!(|input: Input| {
             buffers.push(buffer(nnz * 8));
             buffers.push(buffer(if major == DYNAMIC { 8 } else { (major + 1) * 8 }));
             let c = Compressed { nnz };
-            if csr { OwnedLayout::Csr(c) } else { OwnedLayout::Csc(c) }
+            if csr {
+                OwnedLayout::Csr(c)
+            } else {
+                OwnedLayout::Csc(c)
+            }
         }
         LayoutPick::Csf { nnz, perm, nodes } => {
             let nnz = u64::from(*nnz);
@@ -296,18 +404,36 @@ fuzz_target!(|input: Input| {
             buffers.push(buffer(bytes(nnz) + slack));
             let mut parents = 1u64;
             for level in 0..rank {
-                let n = if level + 1 == rank { nnz } else { u64::from(nodes.get(level).copied().unwrap_or(1)) };
+                let n = if level + 1 == rank {
+                    nnz
+                } else {
+                    u64::from(nodes.get(level).copied().unwrap_or(1))
+                };
                 buffers.push(buffer((parents + 1) * 8));
                 buffers.push(buffer(n * 8));
                 parents = n;
             }
-            OwnedLayout::Csf { nnz, mode_order: order }
+            OwnedLayout::Csf {
+                nnz,
+                mode_order: order,
+            }
         }
-        LayoutPick::BlockPaged { page, pages, seqs, role, layer, wide, table } => {
+        LayoutPick::BlockPaged {
+            page,
+            pages,
+            seqs,
+            role,
+            layer,
+            wide,
+            table,
+        } => {
             let page_size = 1 + u32::from(*page % 32);
             let num_pages = u64::from(*pages);
             let width = if *wide { 8 } else { 4 };
-            let per_slot: u64 = shape[1..].iter().map(|&n| if n == DYNAMIC { 1 } else { n }).product();
+            let per_slot: u64 = shape[1..]
+                .iter()
+                .map(|&n| if n == DYNAMIC { 1 } else { n })
+                .product();
             buffers.push(buffer(bytes(num_pages * u64::from(page_size) * per_slot)));
             buffers.push(buffer(u64::from(*table) * width));
             buffers.push(buffer((u64::from(*seqs) + 1) * width));
@@ -321,7 +447,11 @@ fuzz_target!(|input: Input| {
             })
         }
         LayoutPick::Composite { rule, op, members } => {
-            let rule = [CompositionRule::Partition, CompositionRule::Overlay, CompositionRule::Group][usize::from(rule % 3)];
+            let rule = [
+                CompositionRule::Partition,
+                CompositionRule::Overlay,
+                CompositionRule::Group,
+            ][usize::from(rule % 3)];
             let overlay = rule == CompositionRule::Overlay;
             OwnedLayout::Composite(CompositeHead {
                 rule,
@@ -333,12 +463,21 @@ fuzz_target!(|input: Input| {
                 member_count: u32::from(*members) + u32::from(overlay),
             })
         }
-        LayoutPick::Extension { tag, id, data, extra } => {
+        LayoutPick::Extension {
+            tag,
+            id,
+            data,
+            extra,
+        } => {
             buffers.push(buffer(u64::from(*extra) * 3));
             for k in 0..(extra % 3) {
                 buffers.push(buffer(u64::from(k) * 64));
             }
-            OwnedLayout::Extension { tag: 0xF0 + tag % 15, id: *id, data: &data[..] }
+            OwnedLayout::Extension {
+                tag: 0xF0 + tag % 15,
+                id: *id,
+                data: &data[..],
+            }
         }
     };
     let composite = matches!(layout, OwnedLayout::Composite(_));
@@ -354,15 +493,30 @@ fuzz_target!(|input: Input| {
     let own_buffers = buffers.len() as u32;
     let quantization = match &input.quant {
         None => None,
-        Some(_) if composite || matches!(layout, OwnedLayout::BlockPaged(_) | OwnedLayout::Extension { .. }) => None,
+        Some(_)
+            if composite
+                || matches!(
+                    layout,
+                    OwnedLayout::BlockPaged(_) | OwnedLayout::Extension { .. }
+                ) =>
+        {
+            None
+        }
         Some(QuantPick::PerTensor { scale, zero_point }) => {
             // The storage type's range, as far as an int32 zero point reaches.
             let (lo, hi) = element_type.integer_range().unwrap();
             let (lo, hi) = (lo.max(i64::from(i32::MIN)), hi.min(i64::from(i32::MAX)));
             let span = hi - lo + 1;
             let zp = (i64::from(*zero_point).rem_euclid(span) + lo) as i32;
-            let scale = if *scale == 0 { 0.5 } else { f32::from(*scale) / 64.0 };
-            Some(Quantization::new(Scheme::PerTensor { scale, zero_point: zp }))
+            let scale = if *scale == 0 {
+                0.5
+            } else {
+                f32::from(*scale) / 64.0
+            };
+            Some(Quantization::new(Scheme::PerTensor {
+                scale,
+                zero_point: zp,
+            }))
         }
         Some(QuantPick::PerChannel { axis, symmetric }) if rank > 0 => {
             let axis = u32::from(*axis) % rank as u32;
@@ -378,10 +532,21 @@ fuzz_target!(|input: Input| {
                 buffers.push(buffer(n * 4));
                 Some(own_buffers + 1)
             };
-            Some(Quantization::new(Scheme::PerChannel { axis, scale_buffer: own_buffers, zero_point_buffer }))
+            Some(Quantization::new(Scheme::PerChannel {
+                axis,
+                scale_buffer: own_buffers,
+                zero_point_buffer,
+            }))
         }
         Some(QuantPick::PerChannel { .. }) => None,
-        Some(QuantPick::Block { tag, axis, block_log2, scale_type, symmetric, sizes }) => {
+        Some(QuantPick::Block {
+            tag,
+            axis,
+            block_log2,
+            scale_type,
+            symmetric,
+            sizes,
+        }) => {
             must_accept = false;
             let axis = u32::from(*axis) % (rank.max(1) as u32);
             let block_size = 1u32 << (block_log2 % 12);
@@ -394,11 +559,29 @@ fuzz_target!(|input: Input| {
                         buffers.push(buffer(u64::from(sizes.1)));
                         Some(own_buffers + 1)
                     };
-                    let scale_type = [ElementType::Float16, ElementType::BFloat16, ElementType::Float32][usize::from(scale_type % 3)];
-                    Scheme::PerBlock { axis, block_size, scale_buffer: own_buffers, zero_point_buffer, scale_type }
+                    let scale_type = [
+                        ElementType::Float16,
+                        ElementType::BFloat16,
+                        ElementType::Float32,
+                    ][usize::from(scale_type % 3)];
+                    Scheme::PerBlock {
+                        axis,
+                        block_size,
+                        scale_buffer: own_buffers,
+                        zero_point_buffer,
+                        scale_type,
+                    }
                 }
-                1 => Scheme::Nf4 { axis, block_size, scale_buffer: own_buffers },
-                _ => Scheme::Mxfp { axis, block_size, scale_buffer: own_buffers },
+                1 => Scheme::Nf4 {
+                    axis,
+                    block_size,
+                    scale_buffer: own_buffers,
+                },
+                _ => Scheme::Mxfp {
+                    axis,
+                    block_size,
+                    scale_buffer: own_buffers,
+                },
             };
             Some(Quantization::new(scheme))
         }
@@ -406,7 +589,10 @@ fuzz_target!(|input: Input| {
 
     // A shard of a larger parent.
     let shard = match &input.shard {
-        Some(extra) if !dynamic && !matches!(layout, OwnedLayout::Csf { .. } | OwnedLayout::BlockPaged(_)) => {
+        Some(extra)
+            if !dynamic
+                && !matches!(layout, OwnedLayout::Csf { .. } | OwnedLayout::BlockPaged(_)) =>
+        {
             let (parent, offset) = shape
                 .iter()
                 .enumerate()
@@ -444,7 +630,13 @@ fuzz_target!(|input: Input| {
         }
         st
     });
-    let member_role = input.member.filter(|_| !composite).map(|base| if base { MemberRole::Base } else { MemberRole::Correction });
+    let member_role = input.member.filter(|_| !composite).map(|base| {
+        if base {
+            MemberRole::Base
+        } else {
+            MemberRole::Correction
+        }
+    });
 
     let owned = Owned {
         element_type,
@@ -464,7 +656,8 @@ fuzz_target!(|input: Input| {
         Err(_) => return,
     };
     let ids = owned.ids();
-    let view = TensorView::parse_with(&bytes, &permissive(&ids)).unwrap_or_else(|e| panic!("the encoder's output does not parse: {e}"));
+    let view = TensorView::parse_with(&bytes, &permissive(&ids))
+        .unwrap_or_else(|e| panic!("the encoder's output does not parse: {e}"));
     check_view(&view);
     assert_eq!(view.as_bytes(), &bytes[..]);
     let back = Owned::of(&view);

@@ -19,10 +19,10 @@ fuzz_target!(|data: &[u8]| {
             assert!(small.iter().all(|&b| b == 0xA5));
         }
     }
-    if let Some(bytes) = data.first_chunk::<16>() {
-        if let Ok(h) = BufferHandle::from_bytes(bytes) {
-            assert_eq!(BufferHandle::from_bytes(&h.to_bytes()), Ok(h));
-            assert_eq!(BufferHandle::try_from(&h.to_entry()).ok(), Some(h));
-        }
+    if let Some(bytes) = data.first_chunk::<16>()
+        && let Ok(h) = BufferHandle::from_bytes(bytes)
+    {
+        assert_eq!(BufferHandle::from_bytes(&h.to_bytes()), Ok(h));
+        assert_eq!(BufferHandle::try_from(&h.to_entry()).ok(), Some(h));
     }
 });

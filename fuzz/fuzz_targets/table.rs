@@ -8,14 +8,22 @@ use hurray_core::{BufferHandle, BufferTable, DescriptorErrorKind};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let entries: Vec<&[u8; 16]> = data.chunks_exact(16).map(|c| c.try_into().unwrap()).collect();
+    let entries: Vec<&[u8; 16]> = data
+        .chunks_exact(16)
+        .map(|c| c.try_into().unwrap())
+        .collect();
     let pair = |e: &[u8; 16]| (e[12], e[14]);
     let fine = |e: &&[u8; 16]| BufferHandle::from_bytes(e).is_ok() && pair(e) == pair(entries[0]);
     match BufferTable::parse(data) {
         Ok(table) => {
             assert_eq!(table.len() * 16, data.len());
             assert_eq!(table.as_bytes(), data);
-            assert!(table.iter().map(|h| h.to_bytes()).eq(entries.iter().map(|e| **e)));
+            assert!(
+                table
+                    .iter()
+                    .map(|h| h.to_bytes())
+                    .eq(entries.iter().map(|e| **e))
+            );
             assert!(entries.iter().all(fine));
             assert_eq!(table.get(table.len()), None);
         }

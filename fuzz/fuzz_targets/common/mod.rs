@@ -7,8 +7,8 @@
 
 use hurray_core::layout::{BlockPaged, CompositeHead, Compressed, Coo, Hilbert, TileSpec};
 use hurray_core::{
-    BufferHandle, DYNAMIC, DescriptorError, DescriptorErrorKind, ElementType, ExtensionType,
-    Flags, Layout, LayoutSpec, MemberRole, Packing, Quantization, ReadOptions, Scheme, Statistics,
+    BufferHandle, DYNAMIC, DescriptorError, DescriptorErrorKind, ElementType, ExtensionType, Flags,
+    Layout, LayoutSpec, MemberRole, Packing, Quantization, ReadOptions, Scheme, Statistics,
     TensorDescriptor, TensorView,
 };
 
@@ -98,9 +98,12 @@ impl<'a> Owned<'a> {
             layout,
             buffers: v.buffers().iter().collect(),
             quantization: v.quantization(),
-            shard: v
-                .shard()
-                .map(|s| (s.parent_shape.iter().collect(), s.shard_offset.iter().collect())),
+            shard: v.shard().map(|s| {
+                (
+                    s.parent_shape.iter().collect(),
+                    s.shard_offset.iter().collect(),
+                )
+            }),
             statistics: v.statistics(),
             extension_type: v.extension_type(),
             member_role: v.member_role(),
@@ -216,11 +219,23 @@ pub fn check_view(v: &TensorView<'_>) {
     assert_eq!(v.shape().len(), v.rank() as usize);
 
     // Sections: present exactly when flagged.
-    assert_eq!(v.quantization().is_some(), flags.contains(Flags::HAS_QUANTIZATION));
+    assert_eq!(
+        v.quantization().is_some(),
+        flags.contains(Flags::HAS_QUANTIZATION)
+    );
     assert_eq!(v.shard().is_some(), flags.contains(Flags::HAS_SHARD));
-    assert_eq!(v.statistics().is_some(), flags.contains(Flags::HAS_STATISTICS));
-    assert_eq!(v.extension_type().is_some(), flags.contains(Flags::HAS_EXTENSION_TYPE));
-    assert_eq!(v.member_role().is_some(), flags.contains(Flags::HAS_COMPOSITE_MEMBER));
+    assert_eq!(
+        v.statistics().is_some(),
+        flags.contains(Flags::HAS_STATISTICS)
+    );
+    assert_eq!(
+        v.extension_type().is_some(),
+        flags.contains(Flags::HAS_EXTENSION_TYPE)
+    );
+    assert_eq!(
+        v.member_role().is_some(),
+        flags.contains(Flags::HAS_COMPOSITE_MEMBER)
+    );
     assert_eq!(v.element_type().is_private(), v.extension_type().is_some());
 
     // Element type and packing.
@@ -230,7 +245,12 @@ pub fn check_view(v: &TensorView<'_>) {
         (None, Some(e)) => assert_eq!(u64::from(e.bit_width()), packing_bits(v.packing())),
         other => panic!("element width from nowhere: {other:?}"),
     }
-    let _ = (t.name(), t.natural_alignment(), t.is_sub_byte(), t.integer_range());
+    let _ = (
+        t.name(),
+        t.natural_alignment(),
+        t.is_sub_byte(),
+        t.integer_range(),
+    );
 
     // Shape.
     let dynamic = v.shape().iter().any(|n| n == DYNAMIC);
@@ -240,11 +260,17 @@ pub fn check_view(v: &TensorView<'_>) {
         assert_eq!(v.element_count(), None);
     } else {
         // The decoder checks the product against the buffers: it fits.
-        assert!(product.is_some(), "accepted a shape whose product overflows");
+        assert!(
+            product.is_some(),
+            "accepted a shape whose product overflows"
+        );
         assert_eq!(v.element_count(), product);
     }
     let mut shape = [0u64; 64];
-    assert_eq!(v.shape().copy_to(&mut shape).map(<[u64]>::len), Some(v.shape().len()));
+    assert_eq!(
+        v.shape().copy_to(&mut shape).map(<[u64]>::len),
+        Some(v.shape().len())
+    );
 
     // Buffers: colocated with buffer 0.
     let buffers = v.buffers();
@@ -307,11 +333,14 @@ pub fn check_view(v: &TensorView<'_>) {
         }
         Layout::Extension(e) => {
             assert!((0xF0..=0xFE).contains(&e.tag()));
-            assert!(buffers.len() >= 1);
+            assert!(!buffers.is_empty());
         }
         other => panic!("a layout this harness does not know: {other:?}"),
     }
-    assert!(rank > 0 || v.layout() == Layout::RowMajor, "a scalar must be row-major");
+    assert!(
+        rank > 0 || v.layout() == Layout::RowMajor,
+        "a scalar must be row-major"
+    );
     let _ = v.layout().name();
     if !matches!(
         v.layout(),
@@ -357,14 +386,22 @@ pub fn check_view(v: &TensorView<'_>) {
         let _ = (s.tag(), s.name(), s.encoded_len(), s.blocks());
         let (scale, zero) = s.parameter_buffers();
         for i in [scale, zero].into_iter().flatten() {
-            assert!((i as usize) < buffers.len(), "parameter buffer {i} out of the table");
+            assert!(
+                (i as usize) < buffers.len(),
+                "parameter buffer {i} out of the table"
+            );
         }
         if let Scheme::PerTensor { scale, .. } = s {
             assert!(scale.is_finite() && scale != 0.0);
         }
     }
     if let Some(s) = v.shard() {
-        for ((n, p), o) in v.shape().iter().zip(s.parent_shape.iter()).zip(s.shard_offset.iter()) {
+        for ((n, p), o) in v
+            .shape()
+            .iter()
+            .zip(s.parent_shape.iter())
+            .zip(s.shard_offset.iter())
+        {
             assert!(n != DYNAMIC && p != DYNAMIC && o != DYNAMIC);
             assert!(o.checked_add(n).is_some_and(|end| end <= p));
         }
@@ -409,8 +446,8 @@ pub fn handle_violation(b: &[u8; 16]) -> Option<&'static str> {
     } else {
         match dev {
             0x01 | 0x02 | 0x04 | 0x07 => true, // CUDA, ROCm, Vulkan, Level Zero: all four
-            0x05 => class == 0,                 // WebGPU: standard only
-            _ => class != 0x03,                 // CPU, Metal, Hexagon, OpenCL: no peer
+            0x05 => class == 0,                // WebGPU: standard only
+            _ => class != 0x03,                // CPU, Metal, Hexagon, OpenCL: no peer
         }
     };
     if !pair {
