@@ -228,8 +228,8 @@ pub enum DescriptorErrorKind {
     /// `rank` exceeds 64.
     RankTooLarge(u32),
     /// The layout is not allowed at this rank (rank 0 is row-major only;
-    /// CSR and CSC need rank 2, CSF rank ≥ 3, block-paged rank 3, Hilbert
-    /// rank ≥ 2, COO rank ≥ 1).
+    /// CSR and CSC need rank 2, CSF rank ≥ 3, block-paged rank 3; a Hilbert
+    /// rank mismatch is an `InvalidValue` of `hilbert_rank`).
     RankNotAllowed {
         /// The layout tag.
         layout_tag: u8,

@@ -53,7 +53,7 @@ fn validate(head: &[u8], members: &[Vec<u8>]) -> Result<(), CompositeErrorKind> 
 }
 
 #[test]
-fn partition_exact_cover_is_accepted() {
+fn ly_member_4_partition_exact_cover_is_accepted() {
     let h = head(CompositionRule::Partition, CombineOp::None, 3, &[8, 8]);
     let ms = [
         member(&[8, 4], &[8, 8], &[0, 0], None),
@@ -64,7 +64,7 @@ fn partition_exact_cover_is_accepted() {
 }
 
 #[test]
-fn partition_overlap_and_gap_are_rejected() {
+fn ly_member_4_partition_overlap_and_gap_are_rejected() {
     let h = head(CompositionRule::Partition, CombineOp::None, 2, &[8, 8]);
     let overlap = [
         member(&[8, 5], &[8, 8], &[0, 0], None),
@@ -82,7 +82,7 @@ fn partition_overlap_and_gap_are_rejected() {
 }
 
 #[test]
-fn partition_members_need_a_matching_shard_and_no_role() {
+fn ly_member_1_partition_members_need_a_matching_shard_and_no_role() {
     let h = head(CompositionRule::Partition, CombineOp::None, 1, &[8, 8]);
     let buffers = [cpu(256)];
     let no_shard = enc(&TensorDescriptor::row_major(
@@ -107,7 +107,7 @@ fn partition_members_need_a_matching_shard_and_no_role() {
 }
 
 #[test]
-fn member_type_must_match_the_head() {
+fn ly_member_2_member_type_must_match_the_head() {
     let h = head(CompositionRule::Partition, CombineOp::None, 1, &[4]);
     let buffers = [cpu(4)];
     let int8 =
@@ -132,7 +132,7 @@ fn member_type_must_match_the_head() {
 }
 
 #[test]
-fn overlay_needs_a_spanning_base_first_then_corrections() {
+fn ly_member_3_overlay_needs_a_spanning_base_first_then_corrections() {
     let h = head(CompositionRule::Overlay, CombineOp::Add, 2, &[8, 8]);
     let base = member(&[8, 8], &[8, 8], &[0, 0], Some(MemberRole::Base));
     let fix = member(&[2, 2], &[8, 8], &[3, 3], Some(MemberRole::Correction));
@@ -165,7 +165,7 @@ fn overlay_needs_a_spanning_base_first_then_corrections() {
 }
 
 #[test]
-fn group_members_are_free_but_carry_no_role() {
+fn ly_member_3_group_members_are_free_but_carry_no_role() {
     let h = head(CompositionRule::Group, CombineOp::None, 2, &[1]);
     let buffers = [cpu(3)];
     let a = enc(&TensorDescriptor::row_major(
@@ -183,7 +183,7 @@ fn group_members_are_free_but_carry_no_role() {
 }
 
 #[test]
-fn torn_and_overfull_composites_are_rejected() {
+fn ly_member_5_torn_and_overfull_composites_are_rejected() {
     let h = head(CompositionRule::Group, CombineOp::None, 2, &[1]);
     let m = member(&[1], &[1], &[0], None);
     assert_eq!(
@@ -245,7 +245,7 @@ fn read_composite_walks_a_stream_with_nesting() {
 }
 
 #[test]
-fn nesting_deeper_than_eight_is_rejected() {
+fn ly_member_6_nesting_deeper_than_eight_is_rejected() {
     // Nine group heads, each holding the next as its single member.
     let mut stream = Vec::new();
     for _ in 0..9 {

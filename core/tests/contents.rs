@@ -39,7 +39,7 @@ fn check(bytes: &[u8], buffers: &[&[u8]]) -> Result<(), (u32, u64, DataErrorKind
 }
 
 #[test]
-fn csr_pointers_and_indices() {
+fn ly_data_2_csr_pointers_and_indices() {
     // [3, 4], nnz 3: rows {0: [1, 3], 1: [], 2: [0]}.
     let b = [cpu(12), cpu(24), cpu(32)];
     let d = encode(&TensorDescriptor::new(
@@ -81,7 +81,7 @@ fn csr_pointers_and_indices() {
 }
 
 #[test]
-fn csc_bounds_use_rows() {
+fn ly_data_2_csc_bounds_use_rows() {
     // [2, 3] CSC, nnz 1: column 2 holds row 1.
     let b = [cpu(4), cpu(8), cpu(32)];
     let d = encode(&TensorDescriptor::new(
@@ -102,7 +102,7 @@ fn csc_bounds_use_rows() {
 }
 
 #[test]
-fn coo_bounds_and_sorted_order() {
+fn ly_data_3_coo_bounds_and_sorted_order() {
     let b = [cpu(8), cpu(32)];
     let sorted = encode(&TensorDescriptor::new(
         ElementType::Float32,
@@ -141,7 +141,7 @@ fn coo_bounds_and_sorted_order() {
 }
 
 #[test]
-fn csf_levels() {
+fn ly_data_4_csf_levels() {
     // The spec's example: [2, 3, 4], nnz 4, identity mode order.
     let b = [
         cpu(16),
@@ -185,7 +185,7 @@ fn csf_levels() {
 }
 
 #[test]
-fn block_paged_tables() {
+fn ly_data_5_block_paged_tables() {
     let pool = 5 * 4 * 2 * 8 * 2; // pages x page_size x heads x dim x f16
     let b = [cpu(pool), cpu(12), cpu(12)];
     let d = encode(&TensorDescriptor::new(
@@ -229,7 +229,7 @@ fn block_paged_tables() {
 }
 
 #[test]
-fn quantization_parameters() {
+fn ly_data_6_quantization_parameters() {
     // int8 [2, 4] per-channel on axis 0, asymmetric: scales f32, zero points i32.
     let b = [cpu(8), cpu(8), cpu(8)];
     let d = encode(
@@ -266,7 +266,7 @@ fn quantization_parameters() {
 }
 
 #[test]
-fn float16_scales_of_per_block() {
+fn ly_data_6_float16_scales_of_per_block() {
     // uint4 [1, 4], blocks of 2 along axis 1: two f16 scales, symmetric.
     let b = [cpu(2), cpu(4)];
     let d = encode(
@@ -296,7 +296,7 @@ fn float16_scales_of_per_block() {
 }
 
 #[test]
-fn mx_scales_and_e8m0_data() {
+fn ly_data_6_mx_scales_and_e8m0_data() {
     // int8 [1, 32], MXFP blocks of 32: one E8M0 scale.
     let b = [cpu(32), cpu(1)];
     let d = encode(
@@ -329,7 +329,7 @@ fn mx_scales_and_e8m0_data() {
 }
 
 #[test]
-fn sub_byte_padding_is_zero() {
+fn ly_data_7_sub_byte_padding_is_zero() {
     // bool [10]: 2 bytes, bits 10..16 are padding.
     let b = [cpu(2)];
     let d = encode(&TensorDescriptor::row_major(ElementType::Bool, &[10], &b));
@@ -361,7 +361,7 @@ fn sub_byte_padding_is_zero() {
 }
 
 #[test]
-fn missing_or_short_buffers_are_reported() {
+fn ly_data_1_missing_or_short_buffers_are_reported() {
     let b = [cpu(8)];
     let d = encode(&TensorDescriptor::row_major(ElementType::Float32, &[2], &b));
     assert_eq!(

@@ -1,7 +1,7 @@
 """hurray's interchange C ABI with CUDA memory: PyTorch, CuPy and JAX.
 
 Run on a CUDA machine (not in CI, which has no GPU):
-    HURRAY_FFI_LIB=path/to/libhurray_ffi.so python3 tests/python/gpu_interchange.py
+    HURRAY_FFI_LIB=path/to/libhurray_c.so python3 tests/python/gpu_interchange.py
 
 Checks, per framework: its CUDA tensor imported into hurray (device tag CUDA,
 the framework's DLPack device id, the same address), and hurray's export of

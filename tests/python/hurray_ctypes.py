@@ -1,6 +1,6 @@
 """ctypes bindings to hurray's C ABI interchange functions (no Python package).
 
-The library is `libhurray_ffi.so`, named by the HURRAY_FFI_LIB environment
+The library is the C library `libhurray_c.so`, named by the HURRAY_FFI_LIB environment
 variable (CI builds it with `cargo rustc -p hurray-rs-clib --crate-type cdylib`). The DLPack and Arrow
 structs below mirror the vendored headers in core/interop/include/vendor/.
 
@@ -18,7 +18,7 @@ from ctypes import (
 
 LIB_PATH = os.environ.get("HURRAY_FFI_LIB")
 if not LIB_PATH:
-    raise RuntimeError("set HURRAY_FFI_LIB to the path of libhurray_ffi.so")
+    raise RuntimeError("set HURRAY_FFI_LIB to the path of libhurray_c.so")
 lib = ctypes.CDLL(LIB_PATH)
 
 # --- DLPack (dlpack.h) ------------------------------------------------------

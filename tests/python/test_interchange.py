@@ -1,7 +1,7 @@
 """Real consumers of hurray's interchange C ABI, on the CPU: NumPy (DLPack,
 versioned and legacy) and pyarrow (Arrow C Device `fixed_shape_tensor`, IPC).
 
-Run by .ci/run: HURRAY_FFI_LIB=target/debug/libhurray_ffi.so pytest tests/python
+Run by .ci/run: HURRAY_FFI_LIB=target/release/libhurray_c.so (cargo rustc -p hurray-rs-clib --release --crate-type cdylib) pytest tests/python
 """
 
 import ctypes

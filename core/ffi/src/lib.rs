@@ -1,25 +1,29 @@
 //! # hurray-ffi
 //!
 //! The C ABI of `hurray-core`: decode, validate and encode buffer handles,
-//! view buffer tables and tensor descriptors without allocating, map device
-//! codes to DLPack and Arrow, and pair a handle with its out-of-band base
-//! pointer. The header is `include/hurray.h`; `docs/impl/c-ffi.md` gives the
-//! ownership, lifetime, threading and versioning rules.
+//! buffer tables and hurray tensor descriptors (`"HRRY"`) without
+//! allocating, map device codes and element types to DLPack and Arrow, and
+//! pair a handle with its out-of-band base pointer. The header is
+//! `include/hurray.h`; `docs/impl/c-ffi.md` gives the ownership, lifetime,
+//! threading and versioning rules.
 //!
 //! ## Contract
 //!
 //! * Every function returns a `hurray_status` (`HURRAY_OK` = 0, a negative
-//!   `HURRAY_E_*` code otherwise) and writes its outputs only on success.
-//! * Null pointers, misaligned output pointers and short lengths are
-//!   reported as `HURRAY_E_NULL`, `HURRAY_E_MISALIGNED_POINTER` and
-//!   `HURRAY_E_BUFFER_TOO_SMALL`; input byte pointers need no alignment.
+//!   `HURRAY_E_*` code otherwise) and writes its outputs only on success
+//!   (the one exception: `hurray_descriptor_encode` may have written into
+//!   its output buffer before it finds the descriptor invalid).
+//! * Null pointers, misaligned pointers and short lengths are reported as
+//!   `HURRAY_E_NULL`, `HURRAY_E_MISALIGNED_POINTER`, `HURRAY_E_TRUNCATED`
+//!   and `HURRAY_E_OUTPUT_TOO_SMALL`; input byte pointers need no alignment.
 //! * No function allocates, keeps global state, or lets a panic cross the
 //!   boundary: the code behind them is panic-free (`core/nopanic` proves it
-//!   for the decoders), and hosted builds additionally catch any unwind and
+//!   at link time), and hosted builds additionally catch any unwind and
 //!   return `HURRAY_E_PANIC`.
 //!
-//! All `unsafe` code of the project lives here, one block per raw-pointer
-//! access, each with a `// SAFETY:` argument.
+//! All `unsafe` code of the project lives here: the raw-pointer helpers at
+//! the top of this file, each with its own contract, and the calls to them,
+//! each with a `// SAFETY:` argument.
 #![cfg_attr(target_os = "none", no_std)]
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -28,12 +32,16 @@
 
 use core::mem::{align_of, size_of};
 
-use hurray_core::{
-    BufferHandle, BufferTable, DeviceTag, EntryError, Error, MemoryClass, SyncMode, TensorView,
-    interop,
-};
+use hurray_core::{BufferHandle, BufferHandleEntry, BufferTable, DeviceTag, Error, MemoryClass};
 
+mod descriptor;
+mod encode;
+mod interop;
 mod status;
+
+pub use descriptor::*;
+pub use encode::*;
+pub use interop::*;
 pub use status::*;
 
 // DLPack / Arrow C Device export and import (hosted targets: exports allocate).
@@ -43,7 +51,7 @@ mod interchange;
 pub use interchange::*;
 
 /// Version of the C ABI: `major << 16 | minor`. See `docs/impl/c-ffi.md` § Versioning.
-pub const HURRAY_ABI_VERSION: u32 = 1 << 16;
+pub const HURRAY_ABI_VERSION: u32 = 2 << 16;
 
 /// A validated buffer handle, as C sees it (native-endian fields).
 ///
@@ -55,11 +63,11 @@ pub struct hurray_buffer_handle {
     pub byte_size: u64,
     /// Alignment of the base address (a power of two).
     pub alignment: u32,
-    /// `HURRAY_DEVICE_*` code.
+    /// `HURRAY_DEVICE_*` code, or a private code `0xF0`-`0xFE`.
     pub device_tag: u8,
     /// `HURRAY_SYNC_*` code.
     pub sync_mode: u8,
-    /// `HURRAY_MEMORY_*` code.
+    /// `HURRAY_MEMORY_*` code, or a private code `0xF0`-`0xFE` (private devices only).
     pub memory_class: u8,
     /// Always 0.
     pub reserved: u8,
@@ -81,18 +89,27 @@ pub struct hurray_buffer {
     pub data: *const core::ffi::c_void,
 }
 
-/// What went wrong, beyond the status code (optional out-parameter).
+/// What went wrong, beyond the status code (optional out-parameter). Which
+/// fields a status fills is listed with each `HURRAY_E_*` constant; the
+/// others are 0.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct hurray_error {
     /// The status also returned.
     pub status: hurray_status,
-    /// For table entries: the index of the first invalid entry; else 0.
+    /// Byte offset of the field at fault, from the first byte of the
+    /// descriptor (or buffer table); 0 for errors outside one.
+    pub offset: u32,
+    /// The buffer, axis, tile level or section the error names; else 0.
     pub index: u64,
-    /// The offending value: the raw code byte, alignment, offset, flag bits,
-    /// or needed length; 0 when there is none.
+    /// The offending value: a raw code byte, alignment, length, size.
     pub value: u64,
+    /// What the rule required: bytes needed, a minimum, a count or size, a
+    /// bound; 0 when there is none.
+    pub expected: u64,
 }
+
+const _: () = assert!(size_of::<hurray_error>() == 32);
 
 /// A validated buffer table. Borrows the caller's bytes.
 #[repr(C)]
@@ -104,39 +121,19 @@ pub struct hurray_table {
     pub count: usize,
 }
 
-/// A validated tensor descriptor. Borrows the caller's bytes; every pointer
-/// points into them. Do not modify: accessors trust these fields.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct hurray_tensor_view {
-    /// `ndim` little-endian u64 sizes.
-    pub shape: *const u8,
-    /// `ndim` little-endian i64 strides (elements), or null for compact row-major.
-    pub strides: *const u8,
-    /// The buffer table.
-    pub table: hurray_table,
-    /// Offset in bytes of the first element in the data buffer.
-    pub byte_offset: u64,
-    /// Product of the shape.
-    pub element_count: u64,
-    /// Descriptor length in bytes.
-    pub total_len: u32,
-    /// Flag bits (`HURRAY_FLAG_*`).
-    pub flags: u16,
-    /// Index of the data buffer in the table.
-    pub data_buffer: u16,
-    /// `HURRAY_DTYPE_*` code.
-    pub dtype: u8,
-    /// Number of dimensions.
-    pub ndim: u8,
-    /// Descriptor major version.
-    pub version_major: u8,
-    /// Descriptor minor version.
-    pub version_minor: u8,
-}
-
 // ---------------------------------------------------------------------------
-// Boundary helpers.
+// Boundary helpers: the only functions that touch raw pointers.
+
+/// Unwraps a `Result<T, hurray_status>` or returns the status.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(status) => return status,
+        }
+    };
+}
+pub(crate) use tri;
 
 /// Runs an exported function's body; on hosted targets an unwind (which the
 /// code cannot produce, but the boundary must never let through) becomes
@@ -164,11 +161,22 @@ unsafe fn put<T>(out: *mut T, value: T) -> hurray_status {
     if out.align_offset(align_of::<T>()) != 0 {
         return HURRAY_E_MISALIGNED_POINTER;
     }
-    // SAFETY: `out` is non-null and aligned for `T` (checked above); the C
-    // contract of every function taking an output pointer is that it points
-    // to writable storage for one `T`.
+    // SAFETY: `out` is non-null and aligned for `T` (checked above) and, by
+    // this function's contract, points to writable storage for one `T`.
     unsafe { out.write(value) };
     HURRAY_OK
+}
+
+/// Checks an output pointer without writing through it, so a function can
+/// refuse a bad output before it does any work.
+fn check_out<T>(out: *mut T) -> Result<(), hurray_status> {
+    if out.is_null() {
+        Err(HURRAY_E_NULL)
+    } else if out.align_offset(align_of::<T>()) != 0 {
+        Err(HURRAY_E_MISALIGNED_POINTER)
+    } else {
+        Ok(())
+    }
 }
 
 /// Writes an optional error detail.
@@ -177,55 +185,90 @@ unsafe fn put<T>(out: *mut T, value: T) -> hurray_status {
 /// `out` is null or points to storage for one `hurray_error`.
 unsafe fn detail(out: *mut hurray_error, e: hurray_error) {
     if !out.is_null() && out.align_offset(align_of::<hurray_error>()) == 0 {
-        // SAFETY: non-null and aligned (checked); the caller passes storage
-        // for one `hurray_error` or null.
+        // SAFETY: non-null and aligned (checked); by this function's
+        // contract `out` points to storage for one `hurray_error`.
         unsafe { out.write(e) };
     }
+}
+
+/// Reports `d` through the optional detail pointer and returns its status.
+///
+/// # Safety
+/// As [`detail`].
+unsafe fn fail(err: *mut hurray_error, d: hurray_error) -> hurray_status {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { detail(err, d) };
+    d.status
+}
+
+/// Borrows `count` values of a caller's input array. A null pointer is an
+/// empty array when `count == 0`.
+///
+/// # Safety
+/// `ptr` is null or points to `count` initialised `T`s that stay unmodified
+/// for `'a`; every bit pattern must be a valid `T` (plain integers and
+/// pointers).
+unsafe fn slice_in<'a, T>(ptr: *const T, count: usize) -> Result<&'a [T], hurray_status> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(HURRAY_E_NULL);
+    }
+    if ptr.align_offset(align_of::<T>()) != 0 {
+        return Err(HURRAY_E_MISALIGNED_POINTER);
+    }
+    if count
+        .checked_mul(size_of::<T>())
+        .is_none_or(|n| n > isize::MAX as usize)
+    {
+        return Err(HURRAY_E_OVERFLOW);
+    }
+    // SAFETY: non-null, aligned, and `count * size_of::<T>() <= isize::MAX`
+    // (checked above); by this function's contract `ptr` points to `count`
+    // initialised values that stay unmodified for `'a`.
+    Ok(unsafe { core::slice::from_raw_parts(ptr, count) })
 }
 
 /// Borrows `len` input bytes.
 ///
 /// # Safety
 /// `bytes` is null or points to `len` readable bytes that stay unmodified for `'a`.
-const unsafe fn input<'a>(bytes: *const u8, len: usize) -> Result<&'a [u8], hurray_status> {
-    if bytes.is_null() {
-        // A null pointer with length 0 is an empty input.
-        return if len == 0 {
-            Ok(&[])
-        } else {
-            Err(HURRAY_E_NULL)
-        };
-    }
-    if len > isize::MAX as usize {
-        return Err(HURRAY_E_BUFFER_TOO_SMALL);
-    }
-    // SAFETY: non-null, `len <= isize::MAX` (checked); the caller guarantees
-    // `bytes` points to `len` readable bytes that stay unmodified during the
-    // call (and, for views, for as long as the view is used). `u8` has
-    // alignment 1.
-    Ok(unsafe { core::slice::from_raw_parts(bytes, len) })
+unsafe fn input<'a>(bytes: *const u8, len: usize) -> Result<&'a [u8], hurray_status> {
+    // SAFETY: forwarded from this function's contract; `u8` is valid for
+    // every bit pattern and has alignment 1.
+    unsafe { slice_in(bytes, len) }
 }
 
-/// Borrows `len` output bytes.
+/// Borrows a caller's output array of `count` values.
 ///
 /// # Safety
-/// `bytes` is null or points to `len` writable bytes not otherwise accessed for `'a`.
-const unsafe fn output<'a>(bytes: *mut u8, len: usize) -> Result<&'a mut [u8], hurray_status> {
-    if bytes.is_null() {
+/// `ptr` is null or points to `count` writable `T`s not otherwise accessed
+/// for `'a`.
+unsafe fn slice_out<'a, T>(ptr: *mut T, count: usize) -> Result<&'a mut [T], hurray_status> {
+    if ptr.is_null() {
         return Err(HURRAY_E_NULL);
     }
-    if len > isize::MAX as usize {
-        return Err(HURRAY_E_BUFFER_TOO_SMALL);
+    if ptr.align_offset(align_of::<T>()) != 0 {
+        return Err(HURRAY_E_MISALIGNED_POINTER);
     }
-    // SAFETY: non-null, `len <= isize::MAX` (checked); the caller guarantees
-    // `bytes` points to `len` writable bytes not aliased during the call.
-    Ok(unsafe { core::slice::from_raw_parts_mut(bytes, len) })
+    if count
+        .checked_mul(size_of::<T>())
+        .is_none_or(|n| n > isize::MAX as usize)
+    {
+        return Err(HURRAY_E_OVERFLOW);
+    }
+    // SAFETY: non-null, aligned, size within `isize::MAX` (checked above); by
+    // this function's contract `ptr` points to `count` writable values not
+    // aliased for `'a`. The values may be uninitialised in C, but every `T`
+    // used here is plain data valid for any bits and only ever written.
+    Ok(unsafe { core::slice::from_raw_parts_mut(ptr, count) })
 }
 
 /// Reads a caller's input struct after checking the pointer.
 ///
 /// # Safety
-/// `ptr` is null or points to an initialised `T`.
+/// `ptr` is null or points to an initialised `T` valid for any bit pattern.
 unsafe fn get<T: Copy>(ptr: *const T) -> Result<T, hurray_status> {
     if ptr.is_null() {
         return Err(HURRAY_E_NULL);
@@ -233,18 +276,29 @@ unsafe fn get<T: Copy>(ptr: *const T) -> Result<T, hurray_status> {
     if ptr.align_offset(align_of::<T>()) != 0 {
         return Err(HURRAY_E_MISALIGNED_POINTER);
     }
-    // SAFETY: non-null and aligned (checked); the caller passes a pointer to
-    // an initialised `T`. Every `T` used here is plain data valid for any bits.
+    // SAFETY: non-null and aligned (checked); by this function's contract
+    // `ptr` points to an initialised `T`.
     Ok(unsafe { ptr.read() })
 }
 
-macro_rules! tri {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(status) => return status,
-        }
-    };
+/// Copies `values` into a caller's array of capacity `cap`.
+///
+/// # Safety
+/// As [`slice_out`] for `out` and `cap`.
+unsafe fn copy_out<T: Copy>(values: &[T], out: *mut T, cap: usize) -> hurray_status {
+    if values.len() > cap {
+        // Check the pointer first, so a null array is reported as such.
+        return match check_out(out) {
+            Err(s) => s,
+            Ok(()) => HURRAY_E_OUTPUT_TOO_SMALL,
+        };
+    }
+    // SAFETY: forwarded from this function's contract.
+    let dst = tri!(unsafe { slice_out(out, cap) });
+    for (d, v) in dst.iter_mut().zip(values) {
+        *d = *v;
+    }
+    HURRAY_OK
 }
 
 const fn to_c(h: BufferHandle) -> hurray_buffer_handle {
@@ -260,34 +314,26 @@ const fn to_c(h: BufferHandle) -> hurray_buffer_handle {
 
 /// Validates a C handle by running it through the wire decoder.
 fn from_c(h: &hurray_buffer_handle) -> Result<BufferHandle, Error> {
-    let entry = hurray_core::BufferHandleEntry {
+    BufferHandleEntry {
         byte_size: h.byte_size.into(),
         alignment: h.alignment.into(),
         device_tag: h.device_tag,
         sync_mode: h.sync_mode,
         memory_class: h.memory_class,
         reserved: h.reserved,
-    };
-    entry.decode().map_err(EntryError::into_error)
-}
-
-/// `Error::BufferTooSmall` for `needed` bytes where `available` were given.
-const fn too_small(needed: usize, available: usize) -> Error {
-    Error::BufferTooSmall {
-        needed: needed as u64,
-        available: available as u64,
     }
+    .decode()
 }
 
-/// Reports `e` through the optional detail pointer and returns its status.
-///
-/// # Safety
-/// As [`detail`].
-unsafe fn fail(err_out: *mut hurray_error, e: Error) -> hurray_status {
-    let d = status::describe(e);
-    // SAFETY: forwarded from this function's contract.
-    unsafe { detail(err_out, d) };
-    d.status
+/// A "too short" detail: `needed` bytes where `available` were given.
+const fn short(status: hurray_status, needed: usize, available: usize) -> hurray_error {
+    hurray_error {
+        status,
+        offset: 0,
+        index: 0,
+        value: available as u64,
+        expected: needed as u64,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -302,20 +348,23 @@ pub extern "C" fn hurray_abi_version() -> u32 {
 /// A static, NUL-terminated English message for a status code (never null).
 #[unsafe(no_mangle)]
 pub extern "C" fn hurray_status_message(status: hurray_status) -> *const core::ffi::c_char {
+    #[cfg(not(target_os = "none"))]
+    if let Some(m) = interchange::message(status) {
+        return m.as_ptr();
+    }
     status::message(status).as_ptr()
 }
 
 // ---------------------------------------------------------------------------
 // Buffer handles.
 
-/// Decodes and validates the 16 wire bytes at `bytes` (`len` must be at least 16).
+/// Decodes and validates the 16 wire bytes at `bytes` (`len` must be at
+/// least 16; bytes after the first 16 are ignored).
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `bytes` addresses `len` readable bytes (or is null); `out` is null or
+/// writable storage for one handle; `err` is null or storage for one
+/// `hurray_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_handle_decode(
     bytes: *const u8,
@@ -324,17 +373,17 @@ pub unsafe extern "C" fn hurray_handle_decode(
     err: *mut hurray_error,
 ) -> hurray_status {
     guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: `bytes`/`len` address readable bytes (# Safety).
         let bytes = tri!(unsafe { input(bytes, len) });
         let Some(first) = bytes.first_chunk::<16>() else {
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            return unsafe { fail(err, too_small(16, bytes.len())) };
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            return unsafe { fail(err, short(HURRAY_E_TRUNCATED, 16, bytes.len())) };
         };
         match BufferHandle::from_bytes(first) {
-            // SAFETY: the caller upholds this function's `# Safety` contract.
+            // SAFETY: `out` is null or storage for one handle (# Safety).
             Ok(h) => unsafe { put(out, to_c(h)) },
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Err(e) => unsafe { fail(err, e) },
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            Err(e) => unsafe { fail(err, status::describe(e)) },
         }
     })
 }
@@ -342,11 +391,9 @@ pub unsafe extern "C" fn hurray_handle_decode(
 /// Validates `handle` and writes its 16 wire bytes to `out` (`out_len` >= 16).
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `handle` is null or points to an initialised handle; `out` is null or
+/// addresses `out_len` writable bytes; `err` is null or storage for one
+/// `hurray_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_handle_encode(
     handle: *const hurray_buffer_handle,
@@ -355,44 +402,42 @@ pub unsafe extern "C" fn hurray_handle_encode(
     err: *mut hurray_error,
 ) -> hurray_status {
     guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: `handle` is null or an initialised handle (# Safety).
         let h = tri!(unsafe { get(handle) });
         let h = match from_c(&h) {
             Ok(h) => h,
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Err(e) => return unsafe { fail(err, e) },
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            Err(e) => return unsafe { fail(err, status::describe(e)) },
         };
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        let out = tri!(unsafe { output(out, out_len) });
+        // SAFETY: `out` addresses `out_len` writable bytes (# Safety).
+        let out = tri!(unsafe { slice_out(out, out_len) });
         let Some(dst) = out.first_chunk_mut::<16>() else {
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            return unsafe { fail(err, too_small(16, out.len())) };
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            return unsafe { fail(err, short(HURRAY_E_OUTPUT_TOO_SMALL, 16, out.len())) };
         };
         *dst = h.to_bytes();
         HURRAY_OK
     })
 }
 
-/// Checks every rule of the spec on a C handle.
+/// Checks every rule of the buffer protocol on a C handle: alignment, codes,
+/// CPU sync mode, the per-device memory-class validity, the reserved byte.
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `handle` is null or points to an initialised handle; `err` is null or
+/// storage for one `hurray_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_handle_validate(
     handle: *const hurray_buffer_handle,
     err: *mut hurray_error,
 ) -> hurray_status {
     guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: `handle` is null or an initialised handle (# Safety).
         let h = tri!(unsafe { get(handle) });
         match from_c(&h) {
             Ok(_) => HURRAY_OK,
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Err(e) => unsafe { fail(err, e) },
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            Err(e) => unsafe { fail(err, status::describe(e)) },
         }
     })
 }
@@ -400,11 +445,8 @@ pub unsafe extern "C" fn hurray_handle_validate(
 /// Builds a validated handle from its fields.
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `out` is null or writable storage for one handle; `err` is null or
+/// storage for one `hurray_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_handle_new(
     byte_size: u64,
@@ -425,32 +467,43 @@ pub unsafe extern "C" fn hurray_handle_new(
             reserved: 0,
         };
         match from_c(&h) {
-            // SAFETY: the caller upholds this function's `# Safety` contract.
+            // SAFETY: `out` is null or storage for one handle (# Safety).
             Ok(v) => unsafe { put(out, to_c(v)) },
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Err(e) => unsafe { fail(err, e) },
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            Err(e) => unsafe { fail(err, status::describe(e)) },
         }
     })
 }
 
-/// The empty handle of a device: size 0, alignment 1, producer-synced, standard memory.
+/// The empty handle of a device (named or private): size 0, alignment 1,
+/// producer-synced, standard memory.
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `out` is null or writable storage for one handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_handle_empty(
     device_tag: u8,
     out: *mut hurray_buffer_handle,
 ) -> hurray_status {
     guard(|| match DeviceTag::from_code(device_tag) {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: `out` is null or storage for one handle (# Safety).
         Some(d) => unsafe { put(out, to_c(BufferHandle::empty(d))) },
         None => HURRAY_E_INVALID_DEVICE_TAG,
     })
+}
+
+/// Whether a buffer on `device_tag` may have `memory_class` (the format's
+/// per-device validity table): 1 if so; 0 if not, or if either code is
+/// reserved or invalid.
+#[unsafe(no_mangle)]
+pub extern "C" fn hurray_memory_class_allowed(device_tag: u8, memory_class: u8) -> i32 {
+    match (
+        DeviceTag::from_code(device_tag),
+        MemoryClass::from_code(memory_class),
+    ) {
+        (Some(d), Some(m)) => i32::from(d.allows(m)),
+        _ => 0,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -460,18 +513,15 @@ pub unsafe extern "C" fn hurray_handle_empty(
 /// or if the handle is invalid or null. An empty buffer accepts any pointer.
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `handle` is null or points to an initialised handle. `data` is only
+/// compared, never dereferenced.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_pointer_is_aligned(
     handle: *const hurray_buffer_handle,
     data: *const core::ffi::c_void,
 ) -> i32 {
     let ok = guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: `handle` is null or an initialised handle (# Safety).
         let h = tri!(unsafe { get(handle) });
         match from_c(&h) {
             Ok(h) if h.is_address_aligned(data as usize as u64) => HURRAY_OK,
@@ -485,23 +535,21 @@ pub unsafe extern "C" fn hurray_pointer_is_aligned(
 /// non-null for a non-empty buffer, and aligned as the handle declares.
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `buffer` is null or points to an initialised `hurray_buffer` (its `data`
+/// is only compared, never dereferenced); `err` is null or storage for one
+/// `hurray_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_buffer_check(
     buffer: *const hurray_buffer,
     err: *mut hurray_error,
 ) -> hurray_status {
     guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: `buffer` is null or an initialised buffer (# Safety).
         let b = tri!(unsafe { get(buffer) });
         let h = match from_c(&b.handle) {
             Ok(h) => h,
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Err(e) => return unsafe { fail(err, e) },
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            Err(e) => return unsafe { fail(err, status::describe(e)) },
         };
         let address = b.data as usize as u64;
         let status = if !h.is_empty() && b.data.is_null() {
@@ -511,33 +559,30 @@ pub unsafe extern "C" fn hurray_buffer_check(
         } else {
             return HURRAY_OK;
         };
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        unsafe {
-            detail(
-                err,
-                hurray_error {
-                    status,
-                    index: 0,
-                    value: address,
-                },
-            )
+        let d = hurray_error {
+            status,
+            offset: 0,
+            index: 0,
+            value: address,
+            expected: u64::from(h.alignment()),
         };
-        status
+        // SAFETY: `err` is null or storage for one detail (# Safety).
+        unsafe { fail(err, d) }
     })
 }
 
 // ---------------------------------------------------------------------------
 // Buffer tables.
 
-/// Validates a buffer table of `len` bytes in place. On an invalid entry, `err`
-/// (if not null) receives its index and raw offending value.
+/// Validates a buffer table of `len` bytes in place: every entry, and device
+/// colocation (every entry shares entry 0's device tag and memory class).
+/// On failure `err` (if not null) receives the first bad entry's index, the
+/// offset of its entry and the raw offending value.
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `bytes` addresses `len` readable bytes (or is null with `len == 0`) that
+/// stay unmodified while the table is used; `out` is null or storage for one
+/// table; `err` is null or storage for one `hurray_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_table_parse(
     bytes: *const u8,
@@ -546,33 +591,30 @@ pub unsafe extern "C" fn hurray_table_parse(
     err: *mut hurray_error,
 ) -> hurray_status {
     guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: `bytes`/`len` address readable bytes (# Safety).
         let raw = tri!(unsafe { input(bytes, len) });
         match BufferTable::parse(raw) {
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Ok(t) => unsafe {
-                put(
-                    out,
-                    hurray_table {
-                        bytes: raw.as_ptr(),
-                        count: t.len(),
-                    },
-                )
-            },
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Err(e) => unsafe { fail(err, e) },
+            // SAFETY: `out` is null or storage for one table (# Safety).
+            Ok(t) => unsafe { put(out, table_of(t)) },
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            Err(e) => unsafe { fail(err, status::describe_descriptor(e)) },
         }
     })
 }
 
-/// Entry `index` of a table produced by `hurray_table_parse`.
+/// The C view of a validated table.
+fn table_of(t: BufferTable<'_>) -> hurray_table {
+    hurray_table {
+        bytes: t.as_bytes().as_ptr(),
+        count: t.len(),
+    }
+}
+
+/// Entry `index` of a table produced by this library.
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `table` is null or points to a table this library produced, whose bytes
+/// are still alive and unmodified; `out` is null or storage for one handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_table_get(
     table: *const hurray_table,
@@ -580,7 +622,7 @@ pub unsafe extern "C" fn hurray_table_get(
     out: *mut hurray_buffer_handle,
 ) -> hurray_status {
     guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: `table` is null or an initialised table (# Safety).
         let t = tri!(unsafe { get(table) });
         if index >= t.count {
             return HURRAY_E_INDEX_OUT_OF_RANGE;
@@ -588,7 +630,8 @@ pub unsafe extern "C" fn hurray_table_get(
         let Some(len) = t.count.checked_mul(16) else {
             return HURRAY_E_INDEX_OUT_OF_RANGE;
         };
-        // SAFETY: the caller upholds this function's `# Safety` contract.
+        // SAFETY: a table this library produced addresses `16 * count`
+        // readable bytes that are still alive (# Safety).
         let raw = tri!(unsafe { input(t.bytes, len) });
         match raw
             .chunks_exact(16)
@@ -596,7 +639,7 @@ pub unsafe extern "C" fn hurray_table_get(
             .and_then(|c| c.first_chunk::<16>())
         {
             Some(entry) => match BufferHandle::from_bytes(entry) {
-                // SAFETY: the caller upholds this function's `# Safety` contract.
+                // SAFETY: `out` is null or storage for one handle (# Safety).
                 Ok(h) => unsafe { put(out, to_c(h)) },
                 Err(e) => status::describe(e).status,
             },
@@ -606,13 +649,14 @@ pub unsafe extern "C" fn hurray_table_get(
 }
 
 /// Encodes `count` handles as a buffer table into `out` (`out_len >= 16 * count`).
+/// Every handle is validated and must share handle 0's device tag and memory
+/// class (device colocation); on failure `err.index` names the first bad one
+/// and nothing is written.
 ///
 /// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
+/// `handles` addresses `count` initialised handles (or is null with
+/// `count == 0`); `out` is null or addresses `out_len` writable bytes; `err`
+/// is null or storage for one `hurray_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hurray_table_encode(
     handles: *const hurray_buffer_handle,
@@ -622,318 +666,37 @@ pub unsafe extern "C" fn hurray_table_encode(
     err: *mut hurray_error,
 ) -> hurray_status {
     guard(|| {
-        let Some(needed) = count.checked_mul(16) else {
-            return HURRAY_E_BUFFER_TOO_SMALL;
-        };
-        if count > 0
-            && (handles.is_null() || handles.align_offset(align_of::<hurray_buffer_handle>()) != 0)
-        {
-            return if handles.is_null() {
-                HURRAY_E_NULL
-            } else {
-                HURRAY_E_MISALIGNED_POINTER
+        // SAFETY: `handles` addresses `count` initialised handles (# Safety).
+        let handles = tri!(unsafe { slice_in(handles, count) });
+        // SAFETY: `out` addresses `out_len` writable bytes (# Safety).
+        let out = tri!(unsafe { slice_out(out, out_len) });
+        let first = handles.first().map(|h| (h.device_tag, h.memory_class));
+        for (i, h) in handles.iter().enumerate() {
+            let mut d = match from_c(h) {
+                Ok(_) if Some((h.device_tag, h.memory_class)) == first => continue,
+                Ok(_) => hurray_error {
+                    status: HURRAY_E_NOT_COLOCATED,
+                    ..hurray_error::default()
+                },
+                Err(e) => status::describe(e),
             };
+            d.index = i as u64;
+            d.offset = u32::try_from(i.saturating_mul(16)).unwrap_or(u32::MAX);
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            return unsafe { fail(err, d) };
         }
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        let out = tri!(unsafe { output(out, out_len) });
+        let needed = count.saturating_mul(16);
         let Some(dst) = out.get_mut(..needed) else {
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            return unsafe { fail(err, too_small(needed, out.len())) };
+            // SAFETY: `err` is null or storage for one detail (# Safety).
+            return unsafe { fail(err, short(HURRAY_E_OUTPUT_TOO_SMALL, needed, out.len())) };
         };
-        for (i, chunk) in dst.chunks_exact_mut(16).enumerate() {
-            // SAFETY: `handles` is non-null and aligned (checked above) and the
-            // caller guarantees `count` readable handles; `i < count` because
-            // `dst` holds exactly `count` chunks.
-            let h = unsafe { handles.add(i).read() };
-            match from_c(&h) {
-                Ok(v) => chunk.copy_from_slice(&v.to_bytes()),
-                Err(e) => {
-                    let mut d = status::describe(e);
-                    d.index = i as u64;
-                    // SAFETY: the caller upholds this function's `# Safety` contract.
-                    unsafe { detail(err, d) };
-                    return d.status;
-                }
+        for (chunk, h) in dst.chunks_exact_mut(16).zip(handles) {
+            // Validated above.
+            if let Ok(v) = from_c(h) {
+                chunk.copy_from_slice(&v.to_bytes());
             }
         }
         HURRAY_OK
     })
 }
 
-// ---------------------------------------------------------------------------
-// Tensor descriptors.
-
-/// Parses and validates a tensor descriptor at `bytes` (trailing bytes past
-/// its `total_len` are ignored).
-///
-/// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hurray_tensor_parse(
-    bytes: *const u8,
-    len: usize,
-    out: *mut hurray_tensor_view,
-    err: *mut hurray_error,
-) -> hurray_status {
-    guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        let raw = tri!(unsafe { input(bytes, len) });
-        let v = match TensorView::parse(raw) {
-            Ok(v) => v,
-            // SAFETY: the caller upholds this function's `# Safety` contract.
-            Err(e) => return unsafe { fail(err, e) },
-        };
-        let header = v.header();
-        let view = hurray_tensor_view {
-            shape: v.shape().as_raw().as_ptr().cast(),
-            strides: v
-                .strides()
-                .map_or(core::ptr::null(), |s| s.as_raw().as_ptr().cast()),
-            table: hurray_table {
-                bytes: v.buffers().as_bytes().as_ptr(),
-                count: v.buffers().len(),
-            },
-            byte_offset: v.byte_offset(),
-            element_count: v.element_count(),
-            total_len: header.total_len.get(),
-            flags: v.flags().bits(),
-            data_buffer: v.data_buffer_index(),
-            dtype: v.dtype().code(),
-            ndim: header.ndim,
-            version_major: header.version_major,
-            version_minor: header.version_minor,
-        };
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        unsafe { put(out, view) }
-    })
-}
-
-/// Reads lane `index` (of `count`) of an 8-byte little-endian array.
-///
-/// # Safety
-/// `base` points to `count * 8` readable bytes (a view's shape or strides).
-unsafe fn lane(base: *const u8, count: usize, index: usize) -> Result<[u8; 8], hurray_status> {
-    if index >= count {
-        return Err(HURRAY_E_INDEX_OUT_OF_RANGE);
-    }
-    let len = count.checked_mul(8).ok_or(HURRAY_E_INDEX_OUT_OF_RANGE)?;
-    // SAFETY: forwarded from this function's contract.
-    let raw = unsafe { input(base, len) }?;
-    raw.chunks_exact(8)
-        .nth(index)
-        .and_then(|c| c.first_chunk::<8>().copied())
-        .ok_or(HURRAY_E_INDEX_OUT_OF_RANGE)
-}
-
-/// Size of axis `axis`.
-///
-/// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hurray_tensor_dim(
-    view: *const hurray_tensor_view,
-    axis: usize,
-    out: *mut u64,
-) -> hurray_status {
-    guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        let v = tri!(unsafe { get(view) });
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        let b = tri!(unsafe { lane(v.shape, usize::from(v.ndim), axis) });
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        unsafe { put(out, u64::from_le_bytes(b)) }
-    })
-}
-
-/// Stride of axis `axis` in elements; `HURRAY_E_NO_STRIDES` for a compact
-/// row-major descriptor (which carries no strides).
-///
-/// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hurray_tensor_stride(
-    view: *const hurray_tensor_view,
-    axis: usize,
-    out: *mut i64,
-) -> hurray_status {
-    guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        let v = tri!(unsafe { get(view) });
-        if v.strides.is_null() {
-            return HURRAY_E_NO_STRIDES;
-        }
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        let b = tri!(unsafe { lane(v.strides, usize::from(v.ndim), axis) });
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        unsafe { put(out, i64::from_le_bytes(b)) }
-    })
-}
-
-/// The handle of the buffer holding the elements.
-///
-/// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hurray_tensor_data_buffer(
-    view: *const hurray_tensor_view,
-    out: *mut hurray_buffer_handle,
-) -> hurray_status {
-    guard(|| {
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        let v = tri!(unsafe { get(view) });
-        // SAFETY: the caller upholds this function's `# Safety` contract.
-        unsafe { hurray_table_get(&v.table, usize::from(v.data_buffer), out) }
-    })
-}
-
-/// Size in bytes of one element of a `HURRAY_DTYPE_*` code, or 0 for an unknown code.
-#[unsafe(no_mangle)]
-pub extern "C" fn hurray_dtype_size(dtype: u8) -> u32 {
-    hurray_core::DType::from_code(dtype).map_or(0, hurray_core::DType::size_bytes)
-}
-
-// ---------------------------------------------------------------------------
-// DLPack and Arrow device codes.
-
-fn pair(device_tag: u8, memory_class: u8) -> Result<(DeviceTag, MemoryClass), hurray_status> {
-    let d = DeviceTag::from_code(device_tag).ok_or(HURRAY_E_INVALID_DEVICE_TAG)?;
-    let m = MemoryClass::from_code(memory_class).ok_or(HURRAY_E_INVALID_MEMORY_CLASS)?;
-    Ok((d, m))
-}
-
-/// Maps a (device tag, memory class) pair to an interop code and writes it.
-///
-/// # Safety
-/// `out` is null or points to one writable `i32`.
-unsafe fn to_code(
-    device_tag: u8,
-    memory_class: u8,
-    out: *mut i32,
-    map: fn(DeviceTag, MemoryClass) -> hurray_core::Result<i32>,
-) -> hurray_status {
-    let (d, m) = tri!(pair(device_tag, memory_class));
-    match map(d, m) {
-        // SAFETY: forwarded from this function's contract.
-        Ok(code) => unsafe { put(out, code) },
-        Err(e) => status::describe(e).status,
-    }
-}
-
-/// Writes the (device tag, memory class) pair of an interop code.
-///
-/// # Safety
-/// `device_tag` and `memory_class` are null or point to one writable byte each.
-unsafe fn unpair(
-    r: hurray_core::Result<(DeviceTag, MemoryClass)>,
-    device_tag: *mut u8,
-    memory_class: *mut u8,
-) -> hurray_status {
-    match r {
-        Ok((d, m)) => {
-            if device_tag.is_null() || memory_class.is_null() {
-                return HURRAY_E_NULL;
-            }
-            // SAFETY: forwarded from this function's contract.
-            let s = unsafe { put(device_tag, d.code()) };
-            if s != HURRAY_OK {
-                return s;
-            }
-            // SAFETY: forwarded from this function's contract.
-            unsafe { put(memory_class, m.code()) }
-        }
-        Err(e) => status::describe(e).status,
-    }
-}
-
-/// The DLPack `DLDeviceType` of a (device tag, memory class) pair.
-///
-/// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hurray_to_dlpack_device(
-    device_tag: u8,
-    memory_class: u8,
-    out: *mut i32,
-) -> hurray_status {
-    // SAFETY: the caller upholds this function's `# Safety` contract.
-    guard(|| unsafe { to_code(device_tag, memory_class, out, interop::to_dlpack) })
-}
-
-/// The (device tag, memory class) pair of a DLPack `DLDeviceType`.
-///
-/// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hurray_from_dlpack_device(
-    code: i32,
-    device_tag: *mut u8,
-    memory_class: *mut u8,
-) -> hurray_status {
-    // SAFETY: the caller upholds this function's `# Safety` contract.
-    guard(|| unsafe { unpair(interop::from_dlpack(code), device_tag, memory_class) })
-}
-
-/// The Arrow C Device `ArrowDeviceType` of a (device tag, memory class) pair.
-///
-/// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hurray_to_arrow_device(
-    device_tag: u8,
-    memory_class: u8,
-    out: *mut i32,
-) -> hurray_status {
-    // SAFETY: the caller upholds this function's `# Safety` contract.
-    guard(|| unsafe { to_code(device_tag, memory_class, out, interop::to_arrow) })
-}
-
-/// The (device tag, memory class) pair of an Arrow C Device `ArrowDeviceType`.
-///
-/// # Safety
-/// Every pointer argument is null or valid for its use: input byte
-/// pointers address `len` readable bytes, struct pointers address an
-/// initialised struct, output pointers address writable storage, and
-/// views were produced by this library over bytes that are still alive
-/// and unmodified (`docs/impl/c-ffi.md` § Pointers and lifetimes).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hurray_from_arrow_device(
-    code: i32,
-    device_tag: *mut u8,
-    memory_class: *mut u8,
-) -> hurray_status {
-    // SAFETY: the caller upholds this function's `# Safety` contract.
-    guard(|| unsafe { unpair(interop::from_arrow(code), device_tag, memory_class) })
-}
-
-// Codes the header exports, checked against the core's enums at compile time.
-const _: () = assert!(HURRAY_SYNC_EVENT == SyncMode::Event.code());
-const _: () = assert!(HURRAY_DEVICE_CUDA == DeviceTag::Cuda.code());
-const _: () = assert!(HURRAY_MEMORY_UNIFIED == MemoryClass::Unified.code());

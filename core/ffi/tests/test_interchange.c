@@ -9,7 +9,7 @@
  *
  * Built by CI with
  *   cc -Wall -Wextra -Werror -std=c11 -Icore/ffi/include -Icore/interop/include/vendor \
- *      core/ffi/tests/test_interchange.c target/debug/libhurray_ffi.a \
+ *      core/ffi/tests/test_interchange.c target/debug/libhurray_c.a \
  *      -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign,--wrap=aligned_alloc \
  *      -lpthread -ldl -lm
  * Prints "N passed, 0 failed" and exits 0 on success.

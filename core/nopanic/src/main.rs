@@ -2,103 +2,500 @@
 //!
 //! This bare-metal program feeds opaque bytes (`core::hint::black_box`, so
 //! the optimizer can assume nothing about them) to every decoding and
-//! validation entry point of the core, and to the C ABI functions of
-//! `hurray_ffi` built on them, and reads every accessor of what they
-//! return. Its `#[panic_handler]` calls a function that exists nowhere: the
-//! program links only if the optimizer removed every call to the panic
-//! handler, i.e. proved that no panic is reachable from these entry points.
-//! A new panic path in a decoder turns into a link error naming
-//! `hurray_can_panic`. The handler is this program's own: a panic handler is
-//! a global choice, made by the final artifact, never by a library.
+//! validation entry point of the core — buffer handles, buffer tables, the
+//! tensor descriptor with every reader option, the DLPack/Arrow mapping —
+//! and to the C ABI functions of `hurray_ffi` built on them, and reads every
+//! accessor of what they return: header fields, every layout's fields, the
+//! tiled levels, every optional section. Its `#[panic_handler]` calls a
+//! function that exists nowhere: the program links only if the optimizer
+//! removed every call to the panic handler, i.e. proved that no panic is
+//! reachable from these entry points. A new panic path in a decoder turns
+//! into a link error naming `hurray_can_panic`. The handler is this
+//! program's own: a panic handler is a global choice, made by the final
+//! artifact, never by a library.
+//!
+//! With the `encoders` feature it also feeds opaque values to every encoder
+//! (`TensorDescriptor`, `DescriptorBuilder`, `BufferTable::encode`, the
+//! handle constructors and the C encoders), which must be panic-free too.
 //!
 //! Build: `cargo build --release --target thumbv7em-none-eabihf`
-//! (from `core/nopanic/`); CI does, and reports the `.text` size.
+//! (from `core/nopanic/`; add `--features encoders` for the encoders); CI
+//! builds both and reports the default (decode path) build's `.text` size.
 #![no_std]
 #![no_main]
 
 use core::hint::black_box;
 
-use hurray_core::{BufferHandle, BufferHandleEntry, BufferTable, TensorView, interop};
+use hurray_core::interop;
+use hurray_core::{
+    BufferHandle, BufferHandleEntry, BufferTable, Layout, Packing, ReadOptions, Scheme, TensorView,
+};
 
 /// Bytes the decoders see; `black_box` hides their value from the optimizer.
 static INPUT: [u8; 1024] = [0; 1024];
 
+/// Mixes a value into the accumulator.
+#[inline(always)]
+fn mix(acc: &mut u64, v: u64) {
+    *acc = acc.wrapping_mul(31).wrapping_add(v);
+}
+
+/// Everything a handle exposes.
+#[inline(never)]
+fn handle(acc: &mut u64, h: BufferHandle) {
+    mix(acc, h.byte_size() ^ u64::from(h.alignment()));
+    mix(acc, u64::from(h.device_tag().code() ^ h.sync_mode().code()));
+    mix(
+        acc,
+        u64::from(h.memory_class().code()) ^ u64::from(h.is_empty()),
+    );
+    mix(acc, u64::from(h.is_address_aligned(*acc)));
+    mix(
+        acc,
+        u64::from(h.device_tag().is_private() ^ h.device_tag().allows(h.memory_class())),
+    );
+    mix(acc, h.dlpack_device_type().map_or(1, |c| c as u64));
+    mix(acc, h.arrow_device_type().map_or(2, |c| c as u64));
+    mix(
+        acc,
+        h.device_tag().name().len() as u64 ^ h.memory_class().name().len() as u64,
+    );
+    mix(
+        acc,
+        u64::from(h.to_bytes()[7]) ^ u64::from(h.to_entry().reserved),
+    );
+}
+
+/// Every field of a layout.
+#[inline(never)]
+fn layout(acc: &mut u64, l: Layout<'_>) {
+    mix(
+        acc,
+        u64::from(l.tag()) ^ l.name().len() as u64 ^ l.nnz().unwrap_or(3),
+    );
+    match l {
+        Layout::Strided(s) => s.iter().for_each(|x| mix(acc, x as u64)),
+        Layout::Tiled(t) => {
+            mix(acc, u64::from(t.depth()));
+            for level in t.levels() {
+                mix(acc, u64::from(level.outer_layout ^ level.inner_layout));
+                level.tile_shape.iter().for_each(|x| mix(acc, x));
+                for s in [level.outer_strides, level.inner_strides]
+                    .into_iter()
+                    .flatten()
+                {
+                    s.iter().for_each(|x| mix(acc, x as u64));
+                }
+            }
+        }
+        Layout::Morton(bits) => bits.iter().for_each(|b| mix(acc, u64::from(b))),
+        Layout::Coo(c) => mix(acc, c.nnz ^ u64::from(c.sorted)),
+        Layout::Csr(c) | Layout::Csc(c) => mix(acc, c.nnz),
+        Layout::Csf(c) => {
+            mix(acc, c.nnz());
+            c.mode_order().iter().for_each(|m| mix(acc, u64::from(m)));
+        }
+        Layout::BlockPaged(b) => {
+            mix(
+                acc,
+                u64::from(b.page_size) ^ b.num_pages ^ u64::from(b.num_seqs),
+            );
+            mix(
+                acc,
+                u64::from(b.kv_role.code()) ^ u64::from(b.layer_index.unwrap_or(5)),
+            );
+            mix(acc, b.index_width() ^ b.slots().unwrap_or(7));
+        }
+        Layout::Composite(h) => {
+            mix(acc, u64::from(h.rule.code() ^ h.combine_op.code()));
+            mix(acc, u64::from(h.member_count));
+        }
+        Layout::Hilbert(h) => mix(acc, u64::from(h.order ^ h.rank) ^ h.side().unwrap_or(9)),
+        Layout::Extension(e) => {
+            mix(acc, u64::from(e.tag()) ^ e.id());
+            e.data().iter().for_each(|b| mix(acc, u64::from(*b)));
+        }
+        _ => mix(acc, 11),
+    }
+}
+
+/// Every accessor of a validated descriptor.
+#[inline(never)]
+fn view(acc: &mut u64, v: &TensorView<'_>) {
+    mix(
+        acc,
+        v.as_bytes().len() as u64 ^ u64::from(v.header().rank.get()),
+    );
+    let (major, minor) = v.version();
+    mix(acc, u64::from(major ^ minor) ^ u64::from(v.flags().bits()));
+    let t = v.element_type();
+    mix(acc, u64::from(t.code()) ^ u64::from(t.bits().unwrap_or(13)));
+    mix(
+        acc,
+        u64::from(t.natural_alignment()) ^ t.name().len() as u64,
+    );
+    mix(acc, t.storage_bytes(*acc).unwrap_or(17));
+    mix(
+        acc,
+        interop::to_dlpack_dtype(t).map_or(19, |(c, b, l)| u64::from(c ^ b) ^ u64::from(l)),
+    );
+    mix(
+        acc,
+        match v.packing() {
+            Packing::Bytes(n) => u64::from(n),
+            Packing::Bits(b) => u64::from(b),
+            Packing::SixBitGroups => 6,
+        },
+    );
+    mix(acc, v.packing().bytes_for(*acc).unwrap_or(23));
+    mix(acc, u64::from(v.rank()) ^ u64::from(v.is_dynamic()));
+    v.shape().iter().for_each(|n| mix(acc, n));
+    mix(acc, v.shape().get(*acc as usize % 3).unwrap_or(29));
+    mix(acc, v.element_count().unwrap_or(31) ^ v.byte_offset());
+    layout(acc, v.layout());
+    for h in v.buffers() {
+        handle(acc, h);
+    }
+    if let Some(q) = v.quantization() {
+        let s = q.scheme;
+        mix(
+            acc,
+            u64::from(s.tag()) ^ u64::from(q.padding) ^ s.name().len() as u64,
+        );
+        mix(acc, s.encoded_len() as u64);
+        let (scale, zero) = s.parameter_buffers();
+        mix(acc, u64::from(scale.unwrap_or(37) ^ zero.unwrap_or(41)));
+        mix(acc, s.blocks().map_or(43, |(a, b)| u64::from(a ^ b)));
+        match s {
+            Scheme::PerTensor { scale, zero_point } => {
+                mix(acc, u64::from(scale.to_bits()) ^ zero_point as u64);
+            }
+            Scheme::PerBlock { scale_type, .. } => mix(acc, u64::from(scale_type.code())),
+            Scheme::Private {
+                version,
+                flags,
+                payload,
+                ..
+            } => {
+                mix(acc, u64::from(version) ^ u64::from(flags));
+                payload.iter().for_each(|b| mix(acc, u64::from(*b)));
+            }
+            _ => mix(acc, 47),
+        }
+    }
+    if let Some(s) = v.shard() {
+        s.parent_shape.iter().for_each(|n| mix(acc, n));
+        s.shard_offset.iter().for_each(|n| mix(acc, n));
+    }
+    if let Some(s) = v.statistics() {
+        mix(acc, u64::from(s.mask()) ^ s.nnz().unwrap_or(53));
+        mix(acc, s.sparsity_ratio().map_or(59, f64::to_bits));
+        mix(
+            acc,
+            s.value_range()
+                .map_or(61, |(a, b, c)| a.to_bits() ^ b.to_bits() ^ c.to_bits()),
+        );
+        mix(
+            acc,
+            s.value_stats()
+                .map_or(67, |(a, b)| a.to_bits() ^ b.to_bits()),
+        );
+        mix(acc, s.nm_sparsity().map_or(71, |(n, m)| u64::from(n ^ m)));
+        mix(
+            acc,
+            s.nan_inf().map_or(73, |(n, i)| u64::from(n) ^ u64::from(i)),
+        );
+    }
+    if let Some(e) = v.extension_type() {
+        mix(
+            acc,
+            u64::from(e.bit_width()) ^ u64::from(e.is_float()) ^ u64::from(e.is_signed()),
+        );
+        mix(acc, u64::from(e.entry().exponent_bias.get()));
+    }
+    mix(acc, v.member_role().map_or(79, |r| u64::from(r.code())));
+    let mut strides = [0i64; 64];
+    if let Some(s) = v.strides(&mut strides) {
+        s.iter().for_each(|x| mix(acc, *x as u64));
+    }
+}
+
 /// Folds everything a decoder returns into one word, so nothing is optimized out.
 #[inline(never)]
-fn exercise(bytes: &[u8]) -> u64 {
+fn exercise(bytes: &[u8], ids: &[u64]) -> u64 {
     let mut acc = 0u64;
     if let Some(first) = bytes.first_chunk::<16>() {
         match BufferHandle::from_bytes(first) {
-            Ok(h) => {
-                acc ^= h.byte_size() ^ u64::from(h.alignment()) ^ u64::from(h.device_tag().code());
-                acc ^= u64::from(h.sync_mode().code()) ^ u64::from(h.memory_class().code());
-                acc ^= u64::from(h.is_address_aligned(acc));
-                acc ^= h.dlpack_device_type().map_or(1, |c| c as u64);
-                acc ^= h.arrow_device_type().map_or(2, |c| c as u64);
-            }
-            Err(_) => acc ^= 3,
+            Ok(h) => handle(&mut acc, h),
+            Err(_) => mix(&mut acc, 3),
         }
-        acc ^= u64::from(BufferHandleEntry::from_array(*first).decode().is_ok());
+        mix(
+            &mut acc,
+            u64::from(BufferHandleEntry::from_array(*first).decode().is_ok()),
+        );
     }
     match BufferTable::parse(bytes) {
         Ok(t) => {
-            for h in t.iter() {
-                acc = acc.wrapping_add(h.byte_size());
+            for h in t.iter().rev() {
+                handle(&mut acc, h);
             }
-            acc ^= t.get(acc as usize % 7).map_or(0, BufferHandle::byte_size);
+            let size = t.get(acc as usize % 7).map_or(0, BufferHandle::byte_size);
+            mix(&mut acc, size);
+            mix(
+                &mut acc,
+                t.len() as u64 ^ t.entries().len() as u64 ^ t.as_bytes().len() as u64,
+            );
         }
-        Err(_) => acc ^= 5,
+        Err(e) => mix(&mut acc, u64::from(e.offset())),
     }
+    let permissive = ReadOptions::STRICT
+        .with_extension_layouts(ids)
+        .with_private_schemes()
+        .with_private_composition_rules();
     match TensorView::parse(bytes) {
-        Ok(v) => {
-            acc ^= v.element_count() ^ v.byte_offset() ^ u64::from(v.dtype().size_bytes());
-            for d in v.shape() {
-                acc = acc.wrapping_mul(31).wrapping_add(d);
-            }
-            if let Some(s) = v.strides() {
-                for x in s {
-                    acc = acc.wrapping_add(x as u64);
-                }
-            }
-            for h in v.buffers() {
-                acc ^= h.byte_size();
-            }
-            acc ^= v.data_buffer().byte_size() ^ u64::from(v.is_read_only());
-            acc ^= u64::from(v.version().0) ^ v.ndim() as u64;
-        }
-        Err(_) => acc ^= 7,
+        Ok(v) => view(&mut acc, &v),
+        Err(e) => mix(&mut acc, u64::from(e.offset())),
     }
-    acc ^= ffi(bytes);
-    acc ^= interop::from_dlpack(acc as i32).map_or(11, |(d, m)| u64::from(d.code() ^ m.code()));
-    acc ^= interop::from_arrow(acc as i32 >> 3).map_or(13, |(d, m)| u64::from(d.code() ^ m.code()));
+    match TensorView::parse_with(bytes, &permissive) {
+        Ok(v) => view(&mut acc, &v),
+        Err(e) => mix(&mut acc, u64::from(e.offset())),
+    }
+    // A stream: descriptors back to back until one fails.
+    let mut rest = bytes;
+    while let Ok((v, next)) = TensorView::parse_prefix_with(rest, &permissive) {
+        view(&mut acc, &v);
+        rest = next;
+    }
+    if let Ok((v, _)) = TensorView::parse_prefix(bytes) {
+        view(&mut acc, &v);
+    }
+    mix(&mut acc, ffi(bytes, ids));
+    let code = acc as i32;
+    mix(
+        &mut acc,
+        interop::from_dlpack(code).map_or(11, |(d, m)| u64::from(d.code() ^ m.code())),
+    );
+    mix(
+        &mut acc,
+        interop::from_arrow(code >> 3).map_or(13, |(d, m)| u64::from(d.code() ^ m.code())),
+    );
+    let [c, b, l0, l1] = code.to_le_bytes();
+    mix(
+        &mut acc,
+        interop::from_dlpack_dtype(c, b, u16::from_le_bytes([l0, l1]))
+            .map_or(17, |t| u64::from(t.code())),
+    );
     acc
 }
 
 /// The C ABI over the same bytes: no panic can reach the boundary either.
 #[inline(never)]
-fn ffi(bytes: &[u8]) -> u64 {
+fn ffi(bytes: &[u8], ids: &[u64]) -> u64 {
+    use core::mem::MaybeUninit;
     use hurray_ffi::*;
     let mut handle = hurray_buffer_handle::default();
     let mut err = hurray_error::default();
-    let mut view = core::mem::MaybeUninit::<hurray_tensor_view>::uninit();
-    let mut table = core::mem::MaybeUninit::<hurray_table>::uninit();
-    let mut dim = 0u64;
+    let mut view = MaybeUninit::<hurray_tensor_view>::uninit();
+    let mut table = MaybeUninit::<hurray_table>::uninit();
+    let mut level = hurray_tile_level::default();
+    let mut quant = MaybeUninit::<hurray_quantization>::uninit();
+    let mut stats = hurray_statistics::default();
+    let mut ext = hurray_extension_type::default();
+    let (mut u64s, mut u64s2, mut i64s, mut u32s) =
+        ([0u64; 64], [0u64; 64], [0i64; 64], [0u32; 64]);
+    let (mut value, mut code) = (0u64, 0i32);
+    let (mut dev, mut class, mut bits, mut lanes) = (0u8, 0u8, 0u8, 0u16);
     let mut out = [0u8; 16];
     let (ptr, len) = (bytes.as_ptr(), bytes.len());
-    // SAFETY: `ptr`/`len` describe a live slice, every output points to a
-    // local of the right type, and `view`/`table` are only passed back to the
+    let options = hurray_read_options {
+        extension_layouts: ids.as_ptr(),
+        extension_layout_count: ids.len(),
+        private_schemes: 1,
+        private_composition_rules: 1,
+    };
+    let pick = |acc: u64, n: usize| acc as usize % n;
+    // SAFETY: `ptr`/`len` describe a live slice, `options` points to a live
+    // struct whose ids outlive every view, every output points to a local of
+    // the right type and size, and `view`/`table` are only passed back to the
     // library after a successful parse initialised them.
     unsafe {
         let mut acc = hurray_handle_decode(ptr, len, &mut handle, &mut err) as u64;
+        acc ^= hurray_handle_validate(&handle, &mut err) as u64;
         acc ^= hurray_handle_encode(&handle, out.as_mut_ptr(), out.len(), &mut err) as u64;
+        acc ^= hurray_memory_class_allowed(handle.device_tag, handle.memory_class) as u64;
+        acc ^= hurray_to_dlpack_device(handle.device_tag, handle.memory_class, &mut code) as u64;
+        acc ^= hurray_to_arrow_device(handle.device_tag, handle.memory_class, &mut code) as u64;
+        acc ^= hurray_from_dlpack_device(code, &mut dev, &mut class) as u64;
+        acc ^= hurray_from_arrow_device(code >> 1, &mut dev, &mut class) as u64;
+        acc ^= hurray_to_dlpack_dtype(out[3], &mut bits, &mut dev, &mut lanes) as u64;
+        acc ^= hurray_from_dlpack_dtype(out[4], bits, lanes, &mut dev) as u64;
+        acc ^= u64::from(hurray_element_type_bits(out[5]) ^ hurray_element_type_alignment(out[6]));
+        acc ^=
+            u64::from(HURRAY_DEVICE_MAPPINGS[pick(acc, HURRAY_DEVICE_MAPPING_COUNT)].dlpack as u32);
+        acc ^= u64::from(HURRAY_DTYPE_MAPPINGS[pick(acc, HURRAY_DTYPE_MAPPING_COUNT)].bits);
         if hurray_table_parse(ptr, len, table.as_mut_ptr(), &mut err) == HURRAY_OK {
-            acc ^= hurray_table_get(table.as_ptr(), acc as usize % 5, &mut handle) as u64;
+            acc ^= hurray_table_get(table.as_ptr(), pick(acc, 5), &mut handle) as u64;
         }
-        if hurray_tensor_parse(ptr, len, view.as_mut_ptr(), &mut err) == HURRAY_OK {
-            acc ^= hurray_tensor_dim(view.as_ptr(), acc as usize % 3, &mut dim) as u64 ^ dim;
-            acc ^= hurray_tensor_data_buffer(view.as_ptr(), &mut handle) as u64;
+        let parsed = [
+            hurray_tensor_parse(ptr, len, view.as_mut_ptr(), &mut err),
+            hurray_tensor_parse_prefix(ptr, len, view.as_mut_ptr(), &mut err),
+            hurray_tensor_parse_prefix_with(ptr, len, &options, view.as_mut_ptr(), &mut err),
+            hurray_tensor_parse_with(ptr, len, &options, view.as_mut_ptr(), &mut err),
+        ];
+        if parsed.contains(&HURRAY_OK) {
+            let v = view.as_ptr();
+            let n = u64s.len();
+            acc ^= hurray_tensor_dim(v, pick(acc, 3), &mut value) as u64 ^ value;
+            acc ^= hurray_tensor_shape(v, u64s.as_mut_ptr(), n) as u64;
+            acc ^= hurray_tensor_strides(v, i64s.as_mut_ptr(), n) as u64;
+            acc ^= hurray_tensor_buffer(v, pick(acc, 4), &mut handle) as u64;
+            acc ^= hurray_tensor_storage_bytes(v, acc, &mut value) as u64 ^ value;
+            acc ^= hurray_tensor_morton_bits(v, u32s.as_mut_ptr(), n) as u64;
+            acc ^= hurray_tensor_mode_order(v, u32s.as_mut_ptr(), n) as u64;
+            acc ^= hurray_tensor_tile_level(v, pick(acc, 9), &mut level) as u64;
+            acc ^= hurray_tensor_tile_shape(v, pick(acc, 9), u64s.as_mut_ptr(), n) as u64;
+            acc ^= hurray_tensor_tile_strides(v, pick(acc, 9), 1, i64s.as_mut_ptr(), n) as u64;
+            acc ^= hurray_tensor_quantization(v, quant.as_mut_ptr()) as u64;
+            acc ^= hurray_tensor_shard(v, u64s.as_mut_ptr(), u64s2.as_mut_ptr(), n) as u64;
+            acc ^= hurray_tensor_statistics(v, &mut stats) as u64 ^ stats.nnz;
+            acc ^= hurray_tensor_extension_type(v, &mut ext) as u64 ^ u64::from(ext.bit_width);
+            acc ^= (*v).len as u64 ^ (*v).layout.nnz ^ u64::from(level.inner_layout);
         }
-        acc ^ err.value ^ handle.byte_size ^ u64::from(out[3])
+        acc ^ err.value
+            ^ u64::from(err.offset)
+            ^ handle.byte_size
+            ^ u64::from(out[3])
+            ^ u64s[1]
+            ^ u64s2[2]
+            ^ i64s[3] as u64
+            ^ u64::from(u32s[4] ^ u32::from(dev ^ class))
+    }
+}
+
+/// The encoders over opaque values (`--features encoders`).
+#[cfg(feature = "encoders")]
+mod encoders {
+    use core::hint::black_box;
+
+    use hurray_core::layout::{Coo, TileSpec};
+    use hurray_core::{
+        BufferHandle, BufferTable, DescriptorBuilder, DeviceTag, ElementType, LayoutSpec,
+        MemoryClass, Scheme, Statistics, SyncMode, TensorDescriptor, TensorView,
+    };
+
+    /// Every core and C encoder over values the optimizer cannot see.
+    #[inline(never)]
+    pub(crate) fn exercise(bytes: &[u8]) -> u64 {
+        let mut out = [0u8; 512];
+        let mut acc = 0u64;
+        let word = |i: usize| {
+            bytes
+                .get(i..i.saturating_add(8))
+                .and_then(|b| b.first_chunk::<8>())
+                .map_or(0, |b| u64::from_le_bytes(*b))
+        };
+        let (a, b, c) = (word(0), word(8), word(16));
+        let handle = BufferHandle::with_memory_class(
+            a,
+            b as u32,
+            DeviceTag::from_code(c as u8).unwrap_or(DeviceTag::Cpu),
+            SyncMode::from_code((c >> 8) as u8).unwrap_or(SyncMode::Event),
+            MemoryClass::from_code((c >> 16) as u8).unwrap_or(MemoryClass::Standard),
+        )
+        .unwrap_or(BufferHandle::empty(DeviceTag::Cpu));
+        let buffers = [handle; 4];
+        let n = black_box(bytes.len() % 5);
+        let buffers = buffers.get(..n).unwrap_or(&[]);
+        let shape = [a, b, c];
+        let shape = shape.get(..black_box(n % 4)).unwrap_or(&[]);
+        let strides = [a as i64, b as i64, c as i64];
+        let words = [a as u32, b as u32, c as u32];
+        let tiles = [TileSpec {
+            tile_shape: shape,
+            outer_layout: a as u8,
+            inner_layout: b as u8,
+            outer_strides: Some(&strides),
+            inner_strides: None,
+        }];
+        let layout = match black_box(a as u8 % 6) {
+            0 => LayoutSpec::RowMajor,
+            1 => LayoutSpec::Strided(&strides),
+            2 => LayoutSpec::Tiled(&tiles),
+            3 => LayoutSpec::Morton(&words),
+            4 => LayoutSpec::Coo(Coo {
+                nnz: b,
+                sorted: true,
+            }),
+            _ => LayoutSpec::Csf {
+                nnz: c,
+                mode_order: &words,
+            },
+        };
+        let desc = TensorDescriptor::new(
+            ElementType::from_code(c as u8).unwrap_or(ElementType::Int8),
+            shape,
+            layout,
+            buffers,
+        )
+        .with_byte_offset(b)
+        .with_quantization(Scheme::PerBlock {
+            axis: a as u32,
+            block_size: b as u32,
+            scale_buffer: 1,
+            zero_point_buffer: None,
+            scale_type: ElementType::Float16,
+        })
+        .with_shard(shape, shape)
+        .with_statistics(
+            Statistics::new()
+                .with_nnz(a)
+                .with_value_range(-1.0, b as f64),
+        );
+        acc ^= desc.encoded_len() as u64;
+        acc ^= desc.encode(&mut out).map_or(1, |n| n as u64);
+        acc ^= BufferTable::encode(buffers, &mut out).map_or(2, |n| n as u64);
+        let view = TensorView::parse(bytes).ok();
+        if let Some(builder) = view.and_then(|v| DescriptorBuilder::<8, 8>::from_view(&v).ok()) {
+            acc ^= builder.encode(&mut out).map_or(3, |n| n as u64);
+            acc ^= builder.to_vec::<256>().map_or(5, |v| v.len() as u64);
+        }
+        acc ^ ffi(bytes, &mut out) ^ u64::from(out[5])
+    }
+
+    /// The C encoders over a spec and handles read from opaque bytes.
+    #[inline(never)]
+    fn ffi(bytes: &[u8], out: &mut [u8]) -> u64 {
+        use hurray_ffi::*;
+        let mut n = 0usize;
+        let mut err = hurray_error::default();
+        let mut h = hurray_buffer_handle::default();
+        let spec = bytes.as_ptr().cast::<hurray_descriptor_spec>();
+        let handles = bytes.as_ptr().cast::<hurray_buffer_handle>();
+        let count = black_box(bytes.len() / 64);
+        // SAFETY: `bytes` is `INPUT`, 1024 zero bytes (hidden from the
+        // optimizer by `black_box`): the spec and the `count <= 16` handles
+        // read from it lie inside it and are all-zero structs, whose
+        // pointers are null and counts zero, which the C contract accepts;
+        // the library checks their alignment itself. Outputs are locals.
+        unsafe {
+            let mut acc =
+                hurray_descriptor_encode(spec, out.as_mut_ptr(), out.len(), &mut n, &mut err)
+                    as u64;
+            acc ^= hurray_descriptor_encoded_len(spec, &mut n, &mut err) as u64;
+            acc ^=
+                hurray_table_encode(handles, count, out.as_mut_ptr(), out.len(), &mut err) as u64;
+            acc ^= hurray_handle_encode(handles, out.as_mut_ptr(), out.len(), &mut err) as u64;
+            acc ^=
+                hurray_handle_new(acc, acc as u32, out[1], out[2], out[3], &mut h, &mut err) as u64;
+            acc ^= hurray_handle_empty(out[4], &mut h) as u64;
+            let b = hurray_buffer {
+                handle: h,
+                data: bytes.as_ptr().cast(),
+            };
+            acc ^= hurray_buffer_check(&b, &mut err) as u64;
+            acc ^= hurray_pointer_is_aligned(&h, b.data) as u64;
+            acc ^ n as u64 ^ err.value ^ h.byte_size
+        }
     }
 }
 
@@ -108,9 +505,15 @@ pub extern "C" fn _start() -> ! {
     let input = black_box(&INPUT);
     let len = black_box(input.len());
     let bytes = input.get(..len).unwrap_or(&[]);
-    let result = exercise(bytes);
+    let ids = black_box([0x5EEDu64, 7]);
+    let n = black_box(2usize);
+    let result = exercise(bytes, ids.get(..n).unwrap_or(&[]));
     black_box(result);
-    loop {}
+    #[cfg(feature = "encoders")]
+    black_box(encoders::exercise(bytes));
+    loop {
+        core::hint::spin_loop();
+    }
 }
 
 unsafe extern "C" {

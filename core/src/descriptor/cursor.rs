@@ -145,8 +145,10 @@ impl<'o> Writer<'o> {
 
     pub(crate) fn bytes(&mut self, bytes: &[u8]) {
         let end = self.pos.saturating_add(bytes.len());
+        // An element-wise copy: `copy_from_slice` would panic if `end` had
+        // saturated and made `dst` shorter than `bytes`.
         if let Some(dst) = self.out.get_mut(self.pos..end) {
-            dst.copy_from_slice(bytes);
+            dst.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
         }
         self.pos = end;
     }
@@ -180,7 +182,9 @@ impl<'o> Writer<'o> {
     /// Overwrites 4 bytes at `at` (a length prefix written earlier).
     pub(crate) fn patch_u32(&mut self, at: usize, v: u32) {
         if let Some(dst) = self.out.get_mut(at..at.saturating_add(4)) {
-            dst.copy_from_slice(&v.to_le_bytes());
+            dst.iter_mut()
+                .zip(v.to_le_bytes())
+                .for_each(|(d, s)| *d = s);
         }
     }
 

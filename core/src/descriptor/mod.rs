@@ -329,6 +329,10 @@ impl<'a> TensorView<'a> {
                 shape,
                 storage: element_type,
                 accept_private: options.private_schemes,
+                page_size: match layout {
+                    Layout::BlockPaged(b) => Some(b.page_size),
+                    _ => None,
+                },
             };
             Some(Quantization::parse(&mut r, &ctx)?)
         } else {
@@ -552,30 +556,10 @@ impl<'a> TensorView<'a> {
         let (scale, zero) = (scale as u8, zero.map(|z| z as u8)); // < count <= 255
         let mut padded = None;
         let entries = match (*s, self.layout) {
-            (Scheme::PerChannel { axis: 0, .. }, Layout::BlockPaged(_)) => {
-                return Err(ctx.err(
-                    scale,
-                    DescriptorErrorKind::InvalidValue {
-                        field: "axis",
-                        value: 0,
-                    },
-                ));
-            }
             (Scheme::PerChannel { axis, .. }, _) => ctx.shape.get(axis as usize).ok_or(overflow)?,
-            (_, Layout::BlockPaged(b)) => {
-                // Per-page-slot parameters, paged through the block table.
-                let (axis, block) = s.blocks().unwrap_or((0, 0));
-                if axis != 0 || block != b.page_size {
-                    return Err(ctx.err(
-                        scale,
-                        DescriptorErrorKind::InvalidValue {
-                            field: "block_size",
-                            value: u64::from(block),
-                        },
-                    ));
-                }
-                b.slots().ok_or(overflow)?
-            }
+            // Per-page-slot parameters, paged through the block table (the
+            // axis and block size were checked with the section).
+            (_, Layout::BlockPaged(b)) => b.slots().ok_or(overflow)?,
             _ => {
                 let (axis, k) = s.blocks().ok_or(overflow)?;
                 let along = ctx.shape.get(axis as usize).ok_or(overflow)?;

@@ -295,7 +295,7 @@ impl<'a> Layout<'a> {
             Self::Strided(s) => strided::check(*s, ctx, count),
             Self::Tiled(t) => t.check(ctx, count),
             Self::Morton(bits) => morton::check(*bits, ctx, count),
-            Self::Hilbert(h) => h.check(ctx, count),
+            Self::Hilbert(_) => Hilbert::check(ctx, count),
             Self::Coo(c) => c.check(ctx),
             Self::Csr(c) => c.check(ctx, ctx.shape.get(0)),
             Self::Csc(c) => c.check(ctx, ctx.shape.get(1)),

@@ -108,6 +108,9 @@ pub(crate) struct QuantCtx<'a> {
     pub(crate) shape: Dims<'a>,
     pub(crate) storage: ElementType,
     pub(crate) accept_private: bool,
+    /// `page_size` when the layout is block-paged (whose quantization axis
+    /// and block size are constrained).
+    pub(crate) page_size: Option<u32>,
 }
 
 impl<'a> Scheme<'a> {
@@ -259,8 +262,24 @@ impl<'a> Quantization<'a> {
         let invalid = |pos: u32, field, value: u64| {
             err(pos, DescriptorErrorKind::InvalidValue { field, value })
         };
-        // A payload shorter than its fields reads past `quantization_length`.
-        let short = |_| invalid(0, "quantization_length", u64::from(len));
+        // A payload shorter than its fields reads past `quantization_length`:
+        // the length field (4 bytes before the payload) is at fault.
+        let short_err = DescriptorError::new(
+            at.saturating_sub(4),
+            DescriptorErrorKind::InvalidValue {
+                field: "quantization_length",
+                value: u64::from(len),
+            },
+        );
+        let short = |_| short_err;
+        // A reserved run: non-zero bytes are located in the payload, a run
+        // cut short by the length is the length's fault.
+        let reserved = |q: &mut Reader<'_>, n: usize, field: &'static str| {
+            if q.remaining() < n {
+                return Err(short_err);
+            }
+            q.reserved(n, field).map_err(|e| err(e.offset(), e.kind()))
+        };
 
         let tag = q.u8().map_err(short)?;
         let version = q.u8().map_err(short)?;
@@ -294,8 +313,12 @@ impl<'a> Quantization<'a> {
             return Err(invalid(1, "scheme_version", u64::from(version)));
         }
         let symmetric_allowed = matches!(tag, 0x02 | 0x03);
-        if flags & !u16::from(symmetric_allowed) != 0 {
-            return Err(err(2, DescriptorErrorKind::ReservedFlags(u32::from(flags))));
+        let reserved_flags = flags & !u16::from(symmetric_allowed);
+        if reserved_flags != 0 {
+            return Err(err(
+                2,
+                DescriptorErrorKind::ReservedFlags(u32::from(reserved_flags)),
+            ));
         }
         let symmetric = flags & 1 != 0;
         let u32_at = |q: &mut Reader<'_>| q.take::<U32>().map(|v| v.get()).map_err(short);
@@ -303,8 +326,7 @@ impl<'a> Quantization<'a> {
             0x01 => {
                 let scale = q.take::<F32>().map_err(short)?.get();
                 let zero_point = q.take::<I32>().map_err(short)?.get();
-                q.reserved(4, "per_tensor._reserved")
-                    .map_err(|e| err(e.offset(), e.kind()))?;
+                reserved(&mut q, 4, "per_tensor._reserved")?;
                 if !scale.is_finite() || scale == 0.0 {
                     return Err(err(
                         4,
@@ -318,8 +340,7 @@ impl<'a> Quantization<'a> {
                 let scale_buffer = u32_at(&mut q)?;
                 let zp = u32_at(&mut q)?;
                 let scale_type = q.u8().map_err(short)?;
-                q.reserved(3, "per_channel._reserved")
-                    .map_err(|e| err(e.offset(), e.kind()))?;
+                reserved(&mut q, 3, "per_channel._reserved")?;
                 if scale_type != ElementType::Float32.code() {
                     return Err(invalid(16, "scale_type_tag", u64::from(scale_type)));
                 }
@@ -339,8 +360,7 @@ impl<'a> Quantization<'a> {
                 let scale_buffer = u32_at(&mut q)?;
                 let zp = u32_at(&mut q)?;
                 let scale_type = q.u8().map_err(short)?;
-                q.reserved(3, "per_block._reserved")
-                    .map_err(|e| err(e.offset(), e.kind()))?;
+                reserved(&mut q, 3, "per_block._reserved")?;
                 let scale_type = match ElementType::from_code(scale_type) {
                     Some(
                         t @ (ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32),
@@ -472,6 +492,27 @@ impl<'a> Quantization<'a> {
                         value: u64::from(k),
                     },
                 );
+            }
+        }
+        // Block-paged: parameters are per page slot, so a block scheme
+        // blocks the paged axis (0) one page at a time, and per-channel
+        // never quantizes the paged axis. Structural, so checked even when
+        // a dimension is dynamic.
+        if let Some(page_size) = ctx.page_size {
+            let invalid = |pos, field, value: u32| {
+                err(
+                    pos,
+                    DescriptorErrorKind::InvalidValue {
+                        field,
+                        value: u64::from(value),
+                    },
+                )
+            };
+            match s.blocks() {
+                None if axis == 0 => return invalid(4, "axis", axis),
+                Some((axis, _)) if axis != 0 => return invalid(4, "axis", axis),
+                Some((_, k)) if k != page_size => return invalid(8, "block_size", k),
+                _ => {}
             }
         }
         Ok(())

@@ -327,8 +327,13 @@ impl Statistics {
         if s.nm_sparsity().is_some_and(|(n, m)| n > m) {
             return fail(64, inconsistent("nm_n"));
         }
-        if s.has(bit::NAN_INF) && (raw.has_nan > 1 || raw.has_inf > 1) {
-            return fail(66, inconsistent("has_nan"));
+        if s.has(bit::NAN_INF) {
+            if raw.has_nan > 1 {
+                return fail(66, inconsistent("has_nan"));
+            }
+            if raw.has_inf > 1 {
+                return fail(67, inconsistent("has_inf"));
+            }
         }
         Ok(entry)
     }
