@@ -38,11 +38,14 @@ pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
 impl Ctx<'_> {
     /// `byte_size` of buffer `index` (the count was checked before any
     /// layout check runs, so a missing buffer reads as 0 and then fails the
-    /// size check rather than panicking).
+    /// size check rather than panicking). Read from the validated entry, not
+    /// decoded again.
+    #[inline]
     pub(crate) fn size(&self, index: u8) -> u64 {
         self.buffers
+            .entries()
             .get(usize::from(index))
-            .map_or(0, crate::BufferHandle::byte_size)
+            .map_or(0, |e| e.byte_size.get())
     }
 
     pub(crate) const fn err(&self, index: u8, kind: DescriptorErrorKind) -> DescriptorError {

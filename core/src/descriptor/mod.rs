@@ -485,13 +485,15 @@ impl<'a> TensorView<'a> {
                     DescriptorErrorKind::ByteOffsetNotZero(self.byte_offset),
                 );
             }
-        } else if let Some(data) = self.buffers.get(0) {
-            if self.byte_offset > data.byte_size() {
+        } else if let Some(data) = self.buffers.entries().first() {
+            // Read from the validated entry, not decoded again.
+            let byte_size = data.byte_size.get();
+            if self.byte_offset > byte_size {
                 return err(
                     byte_offset_at,
                     DescriptorErrorKind::ByteOffsetOutOfRange {
                         byte_offset: self.byte_offset,
-                        byte_size: data.byte_size(),
+                        byte_size,
                     },
                 );
             }
