@@ -368,6 +368,25 @@ pub const fn name_of(layout_tag: u8) -> &'static str {
 
 /// Whether a layout tag is one this crate can parse (named or private).
 #[must_use]
+#[inline]
 pub const fn is_known_tag(layout_tag: u8) -> bool {
-    !matches!(name_of(layout_tag).as_bytes(), b"invalid")
+    matches!(
+        layout_tag,
+        tag::ROW_MAJOR..=tag::COMPOSITE
+            | tag::HILBERT
+            | crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_known_tag, name_of};
+
+    /// The fast tag check accepts exactly the tags that have a name.
+    #[test]
+    fn is_known_tag_is_name_of_not_invalid() {
+        for t in 0..=u8::MAX {
+            assert_eq!(is_known_tag(t), name_of(t) != "invalid", "tag {t:#04x}");
+        }
+    }
 }
