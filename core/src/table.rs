@@ -211,16 +211,7 @@ impl<'a> BufferTable<'a> {
     pub(crate) fn from_descriptor_entries(
         entries: &'a [BufferHandleEntry],
     ) -> Result<Self, DescriptorError> {
-        let first = entries.first().map_or(0, placement);
-        // The branch-free check per entry; the detailed one (which names the
-        // rule broken) only once an entry fails it.
-        let valid = entries.iter().all(|e| {
-            let w: &[U32; 4] = zerocopy::transmute_ref!(e);
-            entry_ok(w) & (placement(e) == first)
-        });
-        if !valid {
-            check_each(entries, 0, first)?;
-        }
+        check_each(entries, 0, entries.first().map_or(0, placement))?;
         Ok(Self { entries })
     }
 
