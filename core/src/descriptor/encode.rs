@@ -173,7 +173,13 @@ impl<'a> TensorDescriptor<'a> {
     /// * [`EncodeError::Invalid`] — the values describe a descriptor a
     ///   reader must reject (the error is the reader's).
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, EncodeError> {
-        self.encode_view(out).map(|view| view.as_bytes().len())
+        let (bytes, options) = self.write_checked(out)?;
+        // Only the length of the read-back view is kept: not moving the
+        // view through this function's result saves two copies of it.
+        match TensorView::parse_with(bytes, &options) {
+            Ok(view) => Ok(view.as_bytes().len()),
+            Err(e) => Err(EncodeError::Invalid(e)),
+        }
     }
 
     /// [`encode`](Self::encode), returning the view the encoder's own
@@ -191,6 +197,17 @@ impl<'a> TensorDescriptor<'a> {
     /// # Ok::<(), hurray_core::EncodeError>(())
     /// ```
     pub fn encode_view<'o>(&self, out: &'o mut [u8]) -> Result<TensorView<'o>, EncodeError> {
+        let (bytes, options) = self.write_checked(out)?;
+        Ok(TensorView::parse_with(bytes, &options)?)
+    }
+
+    /// Writes the descriptor into `out` and returns its bytes with the
+    /// reader options its read-back needs: the private codes this
+    /// descriptor itself uses.
+    fn write_checked<'o, 's>(
+        &'s self,
+        out: &'o mut [u8],
+    ) -> Result<(&'o [u8], ReadOptions<'s>), EncodeError> {
         self.check_lengths()?;
         let mut w = Writer::new(out);
         self.write(&mut w);
@@ -215,8 +232,7 @@ impl<'a> TensorDescriptor<'a> {
             private_composition_rules: true,
         };
         let out: &'o [u8] = out;
-        let bytes = out.get(..len).unwrap_or_default();
-        Ok(TensorView::parse_with(bytes, &options)?)
+        Ok((out.get(..len).unwrap_or_default(), options))
     }
 
     fn check_lengths(&self) -> Result<(), EncodeError> {
