@@ -145,10 +145,12 @@ impl<'o> Writer<'o> {
 
     pub(crate) fn bytes(&mut self, bytes: &[u8]) {
         let end = self.pos.saturating_add(bytes.len());
-        // An element-wise copy: `copy_from_slice` would panic if `end` had
-        // saturated and made `dst` shorter than `bytes`.
+        // `copy_from_slice` only where the lengths are equal (a saturated
+        // `end` would make `dst` shorter than `bytes`), so it cannot panic.
         if let Some(dst) = self.out.get_mut(self.pos..end) {
-            dst.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
+            if dst.len() == bytes.len() {
+                dst.copy_from_slice(bytes);
+            }
         }
         self.pos = end;
     }
