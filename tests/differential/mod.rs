@@ -34,7 +34,7 @@ use std::fmt;
 
 use ::reference as theirs;
 use hurray_core::layout::{Layout, Tiled};
-use hurray_core::{DescriptorError, DescriptorErrorKind, ElementType, Error, Scheme, TensorView};
+use hurray_core::{DescriptorError, DescriptorErrorKind, Error, Scheme, TensorView};
 use theirs::LayoutDescriptor as L;
 
 /// A documented case where our reader rejects what the reference accepts:
@@ -938,11 +938,12 @@ fn same_quantization(s: &Scheme<'_>, padding: u32, raw: &[u8]) -> Result<(), Str
     })?;
     use theirs::QuantizationDescriptor as Q;
     let ours = (s.tag(), s.blocks(), s.parameter_buffers());
-    let float_type = |t: ElementType| t.code();
     let (reference, scale_type) = match &q {
         Q::PerTensorAffine(p) => {
-            if let Scheme::PerTensor { scale, zero_point } = *s {
-                if scale.to_bits() != p.scale().to_bits() || zero_point != p.zero_point() {
+            match *s {
+                Scheme::PerTensor { scale, zero_point }
+                    if scale.to_bits() != p.scale().to_bits() || zero_point != p.zero_point() =>
+                {
                     return Err(format!(
                         "per-tensor parameters differ: ours ({scale}, {zero_point}), reference \
                          ({}, {})",
@@ -950,6 +951,7 @@ fn same_quantization(s: &Scheme<'_>, padding: u32, raw: &[u8]) -> Result<(), Str
                         p.zero_point()
                     ));
                 }
+                _ => {}
             }
             ((0x01, None, (None, None)), None)
         }
@@ -992,20 +994,22 @@ fn same_quantization(s: &Scheme<'_>, padding: u32, raw: &[u8]) -> Result<(), Str
              reference {reference:?}"
         ));
     }
-    if let (Scheme::PerChannel { axis, .. }, Q::PerChannelAffine(p)) = (s, &q) {
-        if *axis != p.axis() {
+    match (s, &q) {
+        (Scheme::PerChannel { axis, .. }, Q::PerChannelAffine(p)) if *axis != p.axis() => {
             return Err(format!(
                 "per-channel axis differs: ours {axis}, reference {}",
                 p.axis()
             ));
         }
+        _ => {}
     }
-    if let (Scheme::PerBlock { scale_type: t, .. }, Some(r)) = (s, scale_type) {
-        if float_type(*t) != r {
+    match (s, scale_type) {
+        (Scheme::PerBlock { scale_type: t, .. }, Some(r)) if t.code() != r => {
             return Err(format!(
                 "scale_type_tag differs: ours {t:?}, reference {r:#04x}"
             ));
         }
+        _ => {}
     }
     Ok(())
 }
