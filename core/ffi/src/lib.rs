@@ -699,4 +699,3 @@ pub unsafe extern "C" fn hurray_table_encode(
         HURRAY_OK
     })
 }
-
