@@ -1,0 +1,235 @@
+//! What hurray keeps per device: its identity, its queue, its staging pools,
+//! and the teardown lock.
+//!
+//! ## Identity
+//!
+//! `wgpu::Device`'s `==` compares ids that are per *instance*: the first
+//! device of two instances compares equal. Handing one instance's objects to
+//! another's device makes wgpu-core look the ids up in the wrong registry (and
+//! panic). So a device is identified by its [`DeviceShared`] (one per wgpu
+//! device, found through [`shared`]), and a `&wgpu::Device` the caller passes
+//! is checked with [`same_device`]: `==` first, then — when the ids agree — a
+//! probe of the two devices' error-scope stacks, which clones share and two
+//! devices never do (see [`same_device`]). The probe touches only the two
+//! devices' own scope stacks, never one device's object on another.
+//!
+//! ## Queue
+//!
+//! A wgpu device has exactly one queue. The first queue seen with a device
+//! (from [`GpuContext`](crate::GpuContext), or the caller's first call) is
+//! kept, and every later queue must compare equal to it
+//! ([`ApiMisuse::WrongQueue`]); hurray then submits to the kept queue.
+//!
+//! ## Teardown
+//!
+//! NVIDIA's Vulkan driver (580.159.04 on the H200) deadlocks when two threads
+//! destroy devices at the same time (`docs/robustness.md`). Every hurray type
+//! whose drop may release a device (the context, the per-device state, buffer
+//! handles, kernels) holds a [`TeardownStart`] as its first field and a
+//! [`TeardownEnd`] as its last: fields drop in declaration order, so the
+//! fields between them drop under one process-wide lock (re-entrant per
+//! thread).
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+
+use crate::staging::Pools;
+use crate::{ApiMisuse, BackendError};
+
+static TEARDOWN: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    static HELD: Cell<usize> = const { Cell::new(0) };
+    static GUARD: Cell<Option<MutexGuard<'static, ()>>> = const { Cell::new(None) };
+}
+
+/// The first field of a type whose drop may release a device: takes the
+/// teardown lock (see the module docs).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TeardownStart;
+
+/// The last field of such a type: releases the teardown lock.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TeardownEnd;
+
+impl Drop for TeardownStart {
+    fn drop(&mut self) {
+        let depth = HELD.with(Cell::get);
+        if depth == 0 {
+            let guard = TEARDOWN.lock().unwrap_or_else(PoisonError::into_inner);
+            GUARD.with(|g| g.set(Some(guard)));
+        }
+        HELD.with(|h| h.set(depth + 1));
+    }
+}
+
+impl Drop for TeardownEnd {
+    fn drop(&mut self) {
+        let depth = HELD.with(Cell::get);
+        match depth {
+            0 => {}
+            1 => {
+                HELD.with(|h| h.set(0));
+                GUARD.with(|g| drop(g.take()));
+            }
+            n => HELD.with(|h| h.set(n - 1)),
+        }
+    }
+}
+
+/// Per-device state shared by every handle and kernel of one wgpu device.
+pub(crate) struct DeviceShared {
+    _start: TeardownStart,
+    pub(crate) device: wgpu::Device,
+    queue: OnceLock<wgpu::Queue>,
+    pub(crate) staging: Pools,
+    /// The device was created with `MAPPABLE_PRIMARY_BUFFERS`.
+    pub(crate) mappable_primary: bool,
+    pub(crate) limits: wgpu::Limits,
+    _end: TeardownEnd,
+}
+
+impl std::fmt::Debug for DeviceShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceShared")
+            .field("mappable_primary", &self.mappable_primary)
+            .finish_non_exhaustive()
+    }
+}
+
+static DEVICES: Mutex<Vec<Weak<DeviceShared>>> = Mutex::new(Vec::new());
+
+/// The state of `device`, created on first sight. `queue`, when given, is
+/// recorded as its queue if none is known yet.
+pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<DeviceShared> {
+    let mut list = DEVICES.lock().unwrap_or_else(PoisonError::into_inner);
+    list.retain(|w| w.strong_count() > 0);
+    let found = list
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|s| same_device(&s.device, device));
+    let s = found.unwrap_or_else(|| {
+        let s = Arc::new(DeviceShared {
+            _start: TeardownStart,
+            device: device.clone(),
+            queue: OnceLock::new(),
+            staging: Pools::default(),
+            mappable_primary: device
+                .features()
+                .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
+            limits: device.limits(),
+            _end: TeardownEnd,
+        });
+        list.push(Arc::downgrade(&s));
+        s
+    });
+    drop(list);
+    if let Some(q) = queue {
+        let _ = s.queue.set(q.clone());
+    }
+    s
+}
+
+impl DeviceShared {
+    /// Checks that `device` is this device and `queue` its queue, and returns
+    /// the queue to submit to.
+    pub(crate) fn check<'a>(
+        &'a self,
+        device: &wgpu::Device,
+        queue: &'a wgpu::Queue,
+    ) -> Result<&'a wgpu::Queue, BackendError> {
+        if !same_device(&self.device, device) {
+            return Err(ApiMisuse::WrongDevice.into());
+        }
+        self.check_queue(queue)
+    }
+
+    /// Checks that `queue` is this device's queue (recording it if none is
+    /// known yet) and returns the queue to submit to.
+    pub(crate) fn check_queue<'a>(
+        &'a self,
+        queue: &'a wgpu::Queue,
+    ) -> Result<&'a wgpu::Queue, BackendError> {
+        let kept = self.queue.get_or_init(|| queue.clone());
+        if kept == queue {
+            Ok(kept)
+        } else {
+            Err(ApiMisuse::WrongQueue.into())
+        }
+    }
+
+    /// The largest staging or chunk size this device allows: its
+    /// `max_buffer_size` rounded down to the copy granularity, at least 4
+    /// (a device below 4 can hold no non-empty buffer at all).
+    pub(crate) fn max_staging(&self) -> u64 {
+        let max = self.limits.max_buffer_size;
+        (max - max % wgpu::COPY_BUFFER_ALIGNMENT).max(wgpu::COPY_BUFFER_ALIGNMENT)
+    }
+}
+
+/// Whether `a` and `b` are the same wgpu device (clones of one another).
+///
+/// `==` compares per-instance ids, so equal ids may still be two devices of
+/// two instances. Clones share one error-scope stack per thread; two devices
+/// never do. The probe pushes a scope on `a` (index `i`), one on `b`, and
+/// another on `a`: that last index is `i + 2` when the stack is shared and
+/// `i + 1` when it is not — exact either way. The scopes are popped in
+/// reverse order, which is correct for one shared stack and for two.
+/// Safety of the crate does not rest on this check: hurray only ever uses the
+/// device and queue a handle was made with; the check reports the mistake.
+pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> bool {
+    if a != b {
+        return false;
+    }
+    let g1 = a.push_error_scope(wgpu::ErrorFilter::Internal);
+    let g2 = b.push_error_scope(wgpu::ErrorFilter::Internal);
+    let g3 = a.push_error_scope(wgpu::ErrorFilter::Internal);
+    let shared = match (scope_index(&g1), scope_index(&g3)) {
+        (Some(i), Some(k)) => k == i + 2,
+        // Unreadable indices (another wgpu version): trust the ids.
+        _ => true,
+    };
+    drop(g3.pop());
+    drop(g2.pop());
+    drop(g1.pop());
+    shared
+}
+
+/// The stack index of an error scope (its position, from 0), read from the
+/// guard's `Debug` output (`ErrorScopeGuard { device: …, index: N, … }`):
+/// wgpu keeps the field private.
+fn scope_index(guard: &wgpu::ErrorScopeGuard) -> Option<u64> {
+    /// Keeps only the digits after the last `index: `.
+    #[derive(Default)]
+    struct Index {
+        window: [u8; 7],
+        digits: Option<u64>,
+        reading: bool,
+    }
+    impl std::fmt::Write for Index {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            for &b in s.as_bytes() {
+                if self.reading {
+                    if b.is_ascii_digit() {
+                        let d = self.digits.unwrap_or(0);
+                        self.digits = d
+                            .checked_mul(10)
+                            .and_then(|d| d.checked_add(u64::from(b - b'0')));
+                        continue;
+                    }
+                    self.reading = false;
+                }
+                self.window.rotate_left(1);
+                self.window[6] = b;
+                if &self.window == b"index: " {
+                    self.reading = true;
+                    self.digits = None;
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut w = Index::default();
+    std::fmt::write(&mut w, format_args!("{guard:?}")).ok()?;
+    w.digits
+}
