@@ -600,8 +600,9 @@ impl GpuBufferHandle {
     /// let usage = BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
     /// let h = GpuBufferHandle::alloc(&ctx.device, 1 << 20, usage)?;
     /// // Bytes 0, 1, 2, … 255, 0, 1, …, generated in place.
-    /// h.write_mapped(&ctx.device, &ctx.queue, 0, 1 << 20, |from, mut part| {
-    ///     part.write_iter((from..).map(|i| i as u8));
+    /// h.write_mapped(&ctx.device, &ctx.queue, 0, 1 << 20, |from, part| {
+    ///     let n = part.len() as u64;
+    ///     part.write_iter((from..from + n).map(|i| i as u8));
     /// })?;
     /// # Ok::<(), hurray_gpu::BackendError>(())
     /// ```
@@ -687,7 +688,8 @@ impl GpuBufferHandle {
         }
         let end = self.check_bounds(byte_offset, len)?;
         let aligned = |x: u64| x.is_multiple_of(COPY_BUFFER_ALIGNMENT);
-        if !aligned(byte_offset) || !(aligned(end) || end == self.inner.byte_len) {
+        // An empty write touches nothing: any in-bounds offset is fine.
+        if len > 0 && (!aligned(byte_offset) || !(aligned(end) || end == self.inner.byte_len)) {
             return Err(ApiMisuse::UnalignedWrite {
                 offset: byte_offset,
                 len,

@@ -278,3 +278,89 @@ fn record_batches_dispatches_into_one_submission() {
         Err(BackendError::ApiMisuse(ApiMisuse::TooManyWorkgroups { .. }))
     ));
 }
+
+/// Written against the code before issue 11: a zero-size range was accepted
+/// and keyed like the whole buffer, so depending on call order a dispatch
+/// bound the whole buffer or failed.
+#[test]
+fn zero_size_ranges_are_refused_and_keys_stay_apart() {
+    let Some(c) = ctx("zero_size_ranges_are_refused_and_keys_stay_apart") else {
+        return;
+    };
+    let k = GpuKernel::new(&c.device, DOUBLE, "double").unwrap();
+    let buf = GpuBufferHandle::upload_slice(&c.device, &c.queue, &[1u32; 128], RW).unwrap();
+    assert_eq!(
+        GpuResource::range(&buf, 0, 0).err(),
+        Some(BackendError::ApiMisuse(ApiMisuse::EmptyRange))
+    );
+    // Built by hand, a zero-size range is refused at dispatch, after a whole
+    // binding of the same buffer was cached (and before one).
+    let empty = GpuResource::BufferRange {
+        buffer: buf.clone(),
+        offset: 0,
+        size: 0,
+    };
+    k.dispatch(&c.queue, &[(&buf).into()], [2, 1, 1]).unwrap();
+    assert_eq!(
+        k.dispatch(&c.queue, std::slice::from_ref(&empty), [2, 1, 1])
+            .err(),
+        Some(BackendError::ApiMisuse(ApiMisuse::EmptyRange))
+    );
+    // A range covering the whole buffer is its own cache entry.
+    let all = GpuResource::range(&buf, 0, 512).unwrap();
+    k.dispatch(&c.queue, &[all], [2, 1, 1]).unwrap();
+    assert_eq!(k.cache_stats().entries, 2);
+    assert_eq!(
+        buf.readback_vec::<u32>(&c.device, &c.queue).unwrap(),
+        vec![4u32; 128]
+    );
+}
+
+/// Written against the code before issue 11: a kernel's cached bind group
+/// kept a dropped buffer alive (and its memory allocated) until that kernel's
+/// next dispatch. Allocates and drops, in a loop, buffers that a kernel bound
+/// — far more memory in all than a discrete GPU has — and checks after every
+/// drop, before any further dispatch, that the memory was released.
+#[test]
+fn dropped_buffers_release_memory_even_when_bound() {
+    let Some(c) = ctx("dropped_buffers_release_memory_even_when_bound") else {
+        return;
+    };
+    let d = &c.device;
+    let limits = d.limits();
+    let cap = limits
+        .max_buffer_size
+        .min(limits.max_storage_buffer_binding_size);
+    // 160 GiB in all on a discrete GPU (an H200 has 141 GB); 2 GiB elsewhere.
+    let (size, rounds) =
+        if c.adapter_info().device_type == hurray_gpu::wgpu::DeviceType::DiscreteGpu {
+            let size = cap.min(1 << 30);
+            (size, (160u64 << 30).div_ceil(size))
+        } else {
+            (cap.min(64 << 20), 32)
+        };
+    let k = GpuKernel::new(d, DOUBLE, "double").unwrap();
+    let allocated = || {
+        let _ = d.poll(hurray_gpu::wgpu::PollType::wait_indefinitely());
+        d.generate_allocator_report()
+            .map(|r| r.total_allocated_bytes)
+    };
+    let base = allocated();
+    for i in 0..rounds {
+        let buf = GpuBufferHandle::alloc(d, size, BufferUsages::STORAGE).unwrap();
+        k.dispatch(&c.queue, &[(&buf).into()], [1, 1, 1]).unwrap();
+        assert_eq!(k.cache_stats().entries, 1);
+        drop(buf);
+        assert_eq!(
+            k.cache_stats().entries,
+            0,
+            "round {i}: the entry left with the buffer"
+        );
+        if let (Some(base), Some(now)) = (base, allocated()) {
+            assert!(
+                now < base + size / 2,
+                "round {i}: {now} bytes allocated after the drop, {base} before the loop"
+            );
+        }
+    }
+}
