@@ -97,33 +97,56 @@ impl std::fmt::Debug for DeviceShared {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 static DEVICES: Mutex<Vec<Weak<DeviceShared>>> = Mutex::new(Vec::new());
+
+/// Runs `f` on the list of known devices.
+#[cfg(not(target_arch = "wasm32"))]
+fn devices<R>(f: impl FnOnce(&mut Vec<Weak<DeviceShared>>) -> R) -> R {
+    f(&mut DEVICES.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+// The browser's wasm32 has one thread, and its wgpu objects are not `Send`.
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static DEVICES: std::cell::RefCell<Vec<Weak<DeviceShared>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on the list of known devices.
+#[cfg(target_arch = "wasm32")]
+fn devices<R>(f: impl FnOnce(&mut Vec<Weak<DeviceShared>>) -> R) -> R {
+    DEVICES.with(|d| f(&mut d.borrow_mut()))
+}
 
 /// The state of `device`, created on first sight. `queue`, when given, is
 /// recorded as its queue if none is known yet.
 pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<DeviceShared> {
-    let mut list = DEVICES.lock().unwrap_or_else(PoisonError::into_inner);
-    list.retain(|w| w.strong_count() > 0);
-    let found = list
-        .iter()
-        .filter_map(Weak::upgrade)
-        .find(|s| same_device(&s.device, device));
-    let s = found.unwrap_or_else(|| {
-        let s = Arc::new(DeviceShared {
-            _start: TeardownStart,
-            device: device.clone(),
-            queue: OnceLock::new(),
-            staging: Pools::default(),
-            mappable_primary: device
-                .features()
-                .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
-            limits: device.limits(),
-            _end: TeardownEnd,
-        });
-        list.push(Arc::downgrade(&s));
-        s
+    // Found and created under the list's lock, so that one device never gets
+    // two states. (Dropping an upgraded state here may run its teardown; that
+    // never takes this lock.)
+    let s = devices(|list| {
+        list.retain(|w| w.strong_count() > 0);
+        let found = list
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|s| same_device(&s.device, device));
+        found.unwrap_or_else(|| {
+            let s = Arc::new(DeviceShared {
+                _start: TeardownStart,
+                device: device.clone(),
+                queue: OnceLock::new(),
+                staging: Pools::default(),
+                mappable_primary: device
+                    .features()
+                    .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
+                limits: device.limits(),
+                _end: TeardownEnd,
+            });
+            list.push(Arc::downgrade(&s));
+            s
+        })
     });
-    drop(list);
     if let Some(q) = queue {
         let _ = s.queue.set(q.clone());
     }

@@ -25,8 +25,10 @@ use std::time::Duration;
 use crate::BackendError;
 
 /// How long [`block_on`] spins on `poll(Poll)` before it sleeps in the driver.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) const SPIN: Duration = Duration::from_micros(200);
 /// One sleeping wait of [`block_on`] (then it checks its deadline).
+#[cfg(not(target_arch = "wasm32"))]
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 /// The longest [`block_on`] waits for one GPU event.
 pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(60);
@@ -252,6 +254,7 @@ impl Woken {
     fn reset(&self) {
         self.0.store(false, std::sync::atomic::Ordering::Release);
     }
+    #[cfg(not(target_arch = "wasm32"))]
     fn get(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Acquire)
     }

@@ -14,8 +14,10 @@
 //!   it is done) and removes the bind groups that kernels cached for it.
 
 use std::fmt;
+#[cfg(not(target_arch = "wasm32"))]
+use std::sync::LazyLock;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use hurray_core::{BufferHandle, DeviceTag, MIN_BUFFER_ALIGNMENT, MemoryClass, SyncMode};
 use wgpu::{BufferUsages, COPY_BUFFER_ALIGNMENT};
@@ -30,7 +32,7 @@ use crate::{ApiMisuse, BackendError, copy};
 
 /// A cache that keeps GPU objects naming buffers (a kernel's bind groups):
 /// told when a buffer dies, so that it lets go of it at once.
-pub(crate) trait Evict: Send + Sync {
+pub(crate) trait Evict: wgpu::WasmNotSendSync {
     /// Drops every entry that names buffer `id`.
     fn evict(&self, id: u64);
 }
@@ -53,7 +55,7 @@ pub(crate) struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        RESIDENT.unregister(self.id);
+        resident(|r| r.unregister(self.id));
         let caches =
             std::mem::take(&mut *self.bound_by.lock().unwrap_or_else(PoisonError::into_inner));
         for cache in caches.iter().filter_map(Weak::upgrade) {
@@ -65,12 +67,31 @@ impl Drop for Inner {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 static RESIDENT: LazyLock<Registry<Inner>> = LazyLock::new(Registry::new);
+
+/// Runs `f` on the process's registry of live buffers.
+#[cfg(not(target_arch = "wasm32"))]
+fn resident<R>(f: impl FnOnce(&Registry<Inner>) -> R) -> R {
+    f(&RESIDENT)
+}
+
+// The browser's wasm32 has one thread, and its wgpu objects are not `Send`.
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static RESIDENT: Registry<Inner> = Registry::new();
+}
+
+/// Runs `f` on the process's registry of live buffers.
+#[cfg(target_arch = "wasm32")]
+fn resident<R>(f: impl FnOnce(&Registry<Inner>) -> R) -> R {
+    RESIDENT.with(f)
+}
 
 /// Number of live buffers in the registry (diagnostics and leak tests).
 #[must_use]
 pub fn resident_count() -> usize {
-    RESIDENT.len()
+    resident(Registry::len)
 }
 
 /// Cheaply cloneable handle for a GPU-resident buffer.
@@ -162,7 +183,7 @@ impl GpuBufferHandle {
             bound_by: Mutex::default(),
             _end: TeardownEnd,
         });
-        RESIDENT.register(id, &inner);
+        resident(|r| r.register(id, &inner));
         Ok(Self { inner })
     }
 
@@ -742,7 +763,7 @@ impl GpuBufferHandle {
     /// Returns `None` once the last clone of the handle has been dropped.
     #[must_use]
     pub fn from_resident_id(id: u64) -> Option<Self> {
-        RESIDENT.resolve(id).map(|inner| Self { inner })
+        resident(|r| r.resolve(id)).map(|inner| Self { inner })
     }
 
     /// Underlying [`wgpu::Buffer`].

@@ -27,9 +27,11 @@ use crate::{ApiMisuse, BackendError};
 /// the H200's host, close to what PCIe delivers (`docs/perf.md`).
 pub const DEFAULT_MAX_THREADS: usize = 8;
 /// The most pieces waiting in the pool at once, process-wide.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) const MAX_QUEUED: usize = 64;
 
 static REQUESTED: AtomicUsize = AtomicUsize::new(0);
+#[cfg(not(target_arch = "wasm32"))]
 static QUEUED: AtomicUsize = AtomicUsize::new(0);
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -69,6 +71,7 @@ pub fn set_worker_threads(threads: usize) -> Result<(), BackendError> {
     }
     REQUESTED.store(wanted, Ordering::SeqCst);
     // Start it now, so that the size cannot change under a racing transfer.
+    #[cfg(not(target_arch = "wasm32"))]
     let _ = pool();
     let running = worker_threads();
     if running == wanted {
@@ -110,7 +113,10 @@ fn pool() -> Option<&'static rayon_core::ThreadPool> {
 ///
 /// # Errors
 /// [`BackendError::Bug`] when a piece panicked.
-pub(crate) fn run(pieces: usize, piece: impl Fn(usize) + Sync) -> Result<(), BackendError> {
+pub(crate) fn run(
+    pieces: usize,
+    piece: impl Fn(usize) + wgpu::WasmNotSync,
+) -> Result<(), BackendError> {
     let guarded = |i: usize| -> Result<(), Box<dyn std::any::Any + Send>> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| piece(i)))
     };
