@@ -7,11 +7,13 @@
 //! device of two instances compares equal. Handing one instance's objects to
 //! another's device makes wgpu-core look the ids up in the wrong registry (and
 //! panic). So a device is identified by its [`DeviceShared`] (one per wgpu
-//! device, found through [`shared`]), and a `&wgpu::Device` the caller passes
-//! is checked with [`same_device`]: `==` first, then — when the ids agree — a
-//! probe of the two devices' error-scope stacks, which clones share and two
-//! devices never do (see [`same_device`]). The probe touches only the two
-//! devices' own scope stacks, never one device's object on another.
+//! device, found through [`shared`]). New devices are told apart from known
+//! ones with [`same_device`]: `==` first, then — when the ids agree — a probe
+//! of the two devices' error-scope stacks, which clones share and two devices
+//! never do. The probe touches only the two devices' own scope stacks, never
+//! one device's object on another. A `&wgpu::Device` a caller passes with a
+//! handle is checked by `==`, plus the probe only while hurray knows two
+//! devices with equal ids ([`DeviceShared::check`]).
 //!
 //! ## Queue
 //!
@@ -31,6 +33,7 @@
 //! thread).
 
 use std::cell::Cell;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use crate::staging::Pools;
@@ -85,6 +88,9 @@ pub(crate) struct DeviceShared {
     pub(crate) staging: Pools,
     /// The device was created with `MAPPABLE_PRIMARY_BUFFERS`.
     pub(crate) mappable_primary: bool,
+    /// Another known device (of another instance) has the same id, so `==`
+    /// cannot tell them apart and [`check`](Self::check) must probe.
+    ambiguous: std::sync::atomic::AtomicBool,
     pub(crate) limits: wgpu::Limits,
     _end: TeardownEnd,
 }
@@ -132,6 +138,14 @@ pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<
             .filter_map(Weak::upgrade)
             .find(|s| same_device(&s.device, device));
         found.unwrap_or_else(|| {
+            let twins: Vec<_> = list
+                .iter()
+                .filter_map(Weak::upgrade)
+                .filter(|s| s.device == *device)
+                .collect();
+            for t in &twins {
+                t.ambiguous.store(true, Ordering::Release);
+            }
             let s = Arc::new(DeviceShared {
                 _start: TeardownStart,
                 device: device.clone(),
@@ -140,6 +154,7 @@ pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<
                 mappable_primary: device
                     .features()
                     .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
+                ambiguous: std::sync::atomic::AtomicBool::new(!twins.is_empty()),
                 limits: device.limits(),
                 _end: TeardownEnd,
             });
@@ -156,12 +171,23 @@ pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<
 impl DeviceShared {
     /// Checks that `device` is this device and `queue` its queue, and returns
     /// the queue to submit to.
+    ///
+    /// `==` settles it unless hurray knows another device with the same id
+    /// (another instance's); only then is the exact (and slower, ~1 µs)
+    /// [`same_device`] probe run. A device hurray has never seen whose id
+    /// happens to equal this one's is taken for this one — harmless, since
+    /// hurray only ever uses its own recorded device and queue.
     pub(crate) fn check<'a>(
         &'a self,
         device: &wgpu::Device,
         queue: &'a wgpu::Queue,
     ) -> Result<&'a wgpu::Queue, BackendError> {
-        if !same_device(&self.device, device) {
+        let same = if self.ambiguous.load(Ordering::Acquire) {
+            same_device(&self.device, device)
+        } else {
+            self.device == *device
+        };
+        if !same {
             return Err(ApiMisuse::WrongDevice.into());
         }
         self.check_queue(queue)
@@ -219,40 +245,32 @@ pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> bool {
 }
 
 /// The stack index of an error scope (its position, from 0), read from the
-/// guard's `Debug` output (`ErrorScopeGuard { device: …, index: N, … }`):
-/// wgpu keeps the field private.
+/// guard's `Debug` output (`ErrorScopeGuard { device: …, index: N, popped:
+/// false }`): wgpu keeps the field private. `DebugStruct` writes a field's
+/// name, then `": "`, then its value, each in one piece; the pieces are
+/// matched as they are written, nothing is stored.
 fn scope_index(guard: &wgpu::ErrorScopeGuard) -> Option<u64> {
-    /// Keeps only the digits after the last `index: `.
     #[derive(Default)]
-    struct Index {
-        window: [u8; 7],
-        digits: Option<u64>,
-        reading: bool,
+    struct Scan {
+        /// 0: looking for the name, 1: saw `index`, 2: saw `index: `.
+        state: u8,
+        value: Option<u64>,
     }
-    impl std::fmt::Write for Index {
+    impl std::fmt::Write for Scan {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            for &b in s.as_bytes() {
-                if self.reading {
-                    if b.is_ascii_digit() {
-                        let d = self.digits.unwrap_or(0);
-                        self.digits = d
-                            .checked_mul(10)
-                            .and_then(|d| d.checked_add(u64::from(b - b'0')));
-                        continue;
-                    }
-                    self.reading = false;
+            self.state = match (self.state, s) {
+                (_, "index") => 1,
+                (1, ": ") => 2,
+                (2, digits) => {
+                    self.value = digits.parse().ok();
+                    0
                 }
-                self.window.rotate_left(1);
-                self.window[6] = b;
-                if &self.window == b"index: " {
-                    self.reading = true;
-                    self.digits = None;
-                }
-            }
+                _ => 0,
+            };
             Ok(())
         }
     }
-    let mut w = Index::default();
-    std::fmt::write(&mut w, format_args!("{guard:?}")).ok()?;
-    w.digits
+    let mut scan = Scan::default();
+    std::fmt::write(&mut scan, format_args!("{guard:?}")).ok()?;
+    scan.value
 }

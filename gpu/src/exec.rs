@@ -246,6 +246,63 @@ pub(crate) fn block_on<T>(
     }
 }
 
+/// Waits until the GPU has finished submission `index` of `device` (for
+/// example the index a [`write`](crate::GpuBufferHandle::write) returned):
+/// spins briefly on non-blocking polls, then sleeps in the driver, as the
+/// blocking transfers do.
+///
+/// ```no_run
+/// use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
+///
+/// let ctx = GpuContext::new()?;
+/// let h = GpuBufferHandle::alloc(&ctx.device, 4, BufferUsages::COPY_DST)?;
+/// let i = h.write(&ctx.device, &ctx.queue, 0, &[1, 2, 3, 4])?;
+/// hurray_gpu::wait_for(&ctx.device, i)?; // the GPU holds the bytes now
+/// # Ok::<(), hurray_gpu::BackendError>(())
+/// ```
+///
+/// # Errors
+/// [`BackendError::DeviceLost`] (also for an index the device never
+/// accepted), [`BackendError::PollTimeout`] after 60 s; on the browser's
+/// WebGPU, [`ApiMisuse::CannotBlock`](crate::ApiMisuse::CannotBlock).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn wait_for(device: &wgpu::Device, index: wgpu::SubmissionIndex) -> Result<(), BackendError> {
+    use std::time::Instant;
+    let done = |timeout| match poll(
+        device,
+        wgpu::PollType::Wait {
+            submission_index: Some(index.clone()),
+            timeout: Some(timeout),
+        },
+    ) {
+        Ok(()) => Ok(true),
+        Err(BackendError::PollTimeout) => Ok(false),
+        Err(e) => Err(e),
+    };
+    let start = Instant::now();
+    while start.elapsed() < SPIN {
+        if done(Duration::ZERO)? {
+            return Ok(());
+        }
+        std::hint::spin_loop();
+    }
+    while start.elapsed() < WAIT_LIMIT {
+        if done(WAIT_SLICE)? {
+            return Ok(());
+        }
+    }
+    Err(BackendError::PollTimeout)
+}
+
+/// The browser's WebGPU cannot block.
+///
+/// # Errors
+/// Always [`ApiMisuse::CannotBlock`](crate::ApiMisuse::CannotBlock).
+#[cfg(target_arch = "wasm32")]
+pub fn wait_for(_device: &wgpu::Device, _index: wgpu::SubmissionIndex) -> Result<(), BackendError> {
+    Err(BackendError::ApiMisuse(crate::ApiMisuse::CannotBlock))
+}
+
 /// A waker that records that it was woken.
 #[derive(Default)]
 struct Woken(std::sync::atomic::AtomicBool);

@@ -83,6 +83,7 @@ mod upload;
 
 pub use context::GpuContext;
 pub use error::{ApiMisuse, BackendError, WgpuError, WgpuErrorKind};
+pub use exec::wait_for;
 pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};

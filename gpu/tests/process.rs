@@ -30,7 +30,7 @@ fn sixteen_concurrent_readers_keep_the_thread_count_bounded() {
     let Some(c) = ctx("sixteen_concurrent_readers_keep_the_thread_count_bounded") else {
         return;
     };
-    // 2 MiB each: chunked, with host copies large enough to be split.
+    // 2 MiB each: host copies large enough to be split over the pool.
     let data: Vec<Vec<u8>> = (0..16u8)
         .map(|i| (0..2u32 << 20).map(|j| (j >> 9) as u8 ^ i).collect())
         .collect();
