@@ -255,8 +255,10 @@ async fn submit_copy(
             label: Some("hurray readback"),
         });
         encoder.copy_buffer_to_buffer(src.buffer, from, staging, 0, n);
-        encoder.map_buffer_on_submit(staging, wgpu::MapMode::Read, 0..n, move |r| tx.send(r));
-        src.queue.submit([encoder.finish()])
+        let index = src.queue.submit([encoder.finish()]);
+        // Mapped once the copy is done (wgpu waits for the submission).
+        staging.map_async(wgpu::MapMode::Read, 0..n, move |r| tx.send(r));
+        index
     })
     .await?;
     rx.set_hint(index);
