@@ -1,4 +1,4 @@
-//! # hurray-gpu
+//! # hurray-rs-gpu (library `hurray_gpu`)
 //!
 //! GPU buffers for hurray, on [`wgpu`] (re-exported, so users get the
 //! matching version): [`GpuBufferHandle`] uploads, allocates, writes and
