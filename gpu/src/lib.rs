@@ -78,6 +78,8 @@ mod pool;
 mod readback;
 mod registry;
 mod resource;
+#[cfg(target_os = "linux")]
+mod share;
 mod staging;
 mod upload;
 
@@ -88,5 +90,10 @@ pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
+#[cfg(target_os = "linux")]
+pub use share::{
+    DeviceIdentity, MAX_DESCRIPTOR_LEN, MessageError, SHARED_USAGE, ShareError, SharedBuffer,
+    Unsupported, device_identity,
+};
 pub use staging::{DEFAULT_STAGING_CAP, StagingStats, set_staging_cap, staging_stats};
 pub use wgpu;
