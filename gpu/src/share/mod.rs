@@ -294,7 +294,7 @@ fn fd_size(fd: &OwnedFd) -> Result<Option<u64>, ShareError> {
     let meta = std::fs::File::from(dup)
         .metadata()
         .map_err(|e| ShareError::io("fstat", &e))?;
-    Ok(meta.file_type().is_file().then(|| meta.len()))
+    Ok(meta.file_type().is_file().then_some(meta.len()))
 }
 
 /// The `deviceUUID` and `driverUUID` of a wgpu device: memory exported on
@@ -366,7 +366,7 @@ impl GpuBufferHandle {
             identity: vk.identity,
         };
         let buffer = scoped(&shared, || {
-            vk.into_wgpu(allocation, &descriptor(size, "hurray exportable buffer"))
+            vk.hand_to_wgpu(allocation, &descriptor(size, "hurray exportable buffer"))
         })?;
         // Vulkan memory starts undefined and wgpu counts a wrapped buffer as
         // initialised: clear it before anything else can use it.
@@ -478,7 +478,7 @@ impl GpuBufferHandle {
             memory.dedicated,
         )?;
         let buffer = scoped(&shared, || {
-            vk.into_wgpu(allocation, &descriptor(size, "hurray imported buffer"))
+            vk.hand_to_wgpu(allocation, &descriptor(size, "hurray imported buffer"))
         })?;
         Ok(Self::from_parts(Parts {
             shared: Arc::clone(&shared),

@@ -13,7 +13,7 @@
 //!   physical device and instance handles it copies stay valid while it
 //!   lives (wgpu destroys them only with the last `wgpu::Device`).
 //! * An [`Allocation`] owns a `VkBuffer` bound to a `VkDeviceMemory` until
-//!   [`Vk::into_wgpu`] moves both into wgpu (which destroys the buffer and
+//!   [`Vk::hand_to_wgpu`] moves both into wgpu (which destroys the buffer and
 //!   frees the memory when the wgpu buffer is destroyed); dropped before
 //!   that, it destroys and frees them itself.
 //! * An imported file descriptor belongs to the driver once
@@ -54,7 +54,7 @@ pub(super) struct Vk<'a> {
     pub(super) identity: DeviceIdentity,
 }
 
-/// A buffer and the memory bound to it, owned until [`Vk::into_wgpu`].
+/// A buffer and the memory bound to it, owned until [`Vk::hand_to_wgpu`].
 pub(super) struct Allocation<'v, 'a> {
     vk: &'v Vk<'a>,
     buffer: vk::Buffer,
@@ -71,7 +71,7 @@ impl Drop for Allocation<'_, '_> {
     fn drop(&mut self) {
         // SAFETY: `buffer` and `memory` were created on `vk.raw` by
         // `Vk::allocate`/`Vk::import`, are owned by this value alone (they
-        // were never handed to wgpu: `into_wgpu` forgets the value after
+        // were never handed to wgpu: `hand_to_wgpu` forgets the value after
         // moving them), and no GPU work uses them (only wgpu submits work,
         // and it never saw them). Destroying the buffer before freeing its
         // memory is the order Vulkan requires.
@@ -95,12 +95,14 @@ impl<'a> Vk<'a> {
     /// Vulkan backend, Vulkan 1.1 on instance and device, and
     /// `VK_KHR_external_memory_fd` enabled on the device.
     pub(super) fn of(device: &'a wgpu::Device) -> Result<Self, ShareError> {
-        // SAFETY: `as_hal` asks that the returned device not be destroyed
-        // while wgpu uses it and that wgpu-hal's rules be kept: the guard
-        // is only read here (handles and function tables are copied out)
-        // and dropped at the end of this block; nothing is destroyed.
         let (instance, api, raw, physical, enabled) = {
-            let Some(hal) = (unsafe { device.as_hal::<Vulkan>() }) else {
+            // SAFETY: `as_hal` asks that the returned device not be
+            // destroyed while wgpu uses it and that wgpu-hal's rules be
+            // kept: the guard is only read here (handles and function
+            // tables are copied out) and dropped at the end of this block;
+            // nothing is destroyed.
+            let hal = unsafe { device.as_hal::<Vulkan>() };
+            let Some(hal) = hal else {
                 return Err(Unsupported::Backend(device.adapter_info().backend).into());
             };
             let shared = hal.shared_instance();
@@ -367,7 +369,7 @@ impl<'a> Vk<'a> {
     }
 
     /// Hands `allocation` to wgpu as a buffer described by `desc`.
-    pub(super) fn into_wgpu(
+    pub(super) fn hand_to_wgpu(
         &self,
         allocation: Allocation<'_, '_>,
         desc: &wgpu::BufferDescriptor<'_>,

@@ -191,7 +191,8 @@ fn every_bad_header_field_is_named() {
     let desc = vulkan_descriptor(64);
     let good = header(64, &desc);
     let fd = memory_fd(64);
-    let cases: [(fn(&mut Header), MessageError); 7] = [
+    type Corrupt = fn(&mut Header);
+    let cases: [(Corrupt, MessageError); 7] = [
         (|h| h.magic = *b"HRRY", MessageError::Magic(*b"HRRY")),
         (|h| h.version = 2, MessageError::Version(2)),
         (|h| h.handle_type = 0, MessageError::HandleType(0)),
