@@ -17,6 +17,8 @@
 //!   that differ from `(i ^ 0x2A5A5A5A) ^ x`; answers `v` + count (`u64`).
 //! * `R 0` — time one whole readback into a new `Vec` (the copy that sharing
 //!   replaces); answers `r` + nanoseconds (`u64`).
+//! * `T 0` — how long the last `S` took in this process (export, which
+//!   waits for the queue, and send); answers `t` + nanoseconds (`u64`).
 //! * `F 0` — drop the buffer; answers `f`.
 //! * `Q 0` — quit.
 
@@ -64,6 +66,7 @@ fn fill(@builtin(global_invocation_id) id: vec3<u32>,
         eprintln!("share_peer: {} ({:?}), {id}", info.name, info.backend);
         let fill = GpuKernel::new(&ctx.device, FILL, "fill")?;
         let mut buffer: Option<GpuBufferHandle> = None;
+        let mut last_share_ns = 0u64;
         loop {
             let mut command = [0u8; 9];
             if (&socket).read_exact(&mut command).is_err() {
@@ -81,8 +84,10 @@ fn fill(@builtin(global_invocation_id) id: vec3<u32>,
                 }
                 b'S' => {
                     let h = buffer.as_ref().ok_or("S before A")?;
+                    let start = Instant::now();
                     h.export(ElementType::Int32, &[h.byte_len() / 4])?
                         .send(&socket)?;
+                    last_share_ns = u64::try_from(start.elapsed().as_nanos())?;
                 }
                 b'V' => {
                     let h = buffer.as_ref().ok_or("V before A")?;
@@ -104,6 +109,7 @@ fn fill(@builtin(global_invocation_id) id: vec3<u32>,
                     std::hint::black_box(&out);
                     reply(&socket, b'r', Some(ns))?;
                 }
+                b'T' => reply(&socket, b't', Some(last_share_ns))?,
                 b'F' => {
                     buffer = None;
                     reply(&socket, b'f', None)?;

@@ -94,7 +94,7 @@ class Peer:
         self.sock.sendall(tag + struct.pack("<Q", arg))
         if reply is None:
             return None
-        got = self.read_exact(1 + (8 if reply in (b"v", b"r") else 0))
+        got = self.read_exact(1 + (8 if reply in (b"v", b"r", b"t") else 0))
         if got[:1] != reply:
             raise RuntimeError(f"peer replied {got!r} to {tag!r}")
         return struct.unpack("<Q", got[1:])[0] if len(got) > 1 else None
@@ -171,7 +171,9 @@ class CudaImport:
         desc.size = msg.allocation_size
         desc.flags = getattr(cudart, "cudaExternalMemoryDedicated", 1) if msg.dedicated else 0
         try:
+            start = time.perf_counter_ns()
             self.ext = cuda(cudart.cudaImportExternalMemory, desc)
+            self.import_ns = time.perf_counter_ns() - start
         except Exception:
             os.close(msg.fd)  # CUDA owns the fd only once the import succeeded
             raise
@@ -237,16 +239,21 @@ def bench(peer, dev, sizes, reps=10):
     rows = []
     for size in sizes:
         peer.command(b"A", size, b"a")
-        share = []
+        share, phases = [], []
         for _ in range(reps):
             t0 = time.perf_counter_ns()
             peer.command(b"S")
-            msg = Message(peer.sock)
-            imp = CudaImport(msg)
-            t, ht = to_torch(msg, imp, dev)
-            first = t[0].item()  # the first read by torch
+            msg = Message(peer.sock)  # export + send + receive + validate
             t1 = time.perf_counter_ns()
-            share.append(t1 - t0)
+            imp = CudaImport(msg)  # cudaImportExternalMemory + mapped buffer
+            t2 = time.perf_counter_ns()
+            t, ht = to_torch(msg, imp, dev)  # describe + hurray DLPack + from_dlpack
+            t3 = time.perf_counter_ns()
+            first = t[0].item()  # the first read by torch
+            t4 = time.perf_counter_ns()
+            share.append(t4 - t0)
+            phases.append((t1 - t0, imp.import_ns, t2 - t1 - imp.import_ns, t3 - t2, t4 - t3,
+                           peer.command(b"T", 0, b"t")))
             assert first == SEED, first
             del t, ht
             gc.collect()
@@ -266,6 +273,11 @@ def bench(peer, dev, sizes, reps=10):
         s = statistics.median(share) / 1e6
         c = (statistics.median(readback) + statistics.median(h2d)) / 1e6
         rows.append((size, s, c))
+        med = [statistics.median(p[i] for p in phases) / 1e3 for i in range(6)]
+        print(f"       phases, median us: message {med[0]:.0f} (of which the producer's export"
+              f" + send {med[5]:.0f}) | cudaImportExternalMemory "
+              f"{med[1]:.0f} | mapped buffer {med[2]:.0f} | hurray DLPack + from_dlpack "
+              f"{med[3]:.0f} | first read {med[4]:.0f}", flush=True)
         print(f"{size >> 20:>6} {s:>12.3f} / {min(share) / 1e6:.3f} / {share[0] / 1e6:.3f}"
               f" {c:>14.2f} ({statistics.median(readback) / 1e6:.2f} + "
               f"{statistics.median(h2d) / 1e6:.2f}) {c / s:>7.1f}x", flush=True)
