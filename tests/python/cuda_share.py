@@ -33,9 +33,7 @@ Prints one line per check and "N passed, M failed"; exits non-zero on a failure.
 
 import gc
 import os
-import socket
 import statistics
-import struct
 import subprocess
 import sys
 import time
@@ -44,18 +42,14 @@ import numpy as np
 import torch
 
 import hurray_ctypes as h
+from share_protocol import Message, Peer
 
 try:
     from cuda.bindings import runtime as cudart
 except ImportError:  # cuda-python < 12.6
     from cuda import cudart
 
-SEED = 0x2A5A5A5A
-HEADER = struct.Struct("<4sBBBBIIQ16s16s")  # docs/impl/gpu-share.md
-assert HEADER.size == 56
-MAX_DESCRIPTOR_LEN = 4096
-FLAG_DEDICATED = 1
-DEVICE_VULKAN, SYNC_PRODUCER = 0x04, 0x00
+SEED = 0x2A5A5A5A  # the peer's pattern: data[i] = i ^ SEED
 
 results = []
 
@@ -80,85 +74,6 @@ def cuda(call, *args):
     if err != cudart.cudaError_t.cudaSuccess:
         raise RuntimeError(f"{call.__name__}: {err}")
     return rest[0] if len(rest) == 1 else rest
-
-
-class Peer:
-    """The Vulkan producer process and its socket."""
-
-    def __init__(self, exe):
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.proc = subprocess.Popen([exe], stdin=theirs)
-        theirs.close()
-
-    def command(self, tag, arg=0, reply=None):
-        self.sock.sendall(tag + struct.pack("<Q", arg))
-        if reply is None:
-            return None
-        got = self.read_exact(1 + (8 if reply in (b"v", b"r", b"t") else 0))
-        if got[:1] != reply:
-            raise RuntimeError(f"peer replied {got!r} to {tag!r}")
-        return struct.unpack("<Q", got[1:])[0] if len(got) > 1 else None
-
-    def read_exact(self, n):
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise RuntimeError("peer closed the socket")
-            data += chunk
-        return data
-
-    def close(self):
-        self.command(b"Q")
-        self.sock.close()
-        self.proc.wait(timeout=60)
-
-
-class Message:
-    """One share message, read and validated before anything is imported."""
-
-    def __init__(self, sock):
-        fds, data = [], b""
-        try:
-            need = HEADER.size
-            while len(data) < need:
-                chunk, got_fds, flags, _ = socket.recv_fds(sock, need - len(data), 4)
-                fds += got_fds
-                if flags & socket.MSG_CTRUNC:
-                    raise ValueError("control data truncated (too many fds)")
-                if not chunk:
-                    raise ValueError(f"truncated after {len(data)} bytes")
-                data += chunk
-                if len(data) == HEADER.size and need == HEADER.size:
-                    magic, ver, htype, flags_, res, dlen, mtype, alloc, dev, drv = \
-                        HEADER.unpack(data)
-                    if magic != b"HRSB" or ver != 1 or htype != 1 or res != 0 \
-                            or flags_ & ~FLAG_DEDICATED or dlen > MAX_DESCRIPTOR_LEN \
-                            or alloc == 0:
-                        raise ValueError(f"bad header {HEADER.unpack(data)}")
-                    need += dlen
-            if len(fds) != 1:
-                raise ValueError(f"{len(fds)} fds came with the message; expected 1")
-            self.dedicated = bool(flags_ & FLAG_DEDICATED)
-            self.memory_type, self.allocation_size = mtype, alloc
-            self.device_uuid, self.driver_uuid = dev, drv
-            self.descriptor = data[HEADER.size:]
-            # The core's TensorView::parse, through the C ABI.
-            self.view, self.shape, buffers = h.parse_descriptor(self.descriptor)
-            if len(buffers) != 1:
-                raise ValueError(f"{len(buffers)} buffers; expected 1")
-            b = buffers[0]
-            if b.device_tag != DEVICE_VULKAN or b.sync_mode != SYNC_PRODUCER:
-                raise ValueError(f"buffer {b.device_tag:#x}/{b.sync_mode} is not Vulkan/ProducerSynced")
-            if b.byte_size == 0 or (b.byte_size + 3) // 4 * 4 > alloc:
-                raise ValueError(f"buffer of {b.byte_size} bytes does not fit {alloc}")
-            if os.fstat(fds[0]).st_size and os.fstat(fds[0]).st_size < alloc:
-                raise ValueError("allocation larger than the fd")
-            self.byte_size = b.byte_size
-            self.fd = fds.pop()
-        finally:
-            for fd in fds:
-                os.close(fd)
 
 
 class CudaImport:
@@ -206,9 +121,9 @@ def round_trip(peer, dev, props):
     check("message: descriptor validated by hurray_tensor_parse (int32, rank 1)",
           msg.view.element_type == h.TYPE_TAG["int32"] and msg.shape == [size // 4],
           f"type {msg.view.element_type:#x} shape {msg.shape}")
-    check("message: the fd's memory is the Vulkan device's", True,
-          f"allocation {msg.allocation_size} B, memory type {msg.memory_type}, "
-          f"dedicated {msg.dedicated}")
+    check("message: a dedicated allocation that holds the buffer",
+          msg.dedicated and msg.allocation_size >= msg.byte_size,
+          f"allocation {msg.allocation_size} B, memory type {msg.memory_type}")
     check("device UUID: Vulkan's deviceUUID is CUDA's device uuid",
           msg.device_uuid == uuid_bytes(props.uuid),
           f"{msg.device_uuid.hex()} vs {uuid_bytes(props.uuid).hex()}")
@@ -274,13 +189,13 @@ def bench(peer, dev, sizes, reps=10):
         c = (statistics.median(readback) + statistics.median(h2d)) / 1e6
         rows.append((size, s, c))
         med = [statistics.median(p[i] for p in phases) / 1e3 for i in range(6)]
-        print(f"       phases, median us: message {med[0]:.0f} (of which the producer's export"
-              f" + send {med[5]:.0f}) | cudaImportExternalMemory "
-              f"{med[1]:.0f} | mapped buffer {med[2]:.0f} | hurray DLPack + from_dlpack "
-              f"{med[3]:.0f} | first read {med[4]:.0f}", flush=True)
         print(f"{size >> 20:>6} {s:>12.3f} / {min(share) / 1e6:.3f} / {share[0] / 1e6:.3f}"
               f" {c:>14.2f} ({statistics.median(readback) / 1e6:.2f} + "
               f"{statistics.median(h2d) / 1e6:.2f}) {c / s:>7.1f}x", flush=True)
+        print(f"       phases, median us: message {med[0]:.0f} (of which the producer's export"
+              f" + send {med[5]:.0f}) | cudaImportExternalMemory {med[1]:.0f} | mapped buffer "
+              f"{med[2]:.0f} | hurray DLPack + from_dlpack {med[3]:.0f} | first read "
+              f"{med[4]:.0f}", flush=True)
     return rows
 
 
