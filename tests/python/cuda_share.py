@@ -34,7 +34,6 @@ Prints one line per check and "N passed, M failed"; exits non-zero on a failure.
 import gc
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -204,7 +203,12 @@ def main():
     torch.cuda.init()
     dev = torch.cuda.current_device()
     props = cuda(cudart.cudaGetDeviceProperties, dev)
-    print("torch", torch.__version__, torch.cuda.get_device_name(dev),
+    try:
+        import cuda.bindings as cb
+        bindings = cb.__version__
+    except (ImportError, AttributeError):
+        bindings = "?"
+    print("torch", torch.__version__, "cuda-bindings", bindings, torch.cuda.get_device_name(dev),
           "uuid", uuid_bytes(props.uuid).hex(), flush=True)
     peer = Peer(exe)
     try:

@@ -115,6 +115,8 @@ def test_the_buffer_must_be_vulkan_and_fit_the_allocation_and_the_fd():
 def peer():
     exe = os.environ.get("HURRAY_SHARE_PEER")
     if not exe:
+        if os.environ.get("HURRAY_REQUIRE_GPU") == "1":
+            pytest.fail("HURRAY_REQUIRE_GPU=1 but HURRAY_SHARE_PEER is not set")
         pytest.skip("HURRAY_SHARE_PEER (gpu/examples/share_peer) not set")
     p = Peer(exe)
     yield p
