@@ -32,12 +32,18 @@
 //!   ([`set_staging_cap`], [`staging_stats`]). Dropping the last clone of a
 //!   handle frees its GPU memory at once, even if kernels cached bind groups
 //!   for it.
-//! * **Unsafe lives in one place**: `copy::commit`, an `unsafe fn` that sets a
-//!   `Vec`'s length after a readback filled its spare capacity (its one call
-//!   site argues why). Everything else is safe.
+//! * **Unsafe lives in two places**: `copy::commit`, an `unsafe fn` that sets
+//!   a `Vec`'s length after a readback filled its spare capacity (its one call
+//!   site argues why); and `share/sys.rs` (Linux), the Vulkan external-memory
+//!   and `SCM_RIGHTS` calls that sharing needs, each block argued. Everything
+//!   else is safe.
+//! * **Sharing without copies** (Linux, Vulkan): `alloc_exportable` memory
+//!   goes to another device, process or API as an opaque file descriptor
+//!   plus a hurray descriptor (`SharedBuffer`); a received message is
+//!   validated whole before `GpuBufferHandle::import` touches it.
 //!
 //! Details: `docs/impl/gpu-readback.md`, `docs/impl/gpu-transfers.md`,
-//! `docs/robustness.md`.
+//! `docs/impl/gpu-share.md`, `docs/robustness.md`.
 //!
 //! ```no_run
 //! use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
