@@ -274,6 +274,14 @@ impl Reader<'_, '_> {
             let (n, truncated) = sys::recv_with_fds(self.socket, rest, self.fds)
                 .map_err(|e| ShareError::io("recvmsg", &e))?;
             *self.truncated_control |= truncated;
+            // More than one fd is a refusal whatever follows: stop at once
+            // rather than let a peer pile descriptors into this process.
+            if self.fds.len() > 1 || *self.truncated_control {
+                return Err(MessageError::ExtraFds {
+                    count: self.fds.len(),
+                }
+                .into());
+            }
             if n == 0 {
                 return Err(MessageError::Truncated {
                     got: before + got,
