@@ -50,6 +50,9 @@ pub(crate) struct Inner {
     mapping: AtomicBool,
     /// Caches holding GPU objects that name this buffer.
     bound_by: Mutex<Vec<Weak<dyn Evict>>>,
+    /// The exported memory behind an exportable or imported buffer.
+    #[cfg(target_os = "linux")]
+    exportable: Option<crate::share::Exportable>,
     _end: TeardownEnd,
 }
 
@@ -136,8 +139,20 @@ impl fmt::Debug for GpuBufferHandle {
     }
 }
 
+/// What [`GpuBufferHandle::from_parts`] makes a handle of.
+pub(crate) struct Parts {
+    pub(crate) shared: Arc<DeviceShared>,
+    pub(crate) buffer: wgpu::Buffer,
+    pub(crate) byte_len: u64,
+    pub(crate) allocation_len: u64,
+    pub(crate) element_count: usize,
+    pub(crate) usage: BufferUsages,
+    #[cfg(target_os = "linux")]
+    pub(crate) exportable: Option<crate::share::Exportable>,
+}
+
 /// `len` rounded up to wgpu's copy granularity, checked against the device.
-fn allocation_len(shared: &DeviceShared, len: u64) -> Result<u64, BackendError> {
+pub(crate) fn allocation_len(shared: &DeviceShared, len: u64) -> Result<u64, BackendError> {
     let rounded = len
         .checked_next_multiple_of(COPY_BUFFER_ALIGNMENT)
         .ok_or(ApiMisuse::Overflow)?;
@@ -169,22 +184,46 @@ impl GpuBufferHandle {
                 mapped_at_creation: false,
             })
         })?;
-        let id = registry::next_id();
-        let inner = Arc::new(Inner {
-            _start: TeardownStart,
-            id,
-            buffer,
+        Ok(Self::from_parts(Parts {
             shared,
+            buffer,
             byte_len,
             allocation_len,
             element_count,
             usage,
+            #[cfg(target_os = "linux")]
+            exportable: None,
+        }))
+    }
+
+    /// A handle for a buffer created elsewhere in the crate (the sharing
+    /// module's exportable and imported buffers), registered like any other.
+    pub(crate) fn from_parts(parts: Parts) -> Self {
+        let id = registry::next_id();
+        let inner = Arc::new(Inner {
+            _start: TeardownStart,
+            id,
+            buffer: parts.buffer,
+            shared: parts.shared,
+            byte_len: parts.byte_len,
+            allocation_len: parts.allocation_len,
+            element_count: parts.element_count,
+            usage: parts.usage,
             mapping: AtomicBool::new(false),
             bound_by: Mutex::default(),
+            #[cfg(target_os = "linux")]
+            exportable: parts.exportable,
             _end: TeardownEnd,
         });
         resident(|r| r.register(id, &inner));
-        Ok(Self { inner })
+        Self { inner }
+    }
+
+    /// The exported memory behind this buffer, if it was allocated
+    /// exportable or imported.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn exportable(&self) -> Option<&crate::share::Exportable> {
+        self.inner.exportable.as_ref()
     }
 
     /// Upload bytes into a new GPU buffer.

@@ -32,12 +32,18 @@
 //!   ([`set_staging_cap`], [`staging_stats`]). Dropping the last clone of a
 //!   handle frees its GPU memory at once, even if kernels cached bind groups
 //!   for it.
-//! * **Unsafe lives in one place**: `copy::commit`, an `unsafe fn` that sets a
-//!   `Vec`'s length after a readback filled its spare capacity (its one call
-//!   site argues why). Everything else is safe.
+//! * **Unsafe lives in two places**: `copy::commit`, an `unsafe fn` that sets
+//!   a `Vec`'s length after a readback filled its spare capacity (its one call
+//!   site argues why); and `share/sys.rs` (Linux), the Vulkan external-memory
+//!   and `SCM_RIGHTS` calls that sharing needs, each block argued. Everything
+//!   else is safe.
+//! * **Sharing without copies** (Linux, Vulkan): `alloc_exportable` memory
+//!   goes to another device, process or API as an opaque file descriptor
+//!   plus a hurray descriptor (`SharedBuffer`); a received message is
+//!   validated whole before `GpuBufferHandle::import` touches it.
 //!
 //! Details: `docs/impl/gpu-readback.md`, `docs/impl/gpu-transfers.md`,
-//! `docs/robustness.md`.
+//! `docs/impl/gpu-share.md`, `docs/robustness.md`.
 //!
 //! ```no_run
 //! use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
@@ -78,6 +84,8 @@ mod pool;
 mod readback;
 mod registry;
 mod resource;
+#[cfg(target_os = "linux")]
+mod share;
 mod staging;
 mod upload;
 
@@ -88,5 +96,10 @@ pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
+#[cfg(target_os = "linux")]
+pub use share::{
+    DeviceIdentity, MAX_DESCRIPTOR_LEN, MessageError, SHARED_USAGE, ShareError, SharedBuffer,
+    Unsupported, device_identity,
+};
 pub use staging::{DEFAULT_STAGING_CAP, StagingStats, set_staging_cap, staging_stats};
 pub use wgpu;
