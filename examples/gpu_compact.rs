@@ -11,7 +11,7 @@
 //! Run: `cargo run --example gpu_compact --features gpu [n] [threshold]`
 
 use hurray::gpu::wgpu::BufferUsages;
-use hurray::gpu::{BackendError, GpuBufferHandle, GpuContext, GpuKernel, GpuResource};
+use hurray::gpu::{ApiMisuse, BackendError, GpuBufferHandle, GpuContext, GpuKernel, GpuResource};
 
 const KEEP: &str = r"
 struct Params { threshold: u32, n: u32, width: u32, pad: u32 }
@@ -81,7 +81,8 @@ impl Compactor {
         threshold: u32,
     ) -> Result<Vec<u32>, BackendError> {
         let (d, q) = (&ctx.device, &ctx.queue);
-        let n = u32::try_from(input.len()).map_err(|_| BackendError::Overflow)?;
+        let n =
+            u32::try_from(input.len()).map_err(|_| BackendError::ApiMisuse(ApiMisuse::Overflow))?;
         let storage = BufferUsages::STORAGE | BufferUsages::COPY_SRC;
         // wgpu refuses zero-sized bindings: give empty inputs one padding element.
         let input_buf = if input.is_empty() {
@@ -126,7 +127,11 @@ impl Compactor {
         // Read the 4-byte count, then only the counted prefix.
         let mut bytes = Vec::new();
         count.readback_prefix(d, q, 4, &mut bytes)?;
-        let kept = u32::from_le_bytes(bytes[..4].try_into().map_err(|_| BackendError::Overflow)?);
+        let kept = u32::from_le_bytes(
+            bytes[..4]
+                .try_into()
+                .map_err(|_| BackendError::ApiMisuse(ApiMisuse::Overflow))?,
+        );
         output.readback_prefix(d, q, u64::from(kept) * 4, &mut bytes)?;
         Ok(bytes
             .chunks_exact(4)

@@ -7,7 +7,7 @@
 
 use hurray::gpu::wgpu::BufferUsages;
 use hurray::gpu::{GpuBufferHandle, GpuContext};
-use hurray::{BufferTable, DType, TensorDescriptor, TensorView};
+use hurray::{BufferTable, ElementType, TensorDescriptor, TensorView};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = GpuContext::new()?;
@@ -62,14 +62,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok(handle) => {
             println!("as BufferHandle: {handle:?}");
             let handles = [handle];
-            let desc = TensorDescriptor::new(DType::F32, &[64, 64], &handles);
+            let desc = TensorDescriptor::row_major(ElementType::Float32, &[64, 64], &handles);
             let mut wire = [0u8; 128];
             let n = desc.encode(&mut wire)?;
             let view = TensorView::parse(&wire[..n])?;
             println!(
-                "descriptor: {n} bytes, {} elements on {:?}",
+                "descriptor: {n} bytes, {:?} elements on {}",
                 view.element_count(),
-                view.data_buffer().device_tag()
+                handle.device_tag().name()
             );
             assert_eq!(BufferTable::parse(view.buffers().as_bytes())?.len(), 1);
         }

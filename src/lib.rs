@@ -1,4 +1,4 @@
-//! # hurray
+//! # hurray (package `hurray-rs`)
 //!
 //! Describe and move tensor buffers between firmware, accelerator hosts and
 //! desktop GPU code.

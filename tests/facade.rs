@@ -33,6 +33,9 @@ fn errors_convert_to_io_errors() {
 #[test]
 fn gpu_module_is_reexported() {
     let usage = hurray::gpu::wgpu::BufferUsages::COPY_SRC;
-    let err = hurray::gpu::BackendError::NotCopyReadable { usage };
+    let err = hurray::gpu::BackendError::ApiMisuse(hurray::gpu::ApiMisuse::MissingUsage {
+        required: usage,
+        actual: hurray::gpu::wgpu::BufferUsages::STORAGE,
+    });
     assert!(err.to_string().contains("COPY_SRC"));
 }

@@ -1,4 +1,4 @@
-//! # hurray-core
+//! # hurray-rs-core (library `hurray_core`)
 //!
 //! The wire format of the hurray tensor format (github.com/pgillet/hurray),
 //! read and written without `std`, an allocator or `unsafe`: the 16-byte

@@ -4,10 +4,27 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::BackendError;
+use crate::device::{self, DeviceShared, TeardownEnd, TeardownStart};
 
 /// A wgpu device and queue with hurray's defaults: the adapter's own limits
-/// (so buffers may be as large as the hardware allows), and device-loss
+/// (so buffers may be as large as the hardware allows),
+/// `MAPPABLE_PRIMARY_BUFFERS` where the adapter offers it, and device-loss
 /// tracking.
+///
+/// Dropping the last clone of a context tears the device down under a
+/// process-wide lock: NVIDIA's Vulkan driver deadlocks when two threads
+/// destroy devices at once (`docs/robustness.md`). Devices you create
+/// yourself should be dropped from one thread at a time, or wrapped with
+/// [`GpuContext::from_device`].
+///
+/// ## Polling, for the async API
+///
+/// The `_async` transfers never block: they wait for wgpu callbacks, which
+/// run when the device is polled. Poll it from your event loop
+/// ([`GpuContext::poll`] or `device.poll(wgpu::PollType::Poll)` each frame),
+/// or from a helper thread that calls
+/// `device.poll(wgpu::PollType::wait_indefinitely())` in a loop. In a browser
+/// the event loop polls for you. The blocking calls poll by themselves.
 ///
 /// ```no_run
 /// let ctx = hurray_gpu::GpuContext::new()?;
@@ -16,6 +33,7 @@ use crate::BackendError;
 /// ```
 #[derive(Debug, Clone)]
 pub struct GpuContext {
+    _start: TeardownStart,
     /// The adapter the device was created on.
     pub adapter: wgpu::Adapter,
     /// The device.
@@ -23,6 +41,8 @@ pub struct GpuContext {
     /// The device's queue.
     pub queue: wgpu::Queue,
     lost: Arc<AtomicBool>,
+    shared: Arc<DeviceShared>,
+    _end: TeardownEnd,
 }
 
 impl GpuContext {
@@ -41,47 +61,95 @@ impl GpuContext {
     /// # Errors
     /// As [`GpuContext::new`].
     pub async fn new_async() -> Result<Self, BackendError> {
+        let adapter = Self::adapter().await?;
+        Self::from_adapter(adapter).await
+    }
+
+    /// The adapter [`GpuContext::new`] would pick.
+    ///
+    /// # Errors
+    /// [`BackendError::NoAdapter`] when none exists.
+    pub async fn adapter() -> Result<wgpu::Adapter, BackendError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = instance
+        instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
                 ..Default::default()
             })
             .await
-            .map_err(|e| BackendError::NoAdapter(e.to_string()))?;
-        Self::from_adapter(adapter).await
+            .map_err(|e| BackendError::NoAdapter(e.to_string()))
     }
 
-    /// Creates the device on a given adapter.
+    /// Creates the device on a given adapter, with the adapter's limits.
     ///
     /// # Errors
     /// [`BackendError::RequestDevice`] when device creation fails.
     pub async fn from_adapter(adapter: wgpu::Adapter) -> Result<Self, BackendError> {
+        let limits = adapter.limits();
+        Self::from_adapter_with_limits(adapter, limits).await
+    }
+
+    /// Creates the device on a given adapter with the given limits (which
+    /// must not exceed the adapter's).
+    ///
+    /// # Errors
+    /// [`BackendError::RequestDevice`] when device creation fails.
+    pub async fn from_adapter_with_limits(
+        adapter: wgpu::Adapter,
+        limits: wgpu::Limits,
+    ) -> Result<Self, BackendError> {
+        // Harmless for every other buffer; lets `MAP_READ` storage buffers be
+        // read back by mapping them directly (`docs/impl/gpu-transfers.md`).
+        let features = adapter.features() & wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("hurray"),
-                required_limits: adapter.limits(),
+                required_limits: limits,
+                required_features: features,
                 ..Default::default()
             })
             .await
             .map_err(|e| BackendError::RequestDevice(e.to_string()))?;
+        Ok(Self::from_device(adapter, device, queue))
+    }
+
+    /// Wraps a device you created (with its adapter and queue): hurray records
+    /// the queue as the device's, tracks device loss, and tears it down under
+    /// the process-wide lock when the last clone of the context drops.
+    ///
+    /// This replaces the device's lost callback.
+    #[must_use]
+    pub fn from_device(adapter: wgpu::Adapter, device: wgpu::Device, queue: wgpu::Queue) -> Self {
         let lost = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&lost);
         device
             .set_device_lost_callback(move |_reason, _message| flag.store(true, Ordering::SeqCst));
-        Ok(Self {
+        let shared = device::shared(&device, Some(&queue));
+        Self {
+            _start: TeardownStart,
             adapter,
             device,
             queue,
             lost,
-        })
+            shared,
+            _end: TeardownEnd,
+        }
     }
 
     /// Information about the adapter.
     #[must_use]
     pub fn adapter_info(&self) -> wgpu::AdapterInfo {
         self.adapter.get_info()
+    }
+
+    /// Polls the device once without blocking: runs the callbacks of finished
+    /// GPU work, which completes pending `_async` transfers.
+    ///
+    /// # Errors
+    /// [`BackendError::DeviceLost`] when the device is lost.
+    pub fn poll(&self) -> Result<(), BackendError> {
+        crate::exec::poll(&self.device, wgpu::PollType::Poll)
     }
 
     /// Whether the device has been lost (or destroyed) since creation.
@@ -91,7 +159,13 @@ impl GpuContext {
     #[must_use]
     pub fn is_lost(&self) -> bool {
         // A failed poll is itself a sign of trouble, but the flag is the answer.
-        let _ = self.device.poll(wgpu::PollType::Poll);
-        self.lost.load(Ordering::SeqCst)
+        let _ = self.poll();
+        self.lost.load(Ordering::SeqCst) || crate::exec::is_lost(&self.device, &self.queue)
+    }
+
+    /// Bytes of idle staging buffers hurray keeps for this device.
+    #[must_use]
+    pub fn pooled_staging_bytes(&self) -> u64 {
+        self.shared.staging.bytes()
     }
 }

@@ -1,41 +1,44 @@
-//! Host-side copies out of mapped staging memory.
+//! Host-side copies into and out of mapped staging memory, split over the
+//! worker pool.
 //!
 //! One host thread copies mapped memory at about 10 GB/s on a server core,
-//! below what PCIe delivers, so large reads are split over up to
-//! [`MAX_THREADS`] threads (`GpuBufferHandle::read_into` gives each thread
-//! whole chunks; [`parallel_copy`] splits a single large piece).
+//! below what PCIe delivers (~50 GB/s), so pieces of at least
+//! [`PARALLEL_MIN`] bytes are split over the pool ([`crate::pool`]).
+//!
+//! This module holds the crate's only `unsafe` code: [`commit`], an
+//! `unsafe fn` that sets a `Vec`'s length after its spare capacity was
+//! filled (so a 256 MiB read is not preceded by a 256 MiB memset).
 
 use std::mem::MaybeUninit;
-use std::sync::OnceLock;
 
-/// Pieces at least this large are copied by several threads.
-const PARALLEL_MIN: usize = 2 << 20;
-/// The most threads one readback uses.
-pub(crate) const MAX_THREADS: usize = 4;
+use crate::{BackendError, pool};
 
-/// Threads a readback may use: the machine's parallelism, at most [`MAX_THREADS`].
-pub(crate) fn threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS))
-    })
-}
+/// Pieces at least this large are split over the worker pool.
+const PARALLEL_MIN: usize = 256 << 10;
+/// The smallest part of a split piece.
+const PART_MIN: usize = 128 << 10;
+/// Splits of mapped ranges start at multiples of this (wgpu wants mapped
+/// sub-ranges at multiples of 8 with sizes in multiples of 4).
+const PART_ALIGN: usize = 4096;
 
 /// A byte-sized destination element: `u8` or `MaybeUninit<u8>`.
 pub(crate) trait Byte: Send + Sized {
-    /// Writes every element of `dst` from `src`; the lengths are equal.
+    /// Writes every element of `dst` from `src`; the caller makes the
+    /// lengths equal.
     fn copy(dst: &mut [Self], src: &[u8]);
 }
 
 impl Byte for u8 {
     fn copy(dst: &mut [u8], src: &[u8]) {
-        dst.copy_from_slice(src);
+        let n = dst.len().min(src.len());
+        if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
+            d.copy_from_slice(s);
+        }
     }
 }
 
 impl Byte for MaybeUninit<u8> {
     fn copy(dst: &mut [Self], src: &[u8]) {
-        assert_eq!(dst.len(), src.len(), "copy of unequal lengths");
         // LLVM turns this loop into a memcpy.
         for (d, s) in dst.iter_mut().zip(src) {
             d.write(*s);
@@ -43,55 +46,95 @@ impl Byte for MaybeUninit<u8> {
     }
 }
 
-/// Copies `src` into `dst` (equal lengths), over several threads when large.
-pub(crate) fn parallel_copy<B: Byte>(dst: &mut [B], src: &[u8]) {
-    let n = threads();
-    if n > 1 && src.len() >= PARALLEL_MIN {
-        let part = src.len().div_ceil(n);
-        std::thread::scope(|s| {
-            let mut pairs = dst.chunks_mut(part).zip(src.chunks(part));
-            let first = pairs.next();
-            for (d, s_) in pairs {
-                s.spawn(move || B::copy(d, s_));
-            }
-            if let Some((d, s_)) = first {
-                B::copy(d, s_);
-            }
-        });
+/// How many parts a piece of `len` bytes is split into.
+fn parts(len: usize) -> usize {
+    if len < PARALLEL_MIN {
+        1
     } else {
-        B::copy(dst, src);
+        (len / PART_MIN).clamp(1, pool::worker_threads())
     }
 }
 
-/// Appends exactly `len` bytes to `out`, written by `fill` into `out`'s
-/// spare capacity, without zero-filling first.
+/// The part length for `len` bytes in `n` parts: a multiple of [`PART_ALIGN`].
+fn part_len(len: usize, n: usize) -> usize {
+    len.div_ceil(n.max(1))
+        .next_multiple_of(PART_ALIGN)
+        .max(PART_ALIGN)
+}
+
+/// Copies `src` into `dst` (equal lengths), over the pool when large.
 ///
-/// `fill` receives the `len` spare elements and returns how many it wrote.
-/// Its contract: it writes pairwise-disjoint pieces of the slice, each piece
-/// whole (`Byte::copy` writes every element of its destination), and returns
-/// the sum of their lengths. On error, or if that sum is not `len`, `out`
-/// keeps only what it had before.
-#[allow(unsafe_code)]
-pub(crate) fn append<E>(
-    out: &mut Vec<u8>,
-    len: usize,
-    short: impl FnOnce(usize) -> E,
-    fill: impl FnOnce(&mut [MaybeUninit<u8>]) -> Result<usize, E>,
-) -> Result<(), E> {
-    out.reserve_exact(len);
-    let spare = &mut out.spare_capacity_mut()[..len];
-    let written = fill(spare)?;
-    if written != len {
-        return Err(short(written));
+/// # Errors
+/// [`BackendError::Bug`] when the lengths differ or a worker panicked.
+pub(crate) fn parallel_copy<B: Byte>(dst: &mut [B], src: &[u8]) -> Result<(), BackendError> {
+    if dst.len() != src.len() {
+        return Err(BackendError::Bug("host copy of unequal lengths"));
     }
+    let n = parts(src.len());
+    if n <= 1 {
+        B::copy(dst, src);
+        return Ok(());
+    }
+    let part = part_len(src.len(), n);
+    let pieces: Vec<std::sync::Mutex<(&mut [B], &[u8])>> = dst
+        .chunks_mut(part)
+        .zip(src.chunks(part))
+        .map(std::sync::Mutex::new)
+        .collect();
+    pool::run(pieces.len(), |i| {
+        if let Some(Ok(mut p)) = pieces.get(i).map(std::sync::Mutex::lock) {
+            let (d, s) = &mut *p;
+            B::copy(d, s);
+        }
+    })
+}
+
+/// Fills `staging[..len]` (mapped for writing) by calling `fill(offset, part)`
+/// for disjoint parts that cover it, over the pool when large.
+///
+/// # Errors
+/// [`BackendError::Map`] when a part cannot be viewed, [`BackendError::Bug`]
+/// when a worker panicked. A panic of `fill` reaches the caller.
+pub(crate) fn fill_mapped(
+    staging: &wgpu::Buffer,
+    len: u64,
+    fill: &(dyn Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync),
+) -> Result<(), BackendError> {
+    let n_len = usize::try_from(len).map_err(|_| BackendError::Bug("staging length"))?;
+    let n = parts(n_len);
+    let part = part_len(n_len, n) as u64;
+    let count = usize::try_from(len.div_ceil(part.max(1))).unwrap_or(1);
+    let failed = std::sync::Mutex::new(None);
+    pool::run(count, |i| {
+        let from = i as u64 * part;
+        let to = (from + part).min(len);
+        match staging.get_mapped_range_mut(from..to) {
+            Ok(mut view) => pool::caller(|| fill(from, view.slice(..))),
+            Err(e) => {
+                if let Ok(mut f) = failed.lock() {
+                    f.get_or_insert(BackendError::Map(e.to_string()));
+                }
+            }
+        }
+    })?;
+    match failed.into_inner() {
+        Ok(None) => Ok(()),
+        Ok(Some(e)) => Err(e),
+        Err(_) => Err(BackendError::Bug("a fill worker's result was lost")),
+    }
+}
+
+/// Sets `out`'s length to `out.len() + len` after its spare capacity was
+/// filled.
+///
+/// # Safety
+/// `len <= out.capacity() - out.len()`, and the first `len` elements of
+/// `out.spare_capacity_mut()` have all been written (initialised).
+#[allow(unsafe_code)]
+pub(crate) unsafe fn commit(out: &mut Vec<u8>, len: usize) {
     let new_len = out.len() + len;
-    // SAFETY: `reserve_exact` made room for `len` more bytes. `fill` wrote
-    // disjoint whole pieces of those `len` spare elements whose lengths sum
-    // to `len` (checked just above), so all of `old_len..new_len` is
-    // initialised and within capacity. (`read_into` builds the pieces with
-    // `split_at_mut`, so they cannot overlap, and writes each with
-    // `Byte::copy`, which writes every element — the `MaybeUninit` impl
-    // asserts equal lengths.)
+    // SAFETY: the caller guarantees that `new_len` is within capacity and that
+    // every element of `out.len()..new_len` is initialised — exactly
+    // `Vec::set_len`'s contract.
     unsafe { out.set_len(new_len) };
-    Ok(())
 }

@@ -1,30 +1,100 @@
-//! `GpuBufferHandle`: a cheaply cloneable handle to a GPU-resident buffer.
+//! `GpuBufferHandle`: a cheaply cloneable handle to a GPU-resident buffer,
+//! and its process-wide registry.
+//!
+//! ## Contract
+//!
+//! * Every transfer checks its arguments first — the device and queue
+//!   (they must be the handle's own: [`ApiMisuse::WrongDevice`],
+//!   [`ApiMisuse::WrongQueue`]), usage, range and overflow — and only then
+//!   reaches the engines ([`crate::readback`], [`crate::upload`]), which use
+//!   the handle's own device and queue, never the caller's.
+//! * Each blocking call is its `_async` form run by [`exec::block_on`].
+//! * Dropping the last clone of a handle frees its GPU memory at once
+//!   (`wgpu::Buffer::destroy`, deferred by wgpu until submitted work that uses
+//!   it is done) and removes the bind groups that kernels cached for it.
 
 use std::fmt;
-use std::sync::Arc;
+#[cfg(not(target_arch = "wasm32"))]
+use std::sync::LazyLock;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use hurray_core::{BufferHandle, DeviceTag, MIN_BUFFER_ALIGNMENT, MemoryClass, SyncMode};
 use wgpu::{BufferUsages, COPY_BUFFER_ALIGNMENT};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
-use crate::staging::{self, CHUNK};
-use crate::{BackendError, copy, registry};
+use crate::device::{self, DeviceShared, TeardownEnd, TeardownStart};
+use crate::exec::{self, block_on, lost_or};
+use crate::readback::{self, Source};
+use crate::registry::{self, Registry};
+use crate::upload::{self, Target};
+use crate::{ApiMisuse, BackendError, copy};
+
+/// A cache that keeps GPU objects naming buffers (a kernel's bind groups):
+/// told when a buffer dies, so that it lets go of it at once.
+pub(crate) trait Evict: wgpu::WasmNotSendSync {
+    /// Drops every entry that names buffer `id`.
+    fn evict(&self, id: u64);
+}
 
 pub(crate) struct Inner {
+    _start: TeardownStart,
     id: u64,
-    buffer: Arc<wgpu::Buffer>,
-    device: wgpu::Device,
+    buffer: wgpu::Buffer,
+    shared: Arc<DeviceShared>,
     byte_len: u64,
     allocation_len: u64,
     element_count: usize,
     usage: BufferUsages,
-    staging: staging::Pool,
+    /// Set while a direct read maps the buffer itself.
+    mapping: AtomicBool,
+    /// Caches holding GPU objects that name this buffer.
+    bound_by: Mutex<Vec<Weak<dyn Evict>>>,
+    /// The exported memory behind an exportable or imported buffer.
+    #[cfg(target_os = "linux")]
+    exportable: Option<crate::share::Exportable>,
+    _end: TeardownEnd,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        registry::unregister(self.id);
+        resident(|r| r.unregister(self.id));
+        let caches =
+            std::mem::take(&mut *self.bound_by.lock().unwrap_or_else(PoisonError::into_inner));
+        for cache in caches.iter().filter_map(Weak::upgrade) {
+            cache.evict(self.id);
+        }
+        // Free the memory now, even if wgpu objects elsewhere (a clone of
+        // `buffer()`, a bind group) still name the buffer.
+        self.buffer.destroy();
     }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+static RESIDENT: LazyLock<Registry<Inner>> = LazyLock::new(Registry::new);
+
+/// Runs `f` on the process's registry of live buffers.
+#[cfg(not(target_arch = "wasm32"))]
+fn resident<R>(f: impl FnOnce(&Registry<Inner>) -> R) -> R {
+    f(&RESIDENT)
+}
+
+// The browser's wasm32 has one thread, and its wgpu objects are not `Send`.
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static RESIDENT: Registry<Inner> = Registry::new();
+}
+
+/// Runs `f` on the process's registry of live buffers.
+#[cfg(target_arch = "wasm32")]
+fn resident<R>(f: impl FnOnce(&Registry<Inner>) -> R) -> R {
+    RESIDENT.with(f)
+}
+
+/// Number of live buffers in the registry (diagnostics and leak tests).
+#[must_use]
+pub fn resident_count() -> usize {
+    resident(Registry::len)
 }
 
 /// Cheaply cloneable handle for a GPU-resident buffer.
@@ -34,7 +104,11 @@ impl Drop for Inner {
 /// usage flags used to create the underlying [`wgpu::Buffer`].
 ///
 /// Every handle has a process-wide id ([`id`](Self::id)); while any clone is
-/// alive, [`from_resident_id`](Self::from_resident_id) resolves it.
+/// alive, [`from_resident_id`](Self::from_resident_id) resolves it. Dropping
+/// the last clone frees the GPU memory at once.
+///
+/// Every transfer has a blocking form and an `_async` form that never blocks
+/// (see the crate docs for who must poll the device).
 ///
 /// ```no_run
 /// use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
@@ -65,30 +139,44 @@ impl fmt::Debug for GpuBufferHandle {
     }
 }
 
+/// What [`GpuBufferHandle::from_parts`] makes a handle of.
+pub(crate) struct Parts {
+    pub(crate) shared: Arc<DeviceShared>,
+    pub(crate) buffer: wgpu::Buffer,
+    pub(crate) byte_len: u64,
+    pub(crate) allocation_len: u64,
+    pub(crate) element_count: usize,
+    pub(crate) usage: BufferUsages,
+    #[cfg(target_os = "linux")]
+    pub(crate) exportable: Option<crate::share::Exportable>,
+}
+
 /// `len` rounded up to wgpu's copy granularity, checked against the device.
-fn allocation_len(device: &wgpu::Device, len: u64) -> Result<u64, BackendError> {
+pub(crate) fn allocation_len(shared: &DeviceShared, len: u64) -> Result<u64, BackendError> {
     let rounded = len
         .checked_next_multiple_of(COPY_BUFFER_ALIGNMENT)
-        .ok_or(BackendError::Overflow)?;
-    let max = device.limits().max_buffer_size;
+        .ok_or(ApiMisuse::Overflow)?;
+    let max = shared.limits.max_buffer_size;
     if rounded > max {
-        return Err(BackendError::TooLarge {
+        return Err(ApiMisuse::TooLarge {
             requested: rounded,
             max,
-        });
+        }
+        .into());
     }
     Ok(rounded)
 }
 
 impl GpuBufferHandle {
     fn create(
-        device: &wgpu::Device,
+        shared: Arc<DeviceShared>,
         byte_len: u64,
         element_count: usize,
         usage: BufferUsages,
     ) -> Result<Self, BackendError> {
-        let allocation_len = allocation_len(device, byte_len)?;
-        let buffer = staging::scoped(device, || {
+        let allocation_len = allocation_len(&shared, byte_len)?;
+        let device = &shared.device;
+        let buffer = exec::scoped_now(device, || {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("hurray buffer"),
                 size: allocation_len,
@@ -96,30 +184,60 @@ impl GpuBufferHandle {
                 mapped_at_creation: false,
             })
         })?;
-        let id = registry::next_id();
-        let inner = Arc::new(Inner {
-            id,
-            buffer: Arc::new(buffer),
-            device: device.clone(),
+        Ok(Self::from_parts(Parts {
+            shared,
+            buffer,
             byte_len,
             allocation_len,
             element_count,
             usage,
-            staging: staging::Pool::new(allocation_len),
+            #[cfg(target_os = "linux")]
+            exportable: None,
+        }))
+    }
+
+    /// A handle for a buffer created elsewhere in the crate (the sharing
+    /// module's exportable and imported buffers), registered like any other.
+    pub(crate) fn from_parts(parts: Parts) -> Self {
+        let id = registry::next_id();
+        let inner = Arc::new(Inner {
+            _start: TeardownStart,
+            id,
+            buffer: parts.buffer,
+            shared: parts.shared,
+            byte_len: parts.byte_len,
+            allocation_len: parts.allocation_len,
+            element_count: parts.element_count,
+            usage: parts.usage,
+            mapping: AtomicBool::new(false),
+            bound_by: Mutex::default(),
+            #[cfg(target_os = "linux")]
+            exportable: parts.exportable,
+            _end: TeardownEnd,
         });
-        registry::register(id, &inner);
-        Ok(Self { inner })
+        resident(|r| r.register(id, &inner));
+        Self { inner }
+    }
+
+    /// The exported memory behind this buffer, if it was allocated
+    /// exportable or imported.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn exportable(&self) -> Option<&crate::share::Exportable> {
+        self.inner.exportable.as_ref()
     }
 
     /// Upload bytes into a new GPU buffer.
     ///
     /// The created buffer always includes `COPY_DST` so the upload is legal.
+    /// The data goes through reused staging memory (`docs/impl/gpu-transfers.md`);
+    /// the call returns once it is submitted, and later work on the queue sees it.
     ///
     /// # Errors
     ///
     /// Returns a backend error when the requested allocation length cannot
-    /// fit `u64` or exceeds the device's `max_buffer_size`, or when wgpu
-    /// rejects the usage flags.
+    /// fit `u64` or exceeds the device's `max_buffer_size`
+    /// ([`ApiMisuse`]), when `queue` is not `device`'s, or when wgpu rejects
+    /// the usage flags.
     pub fn upload(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
@@ -141,35 +259,34 @@ impl GpuBufferHandle {
         data: &[T],
         usage: BufferUsages,
     ) -> Result<Self, BackendError> {
-        let bytes = data.as_bytes();
-        let len = u64::try_from(bytes.len()).map_err(|_| BackendError::Overflow)?;
-        let handle = Self::create(device, len, data.len(), usage | BufferUsages::COPY_DST)
-            .map_err(|e| staging::lost_or(device, queue, e))?;
-        handle.write(device, queue, bytes)?;
-        Ok(handle)
+        block_on(device, Self::upload_slice_async(device, queue, data, usage))
     }
 
-    /// Queues `bytes` (the buffer's whole logical contents) for writing; the
-    /// tail is zero-padded to the copy granularity.
-    fn write(
-        &self,
+    /// The async form of [`upload_slice`](Self::upload_slice): never blocks.
+    ///
+    /// # Errors
+    /// As [`upload`](Self::upload).
+    pub async fn upload_slice_async<T: IntoBytes + Immutable>(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-        bytes: &[u8],
-    ) -> Result<(), BackendError> {
-        let body = bytes.len() - bytes.len() % 4;
-        let (head, tail) = bytes.split_at(body);
-        staging::scoped(device, || {
-            if !head.is_empty() {
-                queue.write_buffer(&self.inner.buffer, 0, head);
-            }
-            if !tail.is_empty() {
-                let mut padded = [0u8; 4];
-                padded[..tail.len()].copy_from_slice(tail);
-                queue.write_buffer(&self.inner.buffer, body as u64, &padded);
-            }
-        })
-        .map_err(|e| staging::lost_or(device, queue, e))
+        data: &[T],
+        usage: BufferUsages,
+    ) -> Result<Self, BackendError> {
+        let bytes = data.as_bytes();
+        let len = u64::try_from(bytes.len()).map_err(|_| ApiMisuse::Overflow)?;
+        let shared = device::shared(device, Some(queue));
+        let queue = shared.check_queue(queue)?.clone();
+        let handle = Self::create(
+            Arc::clone(&shared),
+            len,
+            data.len(),
+            usage | BufferUsages::COPY_DST,
+        )
+        .map_err(|e| lost_or(device, &queue, e))?;
+        upload::write(&handle.target(&queue), 0, bytes)
+            .await
+            .map_err(|e| lost_or(device, &queue, e))?;
+        Ok(handle)
     }
 
     /// Allocate a GPU-resident buffer without uploading host contents.
@@ -186,14 +303,14 @@ impl GpuBufferHandle {
         len: u64,
         usage: BufferUsages,
     ) -> Result<Self, BackendError> {
-        let count = usize::try_from(len).map_err(|_| BackendError::Overflow)?;
-        Self::create(device, len, count, usage)
+        let count = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
+        Self::create(device::shared(device, None), len, count, usage)
     }
 
     /// Allocate room for `count` values of `T`; [`element_count`](Self::element_count) is `count`.
     ///
     /// # Errors
-    /// As [`alloc`](Self::alloc); [`BackendError::Overflow`] when
+    /// As [`alloc`](Self::alloc); [`ApiMisuse::Overflow`] when
     /// `count * size_of::<T>()` overflows.
     pub fn alloc_elements<T>(
         device: &wgpu::Device,
@@ -202,20 +319,40 @@ impl GpuBufferHandle {
     ) -> Result<Self, BackendError> {
         let bytes = count
             .checked_mul(size_of::<T>())
-            .ok_or(BackendError::Overflow)?;
-        let len = u64::try_from(bytes).map_err(|_| BackendError::Overflow)?;
-        Self::create(device, len, count, usage)
+            .ok_or(ApiMisuse::Overflow)?;
+        let len = u64::try_from(bytes).map_err(|_| ApiMisuse::Overflow)?;
+        Self::create(device::shared(device, None), len, count, usage)
+    }
+
+    fn source<'a>(&'a self, queue: &'a wgpu::Queue) -> Source<'a> {
+        Source {
+            buffer: &self.inner.buffer,
+            shared: &self.inner.shared,
+            queue,
+            direct: self.inner.usage.contains(BufferUsages::MAP_READ),
+            mapping: &self.inner.mapping,
+        }
+    }
+
+    fn target<'a>(&'a self, queue: &'a wgpu::Queue) -> Target<'a> {
+        Target {
+            buffer: &self.inner.buffer,
+            shared: &self.inner.shared,
+            queue,
+        }
     }
 
     /// Download this GPU buffer into `out`.
     ///
     /// This is intended for terminal output and test assertions, not hot-loop
-    /// dispatch. The buffer must have `COPY_SRC` usage. `out` is cleared and
-    /// then holds exactly [`byte_len`](Self::byte_len) bytes.
+    /// dispatch. The buffer must have `COPY_SRC` usage (or `MAP_READ`, which is
+    /// read by mapping the buffer itself). `out` is cleared and then holds
+    /// exactly [`byte_len`](Self::byte_len) bytes.
     ///
     /// # Errors
     ///
-    /// Returns a backend error when the handle is not copy-readable or the GPU
+    /// Returns a backend error when the handle is not copy-readable, the
+    /// device or queue is not the handle's ([`ApiMisuse`]), or the GPU
     /// mapping fails.
     pub fn readback(
         &self,
@@ -224,6 +361,20 @@ impl GpuBufferHandle {
         out: &mut Vec<u8>,
     ) -> Result<(), BackendError> {
         self.readback_range(device, queue, 0, self.inner.byte_len, out)
+    }
+
+    /// The async form of [`readback`](Self::readback): never blocks.
+    ///
+    /// # Errors
+    /// As [`readback`](Self::readback).
+    pub async fn readback_async(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BackendError> {
+        self.readback_range_async(device, queue, 0, self.inner.byte_len, out)
+            .await
     }
 
     /// Download the first `len` logical bytes of this GPU buffer into `out`.
@@ -247,6 +398,20 @@ impl GpuBufferHandle {
         self.readback_range(device, queue, 0, len, out)
     }
 
+    /// The async form of [`readback_prefix`](Self::readback_prefix): never blocks.
+    ///
+    /// # Errors
+    /// As [`readback_prefix`](Self::readback_prefix).
+    pub async fn readback_prefix_async(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BackendError> {
+        self.readback_range_async(device, queue, 0, len, out).await
+    }
+
     /// Download `len` logical bytes starting at `byte_offset` into `out`.
     ///
     /// The internal GPU copy is alignment-expanded when necessary, then the
@@ -265,54 +430,83 @@ impl GpuBufferHandle {
         len: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), BackendError> {
-        out.clear();
-        let n = usize::try_from(len).map_err(|_| BackendError::Overflow)?;
-        self.check_range(byte_offset, len)?;
-        out.try_reserve_exact(n)
-            .map_err(|_| BackendError::OutOfMemory)?;
-        copy::append(
-            out,
-            n,
-            |filled| BackendError::Internal(format!("readback produced {filled} of {n} bytes")),
-            |dst| self.read_into(device, queue, byte_offset, len, dst),
+        block_on(
+            &self.inner.shared.device,
+            self.readback_range_async(device, queue, byte_offset, len, out),
         )
-        .map_err(|e| staging::lost_or(device, queue, e))
+    }
+
+    /// The async form of [`readback_range`](Self::readback_range): never
+    /// blocks; `out` holds the bytes once the future resolves `Ok`.
+    ///
+    /// # Errors
+    /// As [`readback_range`](Self::readback_range).
+    pub async fn readback_range_async(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BackendError> {
+        out.clear();
+        let queue = self.check_read(device, queue, byte_offset, len)?;
+        let n = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
+        out.try_reserve_exact(n)
+            .map_err(|_| BackendError::OutOfHostMemory { bytes: len })?;
+        let spare = out
+            .spare_capacity_mut()
+            .get_mut(..n)
+            .ok_or(BackendError::Bug("reserved capacity missing"))?;
+        readback::read_into(&self.source(queue), byte_offset, len, spare)
+            .await
+            .map_err(|e| lost_or(device, queue, e))?;
+        // SAFETY: `try_reserve_exact(n)` on the cleared `out` made
+        // `capacity - len >= n`, and `read_into` returned `Ok`, which it does
+        // only after writing every element of `spare` — the first `n` spare
+        // elements (its contract: disjoint `split_at_mut` pieces that cover
+        // `spare` exactly, each written whole, total checked against `n`).
+        #[allow(unsafe_code)]
+        unsafe {
+            copy::commit(out, n);
+        }
+        Ok(())
     }
 
     /// Download the whole buffer as values of `T`.
     ///
     /// # Errors
-    /// [`BackendError::ElementSize`] when the byte length is not a multiple of
+    /// [`ApiMisuse::ElementSize`] when the byte length is not a multiple of
     /// `size_of::<T>()` (or `T` is zero-sized), and those of [`readback`](Self::readback).
     pub fn readback_vec<T: FromBytes + IntoBytes>(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
     ) -> Result<Vec<T>, BackendError> {
-        let size = size_of::<T>();
+        block_on(
+            &self.inner.shared.device,
+            self.readback_vec_async(device, queue),
+        )
+    }
+
+    /// The async form of [`readback_vec`](Self::readback_vec): never blocks.
+    ///
+    /// # Errors
+    /// As [`readback_vec`](Self::readback_vec).
+    pub async fn readback_vec_async<T: FromBytes + IntoBytes>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+    ) -> Result<Vec<T>, BackendError> {
         let byte_len = self.inner.byte_len;
-        let count = match u64::try_from(size) {
-            Ok(s) if s > 0 && byte_len.is_multiple_of(s) => {
-                usize::try_from(byte_len / s).map_err(|_| BackendError::Overflow)?
-            }
-            _ => {
-                return Err(BackendError::ElementSize {
-                    byte_len,
-                    element_size: size,
-                });
-            }
-        };
-        self.check_range(0, byte_len)?;
+        let count = elements::<T>(byte_len)?;
+        let queue = self.check_read(device, queue, 0, byte_len)?;
         // Zeroed allocations come from calloc: fresh pages cost no zero-fill.
-        let mut values = T::new_vec_zeroed(count).map_err(|_| BackendError::OutOfMemory)?;
-        let written = self
-            .read_into(device, queue, 0, byte_len, values.as_mut_bytes())
-            .map_err(|e| staging::lost_or(device, queue, e))?;
-        if written as u64 != byte_len {
-            return Err(BackendError::Internal(format!(
-                "readback produced {written} of {byte_len} bytes"
-            )));
-        }
+        let mut values = T::new_vec_zeroed(count)
+            .map_err(|_| BackendError::OutOfHostMemory { bytes: byte_len })?;
+        readback::read_into(&self.source(queue), 0, byte_len, values.as_mut_bytes())
+            .await
+            .map_err(|e| lost_or(device, queue, e))?;
         Ok(values)
     }
 
@@ -325,7 +519,7 @@ impl GpuBufferHandle {
     ///
     /// # Errors
     /// Those of [`readback_range`](Self::readback_range), and
-    /// [`BackendError::TooLarge`] when the (4-byte-widened) range exceeds the
+    /// [`ApiMisuse::TooLarge`] when the (4-byte-widened) range exceeds the
     /// device's `max_buffer_size`.
     pub fn read_mapped<R>(
         &self,
@@ -335,224 +529,264 @@ impl GpuBufferHandle {
         len: u64,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, BackendError> {
-        self.check_range(byte_offset, len)?;
-        if len == 0 {
-            return Ok(f(&[]));
-        }
-        let (start, widened, skip) = widen(byte_offset, len);
-        let max = device.limits().max_buffer_size;
-        if widened > max {
-            return Err(BackendError::TooLarge {
-                requested: widened,
-                max,
-            });
-        }
-        let pool = &self.inner.staging;
-        let staging = pool.take(device, staging::size_class(widened, max))?;
-        staging::copy_and_map(device, queue, &self.inner.buffer, start, &staging, widened)
-            .and_then(|pending| pending.wait(device))
-            .map_err(|e| staging::lost_or(device, queue, e))?;
-        let result = {
-            let view = staging
-                .get_mapped_range(0..widened)
-                .map_err(|e| BackendError::Map(e.to_string()))?;
-            let n = usize::try_from(len).map_err(|_| BackendError::Overflow)?;
-            let bytes = view.get(skip..skip + n).ok_or(BackendError::Overflow)?;
-            f(bytes)
-        };
-        staging::unmap(device, &staging)?;
-        pool.give(staging);
-        Ok(result)
+        block_on(
+            &self.inner.shared.device,
+            self.read_mapped_async(device, queue, byte_offset, len, f),
+        )
     }
 
-    /// Checks usage and range before anything is encoded.
-    fn check_range(&self, byte_offset: u64, len: u64) -> Result<(), BackendError> {
-        if !self.inner.usage.contains(BufferUsages::COPY_SRC) {
-            return Err(BackendError::NotCopyReadable {
-                usage: self.inner.usage,
-            });
-        }
-        let end = byte_offset.checked_add(len).ok_or(BackendError::Overflow)?;
-        if end > self.inner.byte_len {
-            return Err(BackendError::RangeOutOfBounds {
-                offset: byte_offset,
-                len,
-                byte_len: self.inner.byte_len,
-            });
-        }
-        Ok(())
-    }
-
-    /// Reads `[byte_offset, byte_offset + len)` (already checked) into `dst`
-    /// (`len` elements) and returns the number of elements written.
+    /// The async form of [`read_mapped`](Self::read_mapped): never blocks.
     ///
-    /// The widened range is cut into [`CHUNK`]-byte chunks, and the part of
-    /// `dst` each chunk covers is split off with `split_at_mut` (so the pieces
-    /// are disjoint and, checked at the end, cover `dst` exactly). One chunk
-    /// A short read runs on this thread (three staging buffers in flight,
-    /// large host copies split over threads); a long one (at least
-    /// [`MULTI_READER_CHUNKS`] chunks per thread) is dealt round-robin to up
-    /// to [`copy::MAX_THREADS`] scoped threads, each of which pipelines its
-    /// own chunks through two staging buffers.
-    fn read_into<B: copy::Byte>(
+    /// # Errors
+    /// As [`read_mapped`](Self::read_mapped).
+    pub async fn read_mapped_async<R>(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         byte_offset: u64,
         len: u64,
-        dst: &mut [B],
-    ) -> Result<usize, BackendError> {
-        let n = usize::try_from(len).map_err(|_| BackendError::Overflow)?;
-        if dst.len() != n {
-            return Err(BackendError::Internal(
-                "readback destination of the wrong size".into(),
-            ));
-        }
-        if len == 0 {
-            return Ok(0);
-        }
-        let (start, widened, _) = widen(byte_offset, len);
-        let max = device.limits().max_buffer_size;
-        // Chunk size: a multiple of MAP_ALIGNMENT no larger than the device allows.
-        let chunk = CHUNK.min(max - max % wgpu::MAP_ALIGNMENT);
-        let end = start + widened;
-        let (req_start, req_end) = (byte_offset, byte_offset + len);
-        let mut jobs = Vec::new();
-        let mut rest = dst;
-        let mut from = start;
-        while from < end {
-            let to = end.min(from + chunk);
-            let (a, b) = (req_start.max(from), req_end.min(to));
-            // Both differences are below `chunk` and `len`, which fit usize.
-            let take = usize::try_from(b.saturating_sub(a)).map_err(|_| BackendError::Overflow)?;
-            let (piece, tail) = std::mem::take(&mut rest).split_at_mut(take);
-            rest = tail;
-            let view_from = usize::try_from(a - from).map_err(|_| BackendError::Overflow)?;
-            jobs.push(Job {
-                src: from,
-                len: to - from,
-                view_from,
-                dst: piece,
-            });
-            from = to;
-        }
-        if !rest.is_empty() {
-            return Err(BackendError::Internal(
-                "readback chunks do not cover the request".into(),
-            ));
-        }
-        let class = staging::size_class(widened.min(chunk), max);
-        // Threads that poll the device concurrently can collect each other's
-        // map callbacks and deliver them late; that costs more than it gains
-        // on short reads (measured on the H200: 16 MiB reads got slower), so
-        // several readers are used only from MULTI_READER_CHUNKS chunks per reader.
-        let threads = copy::threads();
-        let workers = if jobs.len() >= MULTI_READER_CHUNKS * threads {
-            threads
-        } else {
-            1
-        };
-        if workers <= 1 {
-            return self.run_jobs(device, queue, jobs, class, true);
-        }
-        let mut shares: Vec<Vec<Job<'_, B>>> = (0..workers).map(|_| Vec::new()).collect();
-        for (i, job) in jobs.into_iter().enumerate() {
-            shares[i % workers].push(job);
-        }
-        std::thread::scope(|s| {
-            let mut shares = shares.into_iter();
-            let mine = shares.next().unwrap_or_default();
-            let others: Vec<_> = shares
-                .map(|share| s.spawn(move || self.run_jobs(device, queue, share, class, false)))
-                .collect();
-            let mut total = self.run_jobs(device, queue, mine, class, false)?;
-            for handle in others {
-                let written = handle
-                    .join()
-                    .map_err(|_| BackendError::Internal("a readback thread panicked".into()))??;
-                total += written;
-            }
-            Ok(total)
-        })
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, BackendError> {
+        let queue = self.check_read(device, queue, byte_offset, len)?;
+        readback::read_mapped(&self.source(queue), byte_offset, len, f)
+            .await
+            .map_err(|e| lost_or(device, queue, e))
     }
 
-    /// Reads `jobs` in order through a ring of up to two staging buffers
-    /// (three for a lone worker), copying each chunk's requested part into
-    /// its destination piece. Returns the elements written.
-    fn run_jobs<B: copy::Byte>(
+    /// Writes `bytes` into this buffer at `byte_offset`, in place (no new GPU
+    /// buffer).
+    ///
+    /// The call returns once the data has left `bytes` and its copies are
+    /// submitted; work submitted afterwards on the queue sees it. It returns
+    /// the index of the last submission: wait on it
+    /// (`device.poll(PollType::Wait { submission_index: Some(i), .. })`) to
+    /// know that the GPU holds the data.
+    ///
+    /// ```no_run
+    /// use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
+    ///
+    /// let ctx = GpuContext::new()?;
+    /// let usage = BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
+    /// let h = GpuBufferHandle::alloc(&ctx.device, 8, usage)?;
+    /// h.write(&ctx.device, &ctx.queue, 4, &[1, 2, 3, 4])?;
+    /// let mut out = Vec::new();
+    /// h.readback(&ctx.device, &ctx.queue, &mut out)?;
+    /// assert_eq!(out, [0, 0, 0, 0, 1, 2, 3, 4]);
+    /// # Ok::<(), hurray_gpu::BackendError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ApiMisuse::MissingUsage`] without `COPY_DST`,
+    /// [`ApiMisuse::RangeOutOfBounds`] / [`ApiMisuse::Overflow`] for a range
+    /// outside the buffer, [`ApiMisuse::UnalignedWrite`] unless the range
+    /// starts on a 4-byte boundary and ends on one or at the logical end,
+    /// [`ApiMisuse::WrongDevice`] / [`ApiMisuse::WrongQueue`], and the
+    /// backend's errors.
+    pub fn write(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-        jobs: Vec<Job<'_, B>>,
-        class: u64,
-        alone: bool,
-    ) -> Result<usize, BackendError> {
-        let depth = jobs.len().min(if alone { 3 } else { 2 });
-        let ranges: Vec<(u64, u64)> = jobs.iter().map(|j| (j.src, j.len)).collect();
-        let src = &self.inner.buffer;
-        let mut ring = Vec::with_capacity(depth);
-        let mut pending = std::collections::VecDeque::with_capacity(depth);
-        let result = (|| {
-            for &(from, n) in ranges.iter().take(depth) {
-                let staging = self.inner.staging.take(device, class)?;
-                pending.push_back(staging::copy_and_map(
-                    device, queue, src, from, &staging, n,
-                )?);
-                ring.push(staging);
-            }
-            let mut written = 0;
-            for (i, job) in jobs.into_iter().enumerate() {
-                let staging = &ring[i % depth];
-                // One request is queued per job, `depth` ahead: never empty here.
-                pending
-                    .pop_front()
-                    .ok_or_else(|| BackendError::Internal("readback pipeline underflow".into()))?
-                    .wait(device)?;
-                {
-                    let view = staging
-                        .get_mapped_range(0..job.len)
-                        .map_err(|e| BackendError::Map(e.to_string()))?;
-                    let part = view
-                        .get(job.view_from..job.view_from + job.dst.len())
-                        .ok_or_else(|| {
-                            BackendError::Internal("chunk shorter than its piece".into())
-                        })?;
-                    if alone {
-                        copy::parallel_copy(job.dst, part);
-                    } else {
-                        B::copy(job.dst, part);
-                    }
-                    written += part.len();
-                }
-                staging::unmap(device, staging)?;
-                if let Some(&(from, n)) = ranges.get(i + depth) {
-                    pending.push_back(staging::copy_and_map(device, queue, src, from, staging, n)?);
-                }
-            }
-            Ok(written)
-        })();
-        // Only buffers that are unmapped with no request outstanding go back.
-        if result.is_ok() {
-            for staging in ring {
-                self.inner.staging.give(staging);
-            }
-        }
-        result
+        byte_offset: u64,
+        bytes: &[u8],
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        block_on(
+            &self.inner.shared.device,
+            self.write_async(device, queue, byte_offset, bytes),
+        )
     }
 
-    /// Bytes of idle staging buffers this buffer keeps for its next readback.
+    /// The async form of [`write`](Self::write): never blocks (it waits only
+    /// for a staging buffer of an earlier chunk to come back, which needs the
+    /// device to be polled).
     ///
-    /// Readbacks reuse them (a staging buffer is reused only after it was
-    /// unmapped); they are freed with the last clone of the handle, or now
-    /// with [`trim_staging`](Self::trim_staging).
+    /// # Errors
+    /// As [`write`](Self::write).
+    pub async fn write_async(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        bytes: &[u8],
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        let len = u64::try_from(bytes.len()).map_err(|_| ApiMisuse::Overflow)?;
+        let queue = self.check_write(device, queue, byte_offset, len)?;
+        upload::write(&self.target(queue), byte_offset, bytes)
+            .await
+            .map_err(|e| lost_or(device, queue, e))
+    }
+
+    /// Writes plain-data values at `byte_offset`; as [`write`](Self::write).
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    pub fn write_slice<T: IntoBytes + Immutable>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        data: &[T],
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        self.write(device, queue, byte_offset, data.as_bytes())
+    }
+
+    /// The async form of [`write_slice`](Self::write_slice).
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    pub async fn write_slice_async<T: IntoBytes + Immutable>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        data: &[T],
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        self.write_async(device, queue, byte_offset, data.as_bytes())
+            .await
+    }
+
+    /// Zero-copy write: `fill` writes `len` bytes at `byte_offset` straight
+    /// into mapped staging memory, with no intermediate copy.
+    ///
+    /// `fill(from, part)` is called for disjoint parts that together cover
+    /// the range — possibly several at once on the worker pool's threads —
+    /// where `part` stands for bytes `from..from + part.len()` of the range.
+    /// It must write every byte of its part: bytes it leaves unwritten are
+    /// unspecified. Returns as [`write`](Self::write) does.
+    ///
+    /// ```no_run
+    /// use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
+    ///
+    /// let ctx = GpuContext::new()?;
+    /// let usage = BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
+    /// let h = GpuBufferHandle::alloc(&ctx.device, 1 << 20, usage)?;
+    /// // Bytes 0, 1, 2, … 255, 0, 1, …, generated in place.
+    /// h.write_mapped(&ctx.device, &ctx.queue, 0, 1 << 20, |from, part| {
+    ///     let n = part.len() as u64;
+    ///     part.write_iter((from..from + n).map(|i| i as u8));
+    /// })?;
+    /// # Ok::<(), hurray_gpu::BackendError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    ///
+    /// # Panics
+    /// A panic of `fill` is propagated to the caller.
+    pub fn write_mapped(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        len: u64,
+        fill: impl Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync,
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        block_on(
+            &self.inner.shared.device,
+            self.write_mapped_async(device, queue, byte_offset, len, fill),
+        )
+    }
+
+    /// The async form of [`write_mapped`](Self::write_mapped).
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    ///
+    /// # Panics
+    /// A panic of `fill` is propagated to the caller.
+    pub async fn write_mapped_async(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        len: u64,
+        fill: impl Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync,
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        let queue = self.check_write(device, queue, byte_offset, len)?;
+        upload::write_with(&self.target(queue), byte_offset, len, &fill)
+            .await
+            .map_err(|e| lost_or(device, queue, e))
+    }
+
+    /// Checks the device and queue, then a read's usage and range, before
+    /// anything is encoded; returns the queue to submit to.
+    fn check_read<'a>(
+        &'a self,
+        device: &wgpu::Device,
+        queue: &'a wgpu::Queue,
+        byte_offset: u64,
+        len: u64,
+    ) -> Result<&'a wgpu::Queue, BackendError> {
+        let queue = self.inner.shared.check(device, queue)?;
+        let usage = self.inner.usage;
+        if !usage.intersects(BufferUsages::COPY_SRC | BufferUsages::MAP_READ) {
+            return Err(ApiMisuse::MissingUsage {
+                required: BufferUsages::COPY_SRC,
+                actual: usage,
+            }
+            .into());
+        }
+        self.check_bounds(byte_offset, len)?;
+        Ok(queue)
+    }
+
+    /// As [`check_read`](Self::check_read), for a write.
+    fn check_write<'a>(
+        &'a self,
+        device: &wgpu::Device,
+        queue: &'a wgpu::Queue,
+        byte_offset: u64,
+        len: u64,
+    ) -> Result<&'a wgpu::Queue, BackendError> {
+        let queue = self.inner.shared.check(device, queue)?;
+        let usage = self.inner.usage;
+        if !usage.contains(BufferUsages::COPY_DST) {
+            return Err(ApiMisuse::MissingUsage {
+                required: BufferUsages::COPY_DST,
+                actual: usage,
+            }
+            .into());
+        }
+        let end = self.check_bounds(byte_offset, len)?;
+        let aligned = |x: u64| x.is_multiple_of(COPY_BUFFER_ALIGNMENT);
+        // An empty write touches nothing: any in-bounds offset is fine.
+        if len > 0 && (!aligned(byte_offset) || !(aligned(end) || end == self.inner.byte_len)) {
+            return Err(ApiMisuse::UnalignedWrite {
+                offset: byte_offset,
+                len,
+            }
+            .into());
+        }
+        Ok(queue)
+    }
+
+    /// `byte_offset + len`, checked against the logical length.
+    fn check_bounds(&self, byte_offset: u64, len: u64) -> Result<u64, BackendError> {
+        let end = byte_offset.checked_add(len).ok_or(ApiMisuse::Overflow)?;
+        if end > self.inner.byte_len {
+            return Err(ApiMisuse::RangeOutOfBounds {
+                offset: byte_offset,
+                len,
+                byte_len: self.inner.byte_len,
+            }
+            .into());
+        }
+        Ok(end)
+    }
+
+    /// Bytes of idle staging buffers kept for this buffer's device.
+    ///
+    /// Transfers reuse them; they are freed with the device's last handle,
+    /// when the process-wide cap ([`set_staging_cap`](crate::set_staging_cap))
+    /// needs room, or now with [`trim_staging`](Self::trim_staging).
+    /// [`staging_stats`](crate::staging_stats) reports all devices.
     #[must_use]
     pub fn pooled_staging_bytes(&self) -> u64 {
-        self.inner.staging.bytes()
+        self.inner.shared.staging.bytes()
     }
 
-    /// Frees the idle staging buffers kept for this buffer's readbacks.
+    /// Frees the idle staging buffers kept for this buffer's device.
     pub fn trim_staging(&self) {
-        self.inner.staging.clear();
+        self.inner.shared.staging.clear();
     }
 
     /// Stable process-local handle id used for cache signatures.
@@ -568,21 +802,26 @@ impl GpuBufferHandle {
     /// Returns `None` once the last clone of the handle has been dropped.
     #[must_use]
     pub fn from_resident_id(id: u64) -> Option<Self> {
-        registry::resolve(id).map(|inner| Self { inner })
+        resident(|r| r.resolve(id)).map(|inner| Self { inner })
     }
 
     /// Underlying [`wgpu::Buffer`].
+    ///
+    /// Its memory is freed when the last clone of the handle is dropped, even
+    /// if clones of the `wgpu::Buffer` are still alive.
     #[must_use]
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.inner.buffer
     }
 
-    /// Clone the internal `Arc<wgpu::Buffer>` - cheap, reference-count only.
-    /// Used by the indirect dispatch path which needs to stash the buffer
-    /// alongside other args.
+    /// Clone the underlying buffer into an `Arc<wgpu::Buffer>` — cheap
+    /// (`wgpu::Buffer` is itself reference-counted; this adds one small
+    /// allocation). Used by the indirect dispatch path which needs to stash
+    /// the buffer alongside other args. As with [`buffer`](Self::buffer), the
+    /// memory is freed with the last clone of the handle.
     #[must_use]
     pub fn buffer_arc(&self) -> Arc<wgpu::Buffer> {
-        Arc::clone(&self.inner.buffer)
+        Arc::new(self.inner.buffer.clone())
     }
 
     /// Logical byte length requested by the caller.
@@ -612,7 +851,26 @@ impl GpuBufferHandle {
     /// The device the buffer lives on.
     #[must_use]
     pub fn device(&self) -> &wgpu::Device {
-        &self.inner.device
+        &self.inner.shared.device
+    }
+
+    /// The device state (identity, queue, pools).
+    pub(crate) fn shared(&self) -> &Arc<DeviceShared> {
+        &self.inner.shared
+    }
+
+    /// Tells this buffer that `cache` holds GPU objects naming it.
+    pub(crate) fn note_bound(&self, cache: &Arc<dyn Evict>) {
+        let mut list = self
+            .inner
+            .bound_by
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let weak = Arc::downgrade(cache);
+        if !list.iter().any(|w| Weak::ptr_eq(w, &weak)) {
+            list.retain(|w| w.strong_count() > 0);
+            list.push(weak);
+        }
     }
 
     /// The [`hurray_core::BufferHandle`] that describes this buffer.
@@ -632,9 +890,11 @@ impl GpuBufferHandle {
     ///   [`BufferHandle::empty`].
     ///
     /// # Errors
-    /// [`BackendError::NoDeviceTag`], [`BackendError::PollTimeout`].
+    /// [`BackendError::NoDeviceTag`], [`BackendError::PollTimeout`],
+    /// [`BackendError::DeviceLost`].
     pub fn to_buffer_handle(&self) -> Result<BufferHandle, BackendError> {
-        let device = &self.inner.device;
+        let shared = &self.inner.shared;
+        let device = &shared.device;
         let backend = device.adapter_info().backend;
         let tag = match backend {
             wgpu::Backend::Vulkan => DeviceTag::Vulkan,
@@ -642,18 +902,18 @@ impl GpuBufferHandle {
             wgpu::Backend::BrowserWebGpu => DeviceTag::WebGpu,
             other => return Err(BackendError::NoDeviceTag(other)),
         };
-        match device.poll(wgpu::PollType::Wait {
-            submission_index: None,
-            timeout: Some(staging::POLL_TIMEOUT),
-        }) {
-            Ok(_) => {}
-            Err(e) => return Err(staging::poll_error(e)),
-        }
+        exec::poll(
+            device,
+            wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: Some(exec::WAIT_LIMIT),
+            },
+        )?;
         if self.inner.byte_len == 0 {
             return Ok(BufferHandle::empty(tag));
         }
-        let alignment = device
-            .limits()
+        let alignment = shared
+            .limits
             .min_storage_buffer_offset_alignment
             .max(MIN_BUFFER_ALIGNMENT);
         let class = if self
@@ -672,34 +932,21 @@ impl GpuBufferHandle {
             SyncMode::ProducerSynced,
             class,
         )
-        .map_err(|e| BackendError::Internal(e.to_string()))
+        .map_err(|_| BackendError::Bug("a valid buffer gave an invalid BufferHandle"))
     }
 }
 
-/// Chunks per reading thread below which a readback uses one thread (which
-/// still splits each large host copy over several threads).
-const MULTI_READER_CHUNKS: usize = 4;
-
-/// One chunk of a readback: the widened source range and where its requested
-/// part goes.
-struct Job<'d, B> {
-    /// Source offset of the chunk (4-byte aligned).
-    src: u64,
-    /// Bytes copied to staging (a multiple of 4).
-    len: u64,
-    /// Where the requested part starts inside the chunk.
-    view_from: usize,
-    /// The destination piece for that part.
-    dst: &'d mut [B],
-}
-
-/// `(start, widened_len, skip)`: the 4-byte-aligned copy that covers
-/// `[offset, offset + len)`, and where the request starts inside it.
-/// The caller checked `offset + len <= byte_len <= allocation_len`, and
-/// `allocation_len` is a multiple of 4, so the widened end stays inside the
-/// allocation.
-const fn widen(offset: u64, len: u64) -> (u64, u64, usize) {
-    let start = offset - offset % COPY_BUFFER_ALIGNMENT;
-    let end = (offset + len).next_multiple_of(COPY_BUFFER_ALIGNMENT);
-    (start, end - start, (offset - start) as usize)
+/// How many `T` make `byte_len` bytes.
+fn elements<T>(byte_len: u64) -> Result<usize, BackendError> {
+    let size = size_of::<T>();
+    match u64::try_from(size) {
+        Ok(s) if s > 0 && byte_len.is_multiple_of(s) => {
+            Ok(usize::try_from(byte_len / s).map_err(|_| ApiMisuse::Overflow)?)
+        }
+        _ => Err(ApiMisuse::ElementSize {
+            byte_len,
+            element_size: size,
+        }
+        .into()),
+    }
 }

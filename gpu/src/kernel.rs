@@ -13,19 +13,30 @@
 //! Bind groups are cached by a *signature*: for each binding, the buffer's
 //! process-wide id with the bound range, or, for inline uniform data, the
 //! binding slot and size (the data goes to a per-kernel uniform buffer that is
-//! rewritten on every dispatch). Ids are never reused, so a signature can
-//! never match a different buffer. When buffers are dropped, their entries
-//! leave the cache at the kernel's next dispatch (the registry counts drops;
-//! a kernel that sees the count change sweeps out entries naming dead ids),
-//! and the cache never holds more than [`MAX_CACHED`] bind groups.
+//! rewritten on every dispatch). A whole buffer and a range are keyed apart,
+//! and a range of zero bytes is refused ([`ApiMisuse::EmptyRange`]). Ids are
+//! never reused, so a signature can never match a different buffer. A bound
+//! buffer knows which caches hold bind groups naming it; when its last handle
+//! drops, it removes exactly those entries (and frees its memory), so no
+//! cache keeps a dead buffer's memory alive and no dispatch sweeps. The cache
+//! never holds more than [`MAX_CACHED`] bind groups.
+//!
+//! ## Devices
+//!
+//! A kernel belongs to the device it was compiled on: every resource of a
+//! dispatch must be a buffer of that device ([`ApiMisuse::WrongDevice`]), and
+//! the queue must be the device's ([`ApiMisuse::WrongQueue`]), checked before
+//! anything is encoded.
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::staging::{self, scoped};
-use crate::{BackendError, GpuBufferHandle, GpuResource, registry};
+use crate::device::{self, DeviceShared, TeardownEnd, TeardownStart};
+use crate::exec::{lost_or, scoped_now};
+use crate::handle::Evict;
+use crate::{ApiMisuse, BackendError, GpuBufferHandle, GpuResource};
 
 /// Inline uniform data is bound as a buffer of at least 16 bytes, padded to 16.
 fn padded_len(data: &[u8]) -> u64 {
@@ -48,15 +59,38 @@ pub struct CacheStats {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
-    /// Buffer id, offset, size (0 = whole buffer).
-    Buffer(u64, u64, u64),
+    /// A whole buffer, by id.
+    Whole(u64),
+    /// A range of a buffer: id, offset, size (never 0).
+    Range(u64, u64, u64),
     /// Inline uniform data of this many (padded) bytes.
     Uniform(u64),
 }
 
+impl Key {
+    fn names(&self, id: u64) -> bool {
+        matches!(self, Self::Whole(b) | Self::Range(b, ..) if *b == id)
+    }
+}
+
+/// The bind groups of one kernel, by signature.
+#[derive(Default)]
 struct Cache {
-    groups: HashMap<Vec<Key>, wgpu::BindGroup>,
-    seen_drops: u64,
+    groups: Mutex<HashMap<Vec<Key>, wgpu::BindGroup>>,
+}
+
+impl Cache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<Key>, wgpu::BindGroup>> {
+        // Each critical section is one map operation: poisoning is ignored.
+        self.groups.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Evict for Cache {
+    fn evict(&self, id: u64) {
+        self.lock()
+            .retain(|sig, _| !sig.iter().any(|k| k.names(id)));
+    }
 }
 
 /// A compiled WGSL compute entry point.
@@ -82,17 +116,19 @@ struct Cache {
 /// # Ok::<(), hurray_gpu::BackendError>(())
 /// ```
 pub struct GpuKernel {
-    device: wgpu::Device,
+    _start: TeardownStart,
+    shared: Arc<DeviceShared>,
     pipeline: wgpu::ComputePipeline,
     layout: Option<wgpu::BindGroupLayout>,
     entry_point: String,
-    cache: Mutex<Cache>,
+    cache: Arc<Cache>,
     uniforms: Mutex<HashMap<(usize, u64), wgpu::Buffer>>,
     /// Held from writing inline uniforms to submitting: the uniform buffers
     /// are per kernel, so two dispatches with different data must not interleave.
     dispatching: Mutex<()>,
     hits: AtomicU64,
     misses: AtomicU64,
+    _end: TeardownEnd,
 }
 
 impl std::fmt::Debug for GpuKernel {
@@ -108,10 +144,12 @@ impl GpuKernel {
     /// Compiles `wgsl` and builds the compute pipeline of `entry_point`.
     ///
     /// # Errors
-    /// [`BackendError::Validation`] when the WGSL does not compile or has no
-    /// such compute entry point (the message carries wgpu's diagnostic).
+    /// [`BackendError::Wgpu`] (validation) when the WGSL does not compile or
+    /// has no such compute entry point (the message carries wgpu's diagnostic).
     pub fn new(device: &wgpu::Device, wgsl: &str, entry_point: &str) -> Result<Self, BackendError> {
-        let pipeline = scoped(device, || {
+        let shared = device::shared(device, None);
+        let device = &shared.device;
+        let pipeline = scoped_now(device, || {
             let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(entry_point),
                 source: wgpu::ShaderSource::Wgsl(wgsl.into()),
@@ -127,20 +165,19 @@ impl GpuKernel {
         })?;
         // A shader without group 0 has no layout to fetch; that is only an
         // error if a dispatch later passes resources.
-        let layout = scoped(device, || pipeline.get_bind_group_layout(0)).ok();
+        let layout = scoped_now(device, || pipeline.get_bind_group_layout(0)).ok();
         Ok(Self {
-            device: device.clone(),
+            _start: TeardownStart,
+            shared,
             pipeline,
             layout,
             entry_point: entry_point.to_owned(),
-            cache: Mutex::new(Cache {
-                groups: HashMap::new(),
-                seen_drops: registry::drop_count(),
-            }),
+            cache: Arc::default(),
             uniforms: Mutex::default(),
             dispatching: Mutex::default(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            _end: TeardownEnd,
         })
     }
 
@@ -153,7 +190,7 @@ impl GpuKernel {
     /// Cache hit/miss counts and current size.
     #[must_use]
     pub fn cache_stats(&self) -> CacheStats {
-        let entries = self.cache.lock().map_or(0, |c| c.groups.len());
+        let entries = self.cache.lock().len();
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
@@ -163,17 +200,18 @@ impl GpuKernel {
 
     /// Drops every cached bind group.
     pub fn clear_cache(&self) {
-        if let Ok(mut c) = self.cache.lock() {
-            c.groups.clear();
-        }
+        self.cache.lock().clear();
     }
 
     /// Dispatches `workgroups` = `[x, y, z]` workgroups over `resources`.
     ///
     /// # Errors
-    /// * [`BackendError::Validation`] when a count exceeds the device's
-    ///   `max_compute_workgroups_per_dimension` (checked before encoding), or
-    ///   when the resources do not match the shader's bindings;
+    /// * [`ApiMisuse::TooManyWorkgroups`] when a count exceeds the device's
+    ///   `max_compute_workgroups_per_dimension`, [`ApiMisuse::WrongDevice`] /
+    ///   [`ApiMisuse::WrongQueue`] for a buffer or queue of another device
+    ///   (all checked before encoding);
+    /// * [`BackendError::Wgpu`] when the resources do not match the shader's
+    ///   bindings;
     /// * [`BackendError::DeviceLost`] when the device is gone.
     pub fn dispatch(
         &self,
@@ -191,9 +229,11 @@ impl GpuKernel {
     /// `offset`: three `u32` (x, y, z), as written by an earlier pass.
     ///
     /// # Errors
-    /// * [`BackendError::Validation`] when `args` lacks `INDIRECT` usage,
-    ///   `offset` is not a multiple of 4, or `offset + 12` exceeds `args`
-    ///   (all checked before encoding), or the resources do not match;
+    /// * [`ApiMisuse::MissingUsage`] when `args` lacks `INDIRECT` usage,
+    ///   [`ApiMisuse::IndirectOffset`] when `offset` is not a multiple of 4,
+    ///   [`ApiMisuse::RangeOutOfBounds`] when `offset + 12` exceeds `args`,
+    ///   [`ApiMisuse::WrongDevice`] (all checked before encoding);
+    /// * [`BackendError::Wgpu`] when the resources do not match;
     /// * [`BackendError::DeviceLost`] when the device is gone.
     pub fn dispatch_indirect(
         &self,
@@ -202,26 +242,30 @@ impl GpuKernel {
         args: &GpuBufferHandle,
         offset: u64,
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
-        if !args.usage().contains(wgpu::BufferUsages::INDIRECT) {
-            return Err(BackendError::Validation(format!(
-                "indirect args buffer usage {:?} lacks INDIRECT",
-                args.usage()
-            )));
+        if !Arc::ptr_eq(args.shared(), &self.shared) {
+            return Err(ApiMisuse::WrongDevice.into());
+        }
+        let usage = args.usage();
+        if !usage.contains(wgpu::BufferUsages::INDIRECT) {
+            return Err(ApiMisuse::MissingUsage {
+                required: wgpu::BufferUsages::INDIRECT,
+                actual: usage,
+            }
+            .into());
         }
         if !offset.is_multiple_of(4) {
-            return Err(BackendError::Validation(format!(
-                "indirect offset {offset} is not a multiple of 4"
-            )));
+            return Err(ApiMisuse::IndirectOffset { offset }.into());
         }
-        let end = offset.checked_add(12).ok_or(BackendError::Overflow)?;
+        let end = offset.checked_add(12).ok_or(ApiMisuse::Overflow)?;
         if end > args.byte_len() {
-            return Err(BackendError::RangeOutOfBounds {
+            return Err(ApiMisuse::RangeOutOfBounds {
                 offset,
                 len: 12,
                 byte_len: args.byte_len(),
-            });
+            }
+            .into());
         }
-        let buffer = args.buffer_arc();
+        let buffer = args.buffer().clone();
         self.run(queue, resources, |pass| {
             pass.dispatch_workgroups_indirect(&buffer, offset)
         })
@@ -229,13 +273,25 @@ impl GpuKernel {
 
     /// Refuses workgroup counts over the device limit, before anything is encoded.
     fn check_workgroups(&self, workgroups: [u32; 3]) -> Result<(), BackendError> {
-        let max = self.device.limits().max_compute_workgroups_per_dimension;
-        match workgroups.iter().find(|&&n| n > max) {
-            Some(&n) => Err(BackendError::Validation(format!(
-                "{workgroups:?} workgroups: {n} exceeds max_compute_workgroups_per_dimension {max}"
-            ))),
-            None => Ok(()),
+        let max = self.shared.limits.max_compute_workgroups_per_dimension;
+        if workgroups.iter().any(|&n| n > max) {
+            return Err(ApiMisuse::TooManyWorkgroups { workgroups, max }.into());
         }
+        Ok(())
+    }
+
+    /// Every buffer resource must live on the kernel's device.
+    fn check_resources(&self, resources: &[GpuResource]) -> Result<(), BackendError> {
+        let foreign = resources.iter().any(|r| match r {
+            GpuResource::Buffer(b) | GpuResource::BufferRange { buffer: b, .. } => {
+                !Arc::ptr_eq(b.shared(), &self.shared)
+            }
+            GpuResource::Uniform(_) => false,
+        });
+        if foreign {
+            return Err(ApiMisuse::WrongDevice.into());
+        }
+        Ok(())
     }
 
     fn run(
@@ -244,7 +300,9 @@ impl GpuKernel {
         resources: &[GpuResource],
         dispatch: impl FnOnce(&mut wgpu::ComputePass<'_>),
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
-        let device = &self.device;
+        let queue = self.shared.check_queue(queue)?;
+        self.check_resources(resources)?;
+        let device = &self.shared.device;
         let _serial = resources
             .iter()
             .any(|r| matches!(r, GpuResource::Uniform(_)))
@@ -258,14 +316,14 @@ impl GpuKernel {
         } else {
             Some(self.bind_group(queue, resources)?)
         };
-        scoped(device, || {
+        scoped_now(device, || {
             let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some(&self.entry_point),
             });
             self.encode_pass(&mut encoder, group.as_ref(), dispatch);
             queue.submit([encoder.finish()])
         })
-        .map_err(|e| staging::lost_or(device, queue, e))
+        .map_err(|e| lost_or(device, queue, e))
     }
 
     fn encode_pass(
@@ -293,10 +351,14 @@ impl GpuKernel {
     /// recorded dispatches would all see the last data. Bind a uniform buffer
     /// instead, or use [`dispatch`](Self::dispatch).
     ///
+    /// The encoder must come from the kernel's device (wgpu cannot tell
+    /// hurray which device an encoder belongs to).
+    ///
     /// # Errors
-    /// As [`dispatch`](Self::dispatch), plus [`BackendError::Validation`] for
-    /// an inline uniform. Validation errors of the recorded commands surface
-    /// when the caller submits the encoder (inside the caller's error scope).
+    /// As [`dispatch`](Self::dispatch), plus [`ApiMisuse::RecordedUniform`]
+    /// for an inline uniform. Validation errors of the recorded commands
+    /// surface when the caller submits the encoder (inside the caller's error
+    /// scope).
     pub fn record(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -308,18 +370,16 @@ impl GpuKernel {
             .iter()
             .any(|r| matches!(r, GpuResource::Uniform(_)))
         {
-            return Err(BackendError::Validation(
-                "inline uniforms cannot be recorded; use dispatch() or bind a uniform buffer"
-                    .into(),
-            ));
+            return Err(ApiMisuse::RecordedUniform.into());
         }
+        self.check_resources(resources)?;
         let group = if resources.is_empty() {
             None
         } else {
             // No uniform: the queue is not used.
             Some(self.bind_group_without_uniforms(resources)?)
         };
-        scoped(&self.device, || {
+        scoped_now(&self.shared.device, || {
             self.encode_pass(encoder, group.as_ref(), |pass| {
                 pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
             });
@@ -349,39 +409,34 @@ impl GpuKernel {
         let keys: Vec<Key> = resources
             .iter()
             .map(|r| match r {
-                GpuResource::Buffer(b) => Key::Buffer(b.id(), 0, 0),
+                GpuResource::Buffer(b) => Key::Whole(b.id()),
                 GpuResource::BufferRange {
                     buffer,
                     offset,
                     size,
-                } => Key::Buffer(buffer.id(), *offset, *size),
+                } => Key::Range(buffer.id(), *offset, *size),
                 GpuResource::Uniform(data) => Key::Uniform(padded_len(data)),
             })
             .collect();
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let drops = registry::drop_count();
-        if drops != cache.seen_drops {
-            cache.seen_drops = drops;
-            cache.groups.retain(|sig, _| {
-                sig.iter().all(|k| match k {
-                    Key::Buffer(id, ..) => registry::is_resident(*id),
-                    Key::Uniform(_) => true,
-                })
-            });
-        }
-        if let Some(g) = cache.groups.get(&keys) {
+        if let Some(g) = self.cache.lock().get(&keys) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(g.clone());
         }
         let group = self.create_bind_group(resources, &keys)?;
         self.misses.fetch_add(1, Ordering::Relaxed);
-        if cache.groups.len() >= MAX_CACHED {
-            cache.groups.clear();
+        // The buffers learn that this cache names them before the entry
+        // exists, so a buffer dropped in between finds (and removes) it.
+        let cache: Arc<dyn Evict> = self.cache.clone();
+        for r in resources {
+            if let GpuResource::Buffer(b) | GpuResource::BufferRange { buffer: b, .. } = r {
+                b.note_bound(&cache);
+            }
         }
-        cache.groups.insert(keys, group.clone());
+        let mut groups = self.cache.lock();
+        if groups.len() >= MAX_CACHED {
+            groups.clear();
+        }
+        groups.insert(keys, group.clone());
         Ok(group)
     }
 
@@ -396,11 +451,11 @@ impl GpuKernel {
             .uniforms
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let device = &self.device;
+        let device = &self.shared.device;
         let buffer = match uniforms.get(&(slot, padded)) {
             Some(b) => b,
             None => {
-                let b = scoped(device, || {
+                let b = scoped_now(device, || {
                     device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("hurray inline uniform"),
                         size: padded,
@@ -412,8 +467,8 @@ impl GpuKernel {
             }
         };
         let mut bytes = data.to_vec();
-        bytes.resize(padded as usize, 0);
-        scoped(device, || queue.write_buffer(buffer, 0, &bytes))
+        bytes.resize(usize::try_from(padded).map_err(|_| ApiMisuse::Overflow)?, 0);
+        scoped_now(device, || queue.write_buffer(buffer, 0, &bytes))
     }
 
     fn create_bind_group(
@@ -422,11 +477,10 @@ impl GpuKernel {
         keys: &[Key],
     ) -> Result<wgpu::BindGroup, BackendError> {
         let Some(layout) = &self.layout else {
-            return Err(BackendError::Validation(format!(
-                "entry point `{}` binds no @group(0) but {} resources were given",
-                self.entry_point,
-                resources.len()
-            )));
+            return Err(ApiMisuse::NoBindGroup {
+                resources: resources.len(),
+            }
+            .into());
         };
         let uniforms = self
             .uniforms
@@ -434,7 +488,7 @@ impl GpuKernel {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut entries = Vec::with_capacity(resources.len());
         for (slot, (r, key)) in resources.iter().zip(keys).enumerate() {
-            let binding = u32::try_from(slot).map_err(|_| BackendError::Overflow)?;
+            let binding = u32::try_from(slot).map_err(|_| ApiMisuse::Overflow)?;
             let resource = match (r, key) {
                 (GpuResource::Buffer(b), _) => b.buffer().as_entire_binding(),
                 (
@@ -445,11 +499,7 @@ impl GpuKernel {
                     },
                     _,
                 ) => {
-                    let size = NonZeroU64::new(*size).ok_or_else(|| {
-                        BackendError::Validation(format!(
-                            "binding {binding}: a buffer range of 0 bytes"
-                        ))
-                    })?;
+                    let size = NonZeroU64::new(*size).ok_or(ApiMisuse::EmptyRange)?;
                     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                         buffer: buffer.buffer(),
                         offset: *offset,
@@ -458,16 +508,16 @@ impl GpuKernel {
                 }
                 (GpuResource::Uniform(_), Key::Uniform(padded)) => uniforms
                     .get(&(slot, *padded))
-                    .ok_or_else(|| BackendError::Internal("inline uniform buffer missing".into()))?
+                    .ok_or(BackendError::Bug("inline uniform buffer missing"))?
                     .as_entire_binding(),
                 (GpuResource::Uniform(_), _) => {
-                    return Err(BackendError::Internal("signature mismatch".into()));
+                    return Err(BackendError::Bug("bind-group signature mismatch"));
                 }
             };
             entries.push(wgpu::BindGroupEntry { binding, resource });
         }
-        let device = &self.device;
-        scoped(device, || {
+        let device = &self.shared.device;
+        scoped_now(device, || {
             device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(&self.entry_point),
                 layout,

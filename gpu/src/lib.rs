@@ -1,19 +1,49 @@
-//! # hurray-gpu
+//! # hurray-rs-gpu (library `hurray_gpu`)
 //!
 //! GPU buffers for hurray, on [`wgpu`] (re-exported, so users get the
-//! matching version): [`GpuBufferHandle`] uploads, allocates and reads back
-//! buffers, keeps a process-wide registry of live buffers by id, and
-//! describes itself as a [`hurray_core::BufferHandle`].
+//! matching version): [`GpuBufferHandle`] uploads, allocates, writes and
+//! reads back buffers, keeps a process-wide registry of live buffers by id,
+//! and describes itself as a [`hurray_core::BufferHandle`]; [`GpuKernel`]
+//! runs WGSL compute kernels over them.
 //!
 //! ## Contract
 //!
-//! * No call panics on bad arguments or on wgpu failures: every wgpu call this
-//!   crate makes runs inside validation and out-of-memory error scopes, and
-//!   every failure comes back as a [`BackendError`].
-//! * Readback arguments (usage, range, overflow) are checked before anything
-//!   is encoded; a zero-length read touches no GPU.
-//! * Readbacks reuse staging buffers from a per-buffer pool and pipeline large
-//!   reads in chunks (`docs/impl/gpu-readback.md`).
+//! * **No call panics** on bad arguments, wgpu failures or a lost device:
+//!   every wgpu call this crate makes runs inside validation, out-of-memory
+//!   and internal error scopes, a panic inside `Device::poll` (wgpu's answer
+//!   to a fatal device error) is caught, and a panic on a worker thread is
+//!   reported as [`BackendError::Bug`]. Only a panic of a closure you pass
+//!   (`read_mapped`, `write_mapped`) reaches you, as with `std::thread::scope`.
+//! * **Errors name the party at fault** ([`BackendError`]): your misuse
+//!   ([`ApiMisuse`], checked before anything is encoded), wgpu's refusal
+//!   ([`WgpuError`], with wgpu's cause chain), the device, or hurray itself.
+//! * **A handle stays on its device.** A call with another device or queue
+//!   than the handle's is [`ApiMisuse::WrongDevice`] / [`ApiMisuse::WrongQueue`];
+//!   hurray never mixes objects of two devices or instances.
+//! * **Non-blocking first.** Every transfer has an `_async` form that never
+//!   blocks on the GPU: it waits for map callbacks, which run when *someone
+//!   polls the device* — your event loop (`device.poll(wgpu::PollType::Poll)`,
+//!   [`GpuContext::poll`]), a helper thread, or the browser. The blocking
+//!   forms (the seed API) run the async ones and poll by themselves: they spin
+//!   briefly, then sleep in the driver, never longer than 60 s in all.
+//! * **Bounded resources.** Host copies run on one process-wide worker pool
+//!   ([`set_worker_threads`], [`worker_threads`]) with a bounded queue; no
+//!   thread is spawned per call. Idle staging memory is capped process-wide
+//!   ([`set_staging_cap`], [`staging_stats`]). Dropping the last clone of a
+//!   handle frees its GPU memory at once, even if kernels cached bind groups
+//!   for it.
+//! * **Unsafe lives in two places**: `copy::commit`, an `unsafe fn` that sets
+//!   a `Vec`'s length after a readback filled its spare capacity (its one call
+//!   site argues why); and `share/sys.rs` (Linux), the Vulkan external-memory
+//!   and `SCM_RIGHTS` calls that sharing needs, each block argued. Everything
+//!   else is safe.
+//! * **Sharing without copies** (Linux, Vulkan): `alloc_exportable` memory
+//!   goes to another device, process or API as an opaque file descriptor
+//!   plus a hurray descriptor (`SharedBuffer`); a received message is
+//!   validated whole before `GpuBufferHandle::import` touches it.
+//!
+//! Details: `docs/impl/gpu-readback.md`, `docs/impl/gpu-transfers.md`,
+//! `docs/impl/gpu-share.md`, `docs/robustness.md`.
 //!
 //! ```no_run
 //! use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
@@ -23,26 +53,53 @@
 //! let h = GpuBufferHandle::upload_slice(&ctx.device, &ctx.queue, &data, BufferUsages::COPY_SRC)?;
 //! assert_eq!(h.element_count(), 1024);
 //! assert_eq!(h.readback_vec::<u32>(&ctx.device, &ctx.queue)?, data);
+//!
+//! // The same read without blocking: poll the device while the future runs.
+//! let read = h.readback_vec_async::<u32>(&ctx.device, &ctx.queue);
+//! let mut read = std::pin::pin!(read);
+//! let waker = std::task::Waker::noop();
+//! let values = loop {
+//!     ctx.poll()?;
+//!     if let std::task::Poll::Ready(r) = read.as_mut().poll(&mut std::task::Context::from_waker(waker)) {
+//!         break r?;
+//!     }
+//! };
+//! assert_eq!(values, data);
 //! # Ok::<(), hurray_gpu::BackendError>(())
 //! ```
-// One `unsafe` block (`copy::append`, a `Vec::set_len` after a checked fill),
-// argued in its SAFETY comment; everything else is safe.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
+// On the browser's wasm32, wgpu objects are neither `Send` nor `Sync`; the
+// crate keeps one shape (`Arc`) on every target.
+#![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
 
 mod context;
 mod copy;
+mod device;
 mod error;
+mod exec;
 mod handle;
 mod kernel;
+mod pool;
+mod readback;
 mod registry;
 mod resource;
+#[cfg(target_os = "linux")]
+mod share;
 mod staging;
+mod upload;
 
 pub use context::GpuContext;
-pub use error::BackendError;
-pub use handle::GpuBufferHandle;
+pub use error::{ApiMisuse, BackendError, WgpuError, WgpuErrorKind};
+pub use exec::wait_for;
+pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
-pub use registry::resident_count;
+pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
+#[cfg(target_os = "linux")]
+pub use share::{
+    DeviceIdentity, MAX_DESCRIPTOR_LEN, MessageError, SHARED_USAGE, ShareError, SharedBuffer,
+    Unsupported, device_identity,
+};
+pub use staging::{DEFAULT_STAGING_CAP, StagingStats, set_staging_cap, staging_stats};
 pub use wgpu;

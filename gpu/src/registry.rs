@@ -1,30 +1,20 @@
-//! The process-wide resident registry: id -> live buffer.
+//! A process-wide registry: id -> live object, by weak reference.
 //!
 //! Ids come from a process-wide counter that starts at 1 and is never reset,
 //! so an id is never 0 and never reused. The registry holds only `Weak`
-//! references: it never keeps a buffer alive, and once the last
-//! `GpuBufferHandle` clone is dropped the id resolves to `None` forever (the
-//! entry is removed by the buffer's own `Drop`, and a lookup racing with that
-//! drop fails to upgrade the `Weak`, so no buffer is ever resurrected).
+//! references: it never keeps an object alive, and once the last strong
+//! reference is dropped the id resolves to `None` forever (the owner removes
+//! the entry in its `Drop`, and a lookup racing with that drop fails to
+//! upgrade the `Weak`, so nothing is ever resurrected).
+//!
+//! The registry knows nothing of what it stores: the buffer handle module
+//! owns its registry and its entries.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
-
-use crate::handle::Inner;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-/// Buffers dropped so far; caches sweep dead ids when this changes.
-static DROPS: AtomicU64 = AtomicU64::new(0);
-static RESIDENT: LazyLock<Mutex<HashMap<u64, Weak<Inner>>>> = LazyLock::new(Mutex::default);
-
-fn table() -> MutexGuard<'static, HashMap<u64, Weak<Inner>>> {
-    // A panic while the lock was held cannot leave the map inconsistent
-    // (every operation is a single insert/remove/get), so poisoning is ignored.
-    RESIDENT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// A fresh id: never 0, never returned twice in this process.
 pub(crate) fn next_id() -> u64 {
@@ -32,31 +22,41 @@ pub(crate) fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-pub(crate) fn register(id: u64, inner: &Arc<Inner>) {
-    table().insert(id, Arc::downgrade(inner));
+/// Live objects by id.
+pub(crate) struct Registry<T> {
+    table: Mutex<HashMap<u64, Weak<T>>>,
 }
 
-pub(crate) fn unregister(id: u64) {
-    table().remove(&id);
-    DROPS.fetch_add(1, Ordering::Release);
-}
+impl<T> Registry<T> {
+    /// An empty registry.
+    pub(crate) fn new() -> Self {
+        Self {
+            table: Mutex::new(HashMap::new()),
+        }
+    }
 
-/// How many buffers have been dropped in this process.
-pub(crate) fn drop_count() -> u64 {
-    DROPS.load(Ordering::Acquire)
-}
+    fn table(&self) -> MutexGuard<'_, HashMap<u64, Weak<T>>> {
+        // A panic while the lock was held cannot leave the map inconsistent
+        // (every operation is a single insert/remove/get), so poisoning is ignored.
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
-/// Whether a buffer with this id is still alive.
-pub(crate) fn is_resident(id: u64) -> bool {
-    table().get(&id).is_some_and(|w| w.strong_count() > 0)
-}
+    pub(crate) fn register(&self, id: u64, object: &Arc<T>) {
+        self.table().insert(id, Arc::downgrade(object));
+    }
 
-pub(crate) fn resolve(id: u64) -> Option<Arc<Inner>> {
-    table().get(&id).and_then(Weak::upgrade)
-}
+    pub(crate) fn unregister(&self, id: u64) {
+        self.table().remove(&id);
+    }
 
-/// Number of live buffers in the registry (diagnostics and leak tests).
-#[must_use]
-pub fn resident_count() -> usize {
-    table().len()
+    pub(crate) fn resolve(&self, id: u64) -> Option<Arc<T>> {
+        let weak = self.table().get(&id).cloned();
+        // Upgraded outside the lock: if this is the last reference, its drop
+        // (which unregisters) must not run under the lock.
+        weak.and_then(|w| w.upgrade())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.table().len()
+    }
 }

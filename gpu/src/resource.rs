@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use zerocopy::{Immutable, IntoBytes};
 
-use crate::{BackendError, GpuBufferHandle};
+use crate::{ApiMisuse, BackendError, GpuBufferHandle};
 
 /// A bindable resource of a compute dispatch.
 #[derive(Debug, Clone)]
@@ -29,16 +29,21 @@ impl GpuResource {
     /// A byte range of `buffer`.
     ///
     /// # Errors
-    /// [`BackendError::RangeOutOfBounds`] when the range exceeds the buffer's
-    /// logical length, [`BackendError::Overflow`] when `offset + size` overflows.
+    /// [`ApiMisuse::EmptyRange`] for `size == 0` (a binding of no bytes),
+    /// [`ApiMisuse::RangeOutOfBounds`] when the range exceeds the buffer's
+    /// logical length, [`ApiMisuse::Overflow`] when `offset + size` overflows.
     pub fn range(buffer: &GpuBufferHandle, offset: u64, size: u64) -> Result<Self, BackendError> {
-        let end = offset.checked_add(size).ok_or(BackendError::Overflow)?;
+        if size == 0 {
+            return Err(ApiMisuse::EmptyRange.into());
+        }
+        let end = offset.checked_add(size).ok_or(ApiMisuse::Overflow)?;
         if end > buffer.byte_len() {
-            return Err(BackendError::RangeOutOfBounds {
+            return Err(ApiMisuse::RangeOutOfBounds {
                 offset,
                 len: size,
                 byte_len: buffer.byte_len(),
-            });
+            }
+            .into());
         }
         Ok(Self::BufferRange {
             buffer: buffer.clone(),

@@ -1,258 +1,289 @@
-//! Staging buffers: a pool keyed by size class, and the copy/map machinery
-//! every readback goes through.
+//! Staging buffers: per-device pools under one process-wide cap.
 //!
-//! Each `GpuBufferHandle` owns its pool (shared by its clones): wgpu's
-//! `Device` equality compares per-instance ids, so a process-wide pool keyed
-//! by device could hand one instance's buffer to another instance's device
-//! (wgpu-core panics on that). Owning the pool per buffer also frees staging
-//! memory with the buffer. A staging buffer (`MAP_READ | COPY_DST`) returns
-//! to the pool only after it has been unmapped; one whose map failed or timed
-//! out is dropped instead. The pool keeps at most [`MAX_PER_CLASS`] buffers
-//! per size class, and at most [`MAX_POOLED_BYTES`] plus the buffer's own
-//! size in all (a whole-buffer `read_mapped` maps one staging buffer as big
-//! as the read).
+//! ## Contract
+//!
+//! * Each device has two pools (in its `DeviceShared`): *read* staging
+//!   (`MAP_READ | COPY_DST`, idle and unmapped) and *write* staging
+//!   (`MAP_WRITE | COPY_SRC`, idle and **mapped**, ready to be filled: a write
+//!   never waits for a mapping). Buffers are keyed by size class
+//!   ([`size_class`]): powers of two from 256 B up to [`CHUNK`], multiples of
+//!   [`CHUNK`] above, never above the device's `max_buffer_size`.
+//! * A buffer enters a pool only in the state above; one whose map failed is
+//!   dropped. The idle buffers of all pools together never exceed the
+//!   process-wide cap ([`set_staging_cap`], default [`DEFAULT_STAGING_CAP`]):
+//!   a buffer that does not fit evicts idle buffers of other classes first,
+//!   and is dropped if it is larger than the cap itself.
+//! * [`staging_stats`] reports what the pools hold and what transfers hold.
+//!   Pools are per device because wgpu objects of one instance must never
+//!   reach another instance's device (wgpu-core panics on that), and they die
+//!   with the device's last handle.
 
 use std::collections::HashMap;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use wgpu::{BufferUsages, COPY_BUFFER_ALIGNMENT};
+use wgpu::BufferUsages;
 
 use crate::BackendError;
+use crate::exec::scoped;
 
-/// Buffers kept per size class (two per readback thread).
-pub(crate) const MAX_PER_CLASS: usize = 2 * crate::copy::MAX_THREADS;
-/// Bytes of idle staging kept per buffer, besides one as large as the buffer.
-pub(crate) const MAX_POOLED_BYTES: u64 = 8 * CHUNK;
+/// Long transfers are pipelined in chunks of this size.
+pub(crate) const CHUNK: u64 = 8 << 20;
 /// The smallest staging buffer.
 const MIN_CLASS: u64 = 256;
-/// Reads longer than one chunk are pipelined in chunks of this size.
-pub(crate) const CHUNK: u64 = 8 << 20;
-/// How long a readback waits for the GPU before giving up.
-pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Idle buffers kept per size class and pool.
+const MAX_PER_CLASS: usize = 8;
+/// The default process-wide cap on idle staging memory.
+pub const DEFAULT_STAGING_CAP: u64 = 512 << 20;
 
-/// Idle staging buffers by size class.
-pub(crate) struct Pool {
-    inner: Mutex<PoolInner>,
-    budget: u64,
+static CAP: AtomicU64 = AtomicU64::new(DEFAULT_STAGING_CAP);
+static POOLED: AtomicU64 = AtomicU64::new(0);
+static POOLED_BUFFERS: AtomicU64 = AtomicU64::new(0);
+static IN_USE: AtomicU64 = AtomicU64::new(0);
+
+/// What the staging pools hold, process-wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct StagingStats {
+    /// Bytes of idle staging buffers kept for reuse (all devices).
+    pub pooled_bytes: u64,
+    /// How many idle staging buffers are kept.
+    pub pooled_buffers: u64,
+    /// Bytes of staging buffers that transfers hold right now (in flight).
+    pub in_use_bytes: u64,
+    /// The cap on `pooled_bytes`.
+    pub cap_bytes: u64,
 }
 
+/// What the staging pools hold right now.
+///
+/// ```
+/// let s = hurray_gpu::staging_stats();
+/// assert!(s.pooled_bytes <= s.cap_bytes);
+/// ```
+#[must_use]
+pub fn staging_stats() -> StagingStats {
+    StagingStats {
+        pooled_bytes: POOLED.load(Ordering::Acquire),
+        pooled_buffers: POOLED_BUFFERS.load(Ordering::Acquire),
+        in_use_bytes: IN_USE.load(Ordering::Acquire),
+        cap_bytes: CAP.load(Ordering::Acquire),
+    }
+}
+
+/// Sets the process-wide cap on idle staging memory (bytes; default
+/// [`DEFAULT_STAGING_CAP`]). Idle buffers above a lowered cap are freed as
+/// buffers come back to the pools; [`GpuBufferHandle::trim_staging`](crate::GpuBufferHandle::trim_staging)
+/// frees a device's idle buffers at once. `0` disables pooling.
+pub fn set_staging_cap(bytes: u64) {
+    CAP.store(bytes, Ordering::Release);
+}
+
+/// The two pools of one device.
 #[derive(Default)]
-struct PoolInner {
-    free: HashMap<u64, Vec<wgpu::Buffer>>,
+pub(crate) struct Pools {
+    read: Mutex<Free>,
+    write: Mutex<Free>,
+}
+
+/// Idle buffers of one pool, by size class, oldest first.
+#[derive(Default)]
+struct Free {
+    lists: HashMap<u64, Vec<wgpu::Buffer>>,
     bytes: u64,
 }
 
-impl Pool {
-    fn lock(&self) -> MutexGuard<'_, PoolInner> {
-        // Each critical section is one map operation: poisoning cannot leave
-        // the pool inconsistent, so it is ignored.
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Which pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `MAP_READ | COPY_DST`, kept unmapped.
+    Read,
+    /// `MAP_WRITE | COPY_SRC`, kept mapped.
+    Write,
+}
+
+/// A staging buffer taken from (or made for) a pool; counts as in use until
+/// dropped or given back.
+pub(crate) struct Staging {
+    pub(crate) buffer: wgpu::Buffer,
+}
+
+impl Staging {
+    fn new(buffer: wgpu::Buffer) -> Self {
+        IN_USE.fetch_add(buffer.size(), Ordering::AcqRel);
+        Self { buffer }
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        IN_USE.fetch_sub(self.buffer.size(), Ordering::AcqRel);
+    }
+}
+
+fn lock(m: &Mutex<Free>) -> MutexGuard<'_, Free> {
+    // Each critical section is one list operation plus its byte count:
+    // poisoning cannot leave a pool inconsistent.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Pools {
+    fn pool(&self, kind: Kind) -> &Mutex<Free> {
+        match kind {
+            Kind::Read => &self.read,
+            Kind::Write => &self.write,
+        }
     }
 
-    /// Bytes of idle staging buffers in the pool.
-    pub(crate) fn bytes(&self) -> u64 {
-        self.lock().bytes
+    /// An idle buffer of exactly `class` bytes, if the pool has one.
+    pub(crate) fn take_idle(&self, kind: Kind, class: u64) -> Option<Staging> {
+        let mut p = lock(self.pool(kind));
+        let b = p.lists.get_mut(&class).and_then(Vec::pop)?;
+        p.bytes -= class;
+        POOLED.fetch_sub(class, Ordering::AcqRel);
+        POOLED_BUFFERS.fetch_sub(1, Ordering::AcqRel);
+        drop(p);
+        Some(Staging::new(b))
     }
 
-    /// Drops every idle staging buffer.
-    pub(crate) fn clear(&self) {
-        let mut p = self.lock();
-        p.free.clear();
-        p.bytes = 0;
-    }
-
-    /// A pooled or new staging buffer of exactly `class` bytes.
-    pub(crate) fn take(
+    /// A pooled or new staging buffer of `class` bytes; a new write buffer is
+    /// created mapped.
+    pub(crate) async fn take(
         &self,
         device: &wgpu::Device,
+        kind: Kind,
         class: u64,
-    ) -> Result<wgpu::Buffer, BackendError> {
-        let pooled = {
-            let mut p = self.lock();
-            let b = p.free.get_mut(&class).and_then(Vec::pop);
-            if b.is_some() {
-                p.bytes -= class;
-            }
-            b
-        };
-        if let Some(b) = pooled {
-            return Ok(b);
+    ) -> Result<Staging, BackendError> {
+        if let Some(s) = self.take_idle(kind, class) {
+            return Ok(s);
         }
-        scoped(device, || {
+        let (usage, label, mapped) = match kind {
+            Kind::Read => (
+                BufferUsages::MAP_READ | BufferUsages::COPY_DST,
+                "hurray read staging",
+                false,
+            ),
+            Kind::Write => (
+                BufferUsages::MAP_WRITE | BufferUsages::COPY_SRC,
+                "hurray write staging",
+                true,
+            ),
+        };
+        let buffer = scoped(device, || {
             device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("hurray staging"),
+                label: Some(label),
                 size: class,
-                usage: BufferUsages::MAP_READ | BufferUsages::COPY_DST,
-                mapped_at_creation: false,
+                usage,
+                mapped_at_creation: mapped,
             })
         })
+        .await?;
+        Ok(Staging::new(buffer))
     }
 
-    /// A pool for a buffer of `allocation_len` bytes: its budget is
-    /// [`MAX_POOLED_BYTES`] for chunked reads plus one staging buffer as large
-    /// as the whole buffer, for repeated whole-buffer zero-copy reads.
-    pub(crate) fn new(allocation_len: u64) -> Self {
-        Self {
-            inner: Mutex::default(),
-            budget: MAX_POOLED_BYTES.saturating_add(allocation_len.next_power_of_two()),
+    /// Returns a buffer in its pool's state (read: unmapped; write: mapped),
+    /// within the process-wide cap; drops it otherwise.
+    pub(crate) fn give(&self, kind: Kind, staging: Staging) {
+        let class = staging.buffer.size();
+        let cap = CAP.load(Ordering::Acquire);
+        if class > cap {
+            return;
         }
+        let mut p = lock(self.pool(kind));
+        if p.lists
+            .get(&class)
+            .is_some_and(|l| l.len() >= MAX_PER_CLASS)
+        {
+            return;
+        }
+        // Make room: evict idle buffers of other classes of this pool, largest
+        // first, while the process-wide total would exceed the cap.
+        while POOLED.load(Ordering::Acquire) + class > cap {
+            let victim = p
+                .lists
+                .iter()
+                .filter(|(c, l)| **c != class && !l.is_empty())
+                .map(|(c, _)| *c)
+                .max();
+            let Some(v) = victim else { break };
+            if let Some(list) = p.lists.get_mut(&v) {
+                if !list.is_empty() {
+                    list.remove(0);
+                    p.bytes -= v;
+                    POOLED.fetch_sub(v, Ordering::AcqRel);
+                    POOLED_BUFFERS.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+        }
+        if POOLED.load(Ordering::Acquire) + class > cap {
+            return;
+        }
+        POOLED.fetch_add(class, Ordering::AcqRel);
+        POOLED_BUFFERS.fetch_add(1, Ordering::AcqRel);
+        p.bytes += class;
+        p.lists
+            .entry(class)
+            .or_default()
+            .push(staging.buffer.clone());
+        // `staging` drops here: no longer in use.
     }
 
-    /// Returns an unmapped staging buffer (or drops it when the pool is full).
-    pub(crate) fn give(&self, buffer: wgpu::Buffer) {
-        let class = buffer.size();
-        let mut p = self.lock();
-        let fits = p.bytes + class <= self.budget;
-        let list = p.free.entry(class).or_default();
-        if list.len() < MAX_PER_CLASS && fits {
-            list.push(buffer);
-            p.bytes += class;
+    /// Bytes of idle buffers in both pools.
+    pub(crate) fn bytes(&self) -> u64 {
+        lock(&self.read).bytes + lock(&self.write).bytes
+    }
+
+    /// Drops every idle buffer of both pools.
+    pub(crate) fn clear(&self) {
+        for m in [&self.read, &self.write] {
+            let mut p = lock(m);
+            let n: usize = p.lists.values().map(Vec::len).sum();
+            POOLED.fetch_sub(p.bytes, Ordering::AcqRel);
+            POOLED_BUFFERS.fetch_sub(n as u64, Ordering::AcqRel);
+            p.lists.clear();
+            p.bytes = 0;
         }
     }
 }
 
-/// The staging size for `len` bytes: the next power of two (at least 256),
-/// or `len` rounded to the copy granularity where that power exceeds `max`.
+impl Drop for Pools {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// The staging size for `len` bytes on a device whose largest staging buffer
+/// is `max` (a multiple of 4): the next power of two (at least 256) up to
+/// [`CHUNK`], the next multiple of [`CHUNK`] above, or `len` rounded to 4
+/// where that exceeds `max`.
 pub(crate) fn size_class(len: u64, max: u64) -> u64 {
-    let class = len
-        .max(MIN_CLASS)
-        .checked_next_power_of_two()
-        .unwrap_or(u64::MAX);
+    let class = if len <= CHUNK {
+        len.max(MIN_CLASS).next_power_of_two()
+    } else {
+        len.checked_next_multiple_of(CHUNK).unwrap_or(u64::MAX)
+    };
     if class <= max {
         class
     } else {
-        len.next_multiple_of(COPY_BUFFER_ALIGNMENT)
+        len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).min(max)
     }
 }
 
-/// Runs `f` inside validation, out-of-memory and internal error scopes and
-/// turns a captured error into a [`BackendError`].
-pub(crate) fn scoped<R>(device: &wgpu::Device, f: impl FnOnce() -> R) -> Result<R, BackendError> {
-    // Three scopes, one per error filter, so no error reaches wgpu's default
-    // uncaptured-error handler (which panics). Cost: about 0.4 µs per call
-    // on the CI box (0.27 µs measured for two).
-    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
-    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let out = f();
-    let validation = pollster::block_on(validation.pop());
-    let oom = pollster::block_on(oom.pop());
-    let internal = pollster::block_on(internal.pop());
-    match validation.or(oom).or(internal) {
-        Some(e) => Err(e.into()),
-        None => Ok(out),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_powers_of_two_then_chunks_and_never_above_max() {
+        let max = 1 << 40;
+        assert_eq!(size_class(1, max), 256);
+        assert_eq!(size_class(257, max), 512);
+        assert_eq!(size_class(CHUNK, max), CHUNK);
+        assert_eq!(size_class(CHUNK + 1, max), 2 * CHUNK);
+        // 100 MiB + 3 rounds to 104 MiB, not to 128 MiB.
+        assert_eq!(size_class((100 << 20) + 3, max), 104 << 20);
+        assert_eq!(size_class(5, 8), 8);
+        assert_eq!(size_class(4, 4), 4);
+        assert_eq!(size_class(3, 4), 4);
     }
-}
-
-/// Encodes and submits `src[src_offset..src_offset + len] -> staging[0..len]`
-/// and asks for `staging[0..len]` to be mapped once the copy is done.
-pub(crate) fn copy_and_map(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    src: &wgpu::Buffer,
-    src_offset: u64,
-    staging: &wgpu::Buffer,
-    len: u64,
-) -> Result<Pending, BackendError> {
-    let (tx, rx) = mpsc::sync_channel(1);
-    let index = scoped(device, || {
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("hurray readback"),
-        });
-        encoder.copy_buffer_to_buffer(src, src_offset, staging, 0, len);
-        let index = queue.submit([encoder.finish()]);
-        staging.map_async(wgpu::MapMode::Read, 0..len, move |r| {
-            // The receiver only disappears when the waiting side already failed.
-            let _ = tx.send(r);
-        });
-        index
-    })?;
-    Ok(Pending { index, rx })
-}
-
-/// A submitted copy whose staging buffer has a map request outstanding.
-pub(crate) struct Pending {
-    index: wgpu::SubmissionIndex,
-    rx: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
-}
-
-impl Pending {
-    /// Waits for the copy and the mapping.
-    pub(crate) fn wait(self, device: &wgpu::Device) -> Result<(), BackendError> {
-        match device.poll(wgpu::PollType::Wait {
-            submission_index: Some(self.index),
-            timeout: Some(POLL_TIMEOUT),
-        }) {
-            Ok(_) => {}
-            Err(e) => return Err(poll_error(e)),
-        }
-        // The submission is done, but its map callback may be delivered by
-        // another thread's poll that collected it: wait for it (driving the
-        // device ourselves meanwhile) rather than assuming it already ran.
-        let deadline = Instant::now() + POLL_TIMEOUT;
-        loop {
-            match self.rx.recv_timeout(Duration::from_millis(1)) {
-                Ok(Ok(())) => return Ok(()),
-                Ok(Err(e)) => return Err(BackendError::Map(e.to_string())),
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(BackendError::Map("the map request was dropped".into()));
-                }
-                Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                    return Err(BackendError::PollTimeout);
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    device.poll(wgpu::PollType::Poll).map_err(poll_error)?;
-                }
-            }
-        }
-    }
-}
-
-/// A failed wait. `WrongSubmissionIndex` means the submission never happened
-/// although it raised no validation error: wgpu drops work on a lost or
-/// destroyed device silently (as WebGPU specifies), so that is device loss.
-pub(crate) fn poll_error(e: wgpu::PollError) -> BackendError {
-    match e {
-        wgpu::PollError::Timeout => BackendError::PollTimeout,
-        wgpu::PollError::WrongSubmissionIndex(..) => {
-            BackendError::DeviceLost("the device dropped a submission (lost or destroyed)".into())
-        }
-    }
-}
-
-/// Whether `device` is lost: an empty submission that the device silently
-/// drops. Only called on error paths, to tell device loss from other errors.
-pub(crate) fn is_lost(device: &wgpu::Device, queue: &wgpu::Queue) -> bool {
-    let Ok(index) = scoped(device, || queue.submit([])) else {
-        return false;
-    };
-    matches!(
-        device.poll(wgpu::PollType::Wait {
-            submission_index: Some(index),
-            timeout: Some(POLL_TIMEOUT)
-        }),
-        Err(wgpu::PollError::WrongSubmissionIndex(..))
-    )
-}
-
-/// `error`, or [`BackendError::DeviceLost`] when the device turns out to be lost.
-pub(crate) fn lost_or(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    error: BackendError,
-) -> BackendError {
-    match error {
-        BackendError::DeviceLost(_) | BackendError::PollTimeout => error,
-        _ if is_lost(device, queue) => BackendError::DeviceLost(error.to_string()),
-        _ => error,
-    }
-}
-
-/// Unmaps a staging buffer inside error scopes.
-pub(crate) fn unmap(device: &wgpu::Device, staging: &wgpu::Buffer) -> Result<(), BackendError> {
-    scoped(device, || staging.unmap())
 }

@@ -22,10 +22,8 @@ fn registry_lifetime_and_no_leak() {
     assert_eq!(resident_count(), 1);
     drop(a);
     let resolved = GpuBufferHandle::from_resident_id(id).expect("alive while a clone exists");
-    assert!(std::sync::Arc::ptr_eq(
-        &resolved.buffer_arc(),
-        &b.buffer_arc()
-    ));
+    assert!(resolved.buffer() == b.buffer());
+    assert!(*resolved.buffer_arc() == *b.buffer_arc());
     let as_resource: GpuResource = resolved.into();
     drop(b);
     assert!(

@@ -326,3 +326,86 @@ def export_arrow(desc, base, keep, device_id=-1, sync_event=None):
     check(lib.hurray_arrow_export(desc, len(desc), base, device_id, sync_event, oid,
                                   _owner_release, addressof(arr), addressof(sch)))
     return arr, sch, oid
+
+
+# --- parsing a descriptor (hurray_tensor_parse: the core's TensorView::parse) -
+class HurrayTable(Structure):
+    _fields_ = [("bytes", c_void_p), ("count", c_size_t)]
+
+
+class HurrayReadOptions(Structure):
+    _fields_ = [("extension_layouts", c_void_p), ("extension_layout_count", c_size_t),
+                ("private_schemes", c_uint8), ("private_composition_rules", c_uint8)]
+
+
+class HurrayLayout(Structure):
+    _fields_ = [
+        ("nnz", c_uint64), ("num_pages", c_uint64), ("extension_id", c_uint64),
+        ("extension_data", c_void_p), ("extension_data_len", c_size_t),
+        ("page_size", c_uint32), ("num_seqs", c_uint32), ("layer_index", c_uint32),
+        ("member_count", c_uint32), ("hilbert_order", c_uint32), ("hilbert_rank", c_uint32),
+        ("tag", c_uint8), ("is_sorted", c_uint8), ("kv_role", c_uint8), ("wide_indices", c_uint8),
+        ("composition_rule", c_uint8), ("combine_op", c_uint8), ("tile_depth", c_uint8),
+    ]
+
+
+class HurrayTensorView(Structure):
+    _fields_ = [
+        ("bytes", c_void_p), ("len", c_size_t), ("table", HurrayTable),
+        ("options", HurrayReadOptions), ("byte_offset", c_uint64), ("element_count", c_uint64),
+        ("layout", HurrayLayout), ("flags", c_uint32), ("rank", c_uint32),
+        ("element_bits", c_uint32), ("buffer_count", c_uint32), ("version_major", c_uint8),
+        ("version_minor", c_uint8), ("element_type", c_uint8), ("is_dynamic", c_uint8),
+        ("member_role", c_uint8),
+    ]
+
+
+class HurrayBufferHandle(Structure):
+    _fields_ = [("byte_size", c_uint64), ("alignment", c_uint32), ("device_tag", c_uint8),
+                ("sync_mode", c_uint8), ("memory_class", c_uint8), ("reserved", c_uint8)]
+
+
+class HurrayErrorDetail(Structure):
+    _fields_ = [("status", c_int), ("offset", c_uint32), ("index", c_uint64),
+                ("value", c_uint64), ("expected", c_uint64)]
+
+
+# Checked against hurray.h with a C compiler (sizeof / offsetof).
+assert ctypes.sizeof(HurrayTensorView) == 168 and HurrayTensorView.element_type.offset == 162
+assert ctypes.sizeof(HurrayBufferHandle) == 16 and ctypes.sizeof(HurrayErrorDetail) == 32
+
+lib.hurray_tensor_parse.argtypes = [c_char_p, c_size_t, POINTER(HurrayTensorView),
+                                    POINTER(HurrayErrorDetail)]
+lib.hurray_tensor_parse.restype = c_int
+lib.hurray_tensor_shape.argtypes = [POINTER(HurrayTensorView), POINTER(c_uint64), c_size_t]
+lib.hurray_tensor_shape.restype = c_int
+lib.hurray_tensor_buffer.argtypes = [POINTER(HurrayTensorView), c_size_t,
+                                     POINTER(HurrayBufferHandle)]
+lib.hurray_tensor_buffer.restype = c_int
+lib.hurray_status_message.argtypes = [c_int]
+lib.hurray_status_message.restype = c_char_p
+
+
+class DescriptorError(Exception):
+    def __init__(self, detail):
+        msg = lib.hurray_status_message(detail.status).decode()
+        super().__init__(f"{detail.status} at byte {detail.offset}: {msg}")
+        self.detail = detail
+
+
+def parse_descriptor(data):
+    """Validates `data` as exactly one descriptor (the core's TensorView::parse)
+    and returns (view, shape, [buffer handles]); raises DescriptorError."""
+    view, err = HurrayTensorView(), HurrayErrorDetail()
+    if lib.hurray_tensor_parse(data, len(data), byref(view), byref(err)) != 0:
+        raise DescriptorError(err)
+    shape = (c_uint64 * max(view.rank, 1))()
+    check(lib.hurray_tensor_shape(byref(view), shape, max(view.rank, 1)))
+    buffers = []
+    for i in range(view.buffer_count):
+        b = HurrayBufferHandle()
+        check(lib.hurray_tensor_buffer(byref(view), i, byref(b)))
+        buffers.append(b)
+    # `view` borrows `data`: keep them together.
+    view._data = data
+    return view, list(shape[: view.rank]), buffers

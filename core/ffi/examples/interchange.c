@@ -3,7 +3,7 @@
  * DLPack managed tensor and as an Arrow C Device array, and import both
  * back the way a consumer would. Built and run by CI:
  *   cc -std=c11 -Wall -Wextra -Werror -Icore/ffi/include -Icore/interop/include/vendor \
- *      core/ffi/examples/interchange.c target/debug/libhurray_ffi.a -lpthread -ldl -lm
+ *      core/ffi/examples/interchange.c target/debug/libhurray_c.a -lpthread -ldl -lm
  */
 #include <stdalign.h>
 #include <stdio.h>

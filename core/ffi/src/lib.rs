@@ -1,6 +1,6 @@
-//! # hurray-ffi
+//! # hurray-rs-ffi (library `hurray_ffi`)
 //!
-//! The C ABI of `hurray-core`: decode, validate and encode buffer handles,
+//! The C ABI of `hurray_core`: decode, validate and encode buffer handles,
 //! buffer tables and hurray tensor descriptors (`"HRRY"`) without
 //! allocating, map device codes and element types to DLPack and Arrow, and
 //! pair a handle with its out-of-band base pointer. The header is
@@ -21,9 +21,17 @@
 //!   at link time), and hosted builds additionally catch any unwind and
 //!   return `HURRAY_E_PANIC`.
 //!
-//! All `unsafe` code of the project lives here: the raw-pointer helpers at
-//! the top of this file, each with its own contract, and the calls to them,
-//! each with a `// SAFETY:` argument.
+//! ## Where `unsafe` lives
+//!
+//! In this crate: the raw-pointer helpers at the top of this file (each an
+//! `unsafe fn` with its own `# Safety` contract), the `extern "C"` entry
+//! points (each `unsafe` with a `# Safety` section, since C hands them the
+//! pointers), and the calls between them, each with a `// SAFETY:`
+//! argument; `interchange.rs` (the DLPack/Arrow C functions, hosted targets
+//! only) follows the same rule. Elsewhere in the project: `hurray-rs-core`
+//! forbids `unsafe`; `hurray-rs-interop` holds the raw DLPack and Arrow
+//! structs; `hurray-rs-gpu` has one `unsafe fn` (`copy::commit`) and the
+//! module that exports Vulkan memory. `ARCHITECTURE.md` keeps the list.
 #![cfg_attr(target_os = "none", no_std)]
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]

@@ -4,7 +4,7 @@
 //! `fixed_shape_tensor` arrays, and back: zero-copy, with the ownership
 //! rules of both protocols kept exactly.
 //!
-//! `hurray-core` describes memory but never holds a pointer; this crate is
+//! `hurray_core` describes memory but never holds a pointer; this crate is
 //! where a descriptor meets an address. It is the only crate with the raw
 //! `#[repr(C)]` interchange structs ([`dlpack::ffi`], [`arrow::ffi`],
 //! mirroring the vendored upstream headers in `include/vendor/`) and the

@@ -33,3 +33,40 @@ pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Runs `f` on a helper thread and fails the test if it takes longer than
+/// `secs` (a hang becomes a failure instead of a stuck test run).
+pub fn within<T: Send + 'static>(
+    secs: u64,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(v) => v,
+        Err(e) => panic!("{what} did not finish within {secs} s ({e})"),
+    }
+}
+
+/// Drives `fut` to completion the way an application's event loop would:
+/// poll the future, and poll the device (without blocking) between polls.
+pub fn drive<T>(device: &hurray_gpu::wgpu::Device, fut: impl std::future::Future<Output = T>) -> T {
+    let mut fut = std::pin::pin!(fut);
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let start = std::time::Instant::now();
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        let _ = device.poll(hurray_gpu::wgpu::PollType::Poll);
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "async transfer did not finish"
+        );
+        std::thread::yield_now();
+    }
+}

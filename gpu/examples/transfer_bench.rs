@@ -1,0 +1,285 @@
+//! Transfer benchmark: hurray's reads and writes next to raw wgpu, in one run,
+//! on the same buffers.
+//!
+//! Run: `cargo run --release -p hurray-rs-gpu --example transfer_bench [max_size_mib] [--quick]`
+//!
+//! For 4 B, 4 KiB, 1 MiB, 16 MiB and 256 MiB (up to `max_size_mib`, default
+//! 256; `--quick` runs a tenth of the iterations) it prints two lines per
+//! size, medians over interleaved runs, every time measured until the data
+//! has arrived (a read: in host memory; a write: on the GPU):
+//!
+//! `read size=<B> hurray_us= hurray_gbps= raw_wait_us= raw_spin_us= raw_spin_gbps= zerocopy_us= zerocopy_gbps= mapped_us=`
+//! * `hurray`   — `GpuBufferHandle::readback` into a reused `Vec`;
+//! * `raw_wait` — raw wgpu: copy to a kept staging buffer, map, `poll(Wait)`, copy out;
+//! * `raw_spin` — the same, spinning on `poll(Poll)` instead of waiting (the floor);
+//! * `zerocopy` — `read_mapped`, touching the first and last byte;
+//! * `mapped`   — `readback` of a `MAP_READ | STORAGE` buffer, mapped directly
+//!   (only where the device has `MAPPABLE_PRIMARY_BUFFERS`; 0 otherwise).
+//!
+//! `write size=<B> hurray_us= hurray_gbps= upload_us= upload_gbps= raw_wait_us= raw_spin_us= raw_spin_gbps= zerocopy_us= zerocopy_gbps=`
+//! * `hurray`   — in-place `write` into a resident buffer, then `wait_for`;
+//! * `upload`   — `upload` into a new buffer, then a wait for the queue;
+//! * `raw_wait` — raw `Queue::write_buffer` + submit + `poll(Wait)`;
+//! * `raw_spin` — the same, spinning until the submission is done;
+//! * `zerocopy` — `write_mapped`, the closure copying from host memory.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hurray_gpu::wgpu::{self, BufferUsages};
+use hurray_gpu::{GpuBufferHandle, GpuContext, wait_for};
+
+/// Raw read through a kept staging buffer.
+fn raw_read(
+    ctx: &GpuContext,
+    src: &wgpu::Buffer,
+    staging: &wgpu::Buffer,
+    len: u64,
+    spin: bool,
+    out: &mut Vec<u8>,
+) {
+    let padded = len.next_multiple_of(4);
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(src, 0, staging, 0, padded);
+    let index = ctx.queue.submit([encoder.finish()]);
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&done);
+    staging.map_async(wgpu::MapMode::Read, 0..padded, move |r| {
+        r.expect("map");
+        flag.store(true, Ordering::Release);
+    });
+    if spin {
+        while !done.load(Ordering::Acquire) {
+            ctx.device.poll(wgpu::PollType::Poll).expect("poll");
+        }
+    } else {
+        ctx.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .expect("poll");
+    }
+    {
+        let view = staging.get_mapped_range(0..padded).expect("mapped");
+        out.clear();
+        out.extend_from_slice(&view[..len as usize]);
+    }
+    staging.unmap();
+}
+
+/// Raw write: `Queue::write_buffer`, submit, and wait until the GPU has it.
+fn raw_write(ctx: &GpuContext, dst: &wgpu::Buffer, data: &[u8], spin: bool) {
+    ctx.queue.write_buffer(dst, 0, data);
+    let index = ctx.queue.submit([]);
+    if spin {
+        spin_until_done(ctx, index);
+    } else {
+        ctx.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .expect("poll");
+    }
+}
+
+fn spin_until_done(ctx: &GpuContext, index: wgpu::SubmissionIndex) {
+    loop {
+        match ctx.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(index.clone()),
+            timeout: Some(Duration::ZERO),
+        }) {
+            Ok(_) => return,
+            Err(wgpu::PollError::Timeout) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn us(t: Duration) -> f64 {
+    t.as_secs_f64() * 1e6
+}
+
+fn gbps(bytes: u64, t: Duration) -> f64 {
+    bytes as f64 / t.as_secs_f64() / 1e9
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let max_mib: u64 = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .map_or(256, |s| s.parse().expect("max size in MiB"));
+    let ctx = GpuContext::new().expect("a GPU adapter");
+    let info = ctx.adapter_info();
+    let mappable = ctx
+        .device
+        .features()
+        .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+    println!(
+        "adapter: {} ({:?}, {:?}, driver {}); worker threads {}; MAPPABLE_PRIMARY_BUFFERS {mappable}",
+        info.name,
+        info.backend,
+        info.device_type,
+        info.driver_info,
+        hurray_gpu::worker_threads()
+    );
+    let (d, q) = (&ctx.device, &ctx.queue);
+    let rw = BufferUsages::COPY_SRC | BufferUsages::COPY_DST | BufferUsages::STORAGE;
+    for size in [4u64, 4 << 10, 1 << 20, 16 << 20, 256 << 20] {
+        if size > max_mib << 20 && size > 4 << 10 {
+            break;
+        }
+        let data: Vec<u8> = (0..size)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let iters = match size {
+            s if s <= 4096 => 300,
+            s if s <= 1 << 20 => 100,
+            s if s <= 16 << 20 => 20,
+            _ => 7,
+        };
+        let iters = if quick { (iters / 10).max(3) } else { iters };
+        let h = GpuBufferHandle::upload(d, q, &data, rw).expect("upload");
+        let staging = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("bench staging"),
+            size: size.next_multiple_of(4),
+            usage: BufferUsages::MAP_READ | BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mapped = (mappable && size <= 1 << 20).then(|| {
+            GpuBufferHandle::upload(d, q, &data, BufferUsages::MAP_READ | BufferUsages::STORAGE)
+                .expect("mappable upload")
+        });
+        let resident = GpuBufferHandle::alloc(d, size, rw).expect("alloc");
+
+        // Warm-up, and a correctness check of every method.
+        let mut out = Vec::new();
+        h.readback(d, q, &mut out).expect("readback");
+        assert!(out == data);
+        raw_read(&ctx, h.buffer(), &staging, size, true, &mut out);
+        assert!(out == data);
+        let last = h
+            .read_mapped(d, q, 0, size, |b| b[b.len() - 1])
+            .expect("read_mapped");
+        assert_eq!(last, data[data.len() - 1]);
+        if let Some(m) = &mapped {
+            m.readback(d, q, &mut out).expect("mapped readback");
+            assert!(out == data);
+        }
+        let i = resident.write(d, q, 0, &data).expect("write");
+        wait_for(d, i).expect("wait");
+        resident.readback(d, q, &mut out).expect("readback");
+        assert!(out == data);
+        let i = resident
+            .write_mapped(d, q, 0, size, |from, mut part| {
+                let from = from as usize;
+                part.copy_from_slice(&data[from..from + part.len()]);
+            })
+            .expect("write_mapped");
+        wait_for(d, i).expect("wait");
+        resident.readback(d, q, &mut out).expect("readback");
+        assert!(out == data);
+        raw_write(&ctx, resident.buffer(), &data, true);
+
+        let mut t: [Vec<Duration>; 10] = Default::default();
+        for _ in 0..iters {
+            let s = Instant::now();
+            h.readback(d, q, &mut out).expect("readback");
+            t[0].push(s.elapsed());
+            black_box(&out);
+
+            let s = Instant::now();
+            raw_read(&ctx, h.buffer(), &staging, size, false, &mut out);
+            t[1].push(s.elapsed());
+
+            let s = Instant::now();
+            raw_read(&ctx, h.buffer(), &staging, size, true, &mut out);
+            t[2].push(s.elapsed());
+
+            let s = Instant::now();
+            h.read_mapped(d, q, 0, size, |b| black_box((b[0], b[b.len() - 1])))
+                .expect("read_mapped");
+            t[3].push(s.elapsed());
+
+            if let Some(m) = &mapped {
+                let s = Instant::now();
+                m.readback(d, q, &mut out).expect("mapped readback");
+                t[4].push(s.elapsed());
+            }
+
+            let s = Instant::now();
+            let i = resident.write(d, q, 0, &data).expect("write");
+            wait_for(d, i).expect("wait");
+            t[5].push(s.elapsed());
+
+            let s = Instant::now();
+            let u = GpuBufferHandle::upload(d, q, &data, rw).expect("upload");
+            wait_for(d, q.submit([])).expect("wait");
+            t[6].push(s.elapsed());
+            drop(u);
+
+            let s = Instant::now();
+            raw_write(&ctx, resident.buffer(), &data, false);
+            t[7].push(s.elapsed());
+
+            let s = Instant::now();
+            raw_write(&ctx, resident.buffer(), &data, true);
+            t[8].push(s.elapsed());
+
+            let s = Instant::now();
+            let i = resident
+                .write_mapped(d, q, 0, size, |from, mut part| {
+                    let from = from as usize;
+                    part.copy_from_slice(&data[from..from + part.len()]);
+                })
+                .expect("write_mapped");
+            wait_for(d, i).expect("wait");
+            t[9].push(s.elapsed());
+        }
+        let [r, rw_, rs, rz, rm, w, wu, ww, wsp, wz] = t.map(|v| {
+            if v.is_empty() {
+                Duration::ZERO
+            } else {
+                median(v)
+            }
+        });
+        println!(
+            "read size={size} hurray_us={:.1} hurray_gbps={:.3} raw_wait_us={:.1} raw_spin_us={:.1} raw_spin_gbps={:.3} zerocopy_us={:.1} zerocopy_gbps={:.3} mapped_us={:.1}",
+            us(r),
+            gbps(size, r),
+            us(rw_),
+            us(rs),
+            gbps(size, rs),
+            us(rz),
+            gbps(size, rz),
+            us(rm),
+        );
+        println!(
+            "write size={size} hurray_us={:.1} hurray_gbps={:.3} upload_us={:.1} upload_gbps={:.3} raw_wait_us={:.1} raw_spin_us={:.1} raw_spin_gbps={:.3} zerocopy_us={:.1} zerocopy_gbps={:.3}",
+            us(w),
+            gbps(size, w),
+            us(wu),
+            gbps(size, wu),
+            us(ww),
+            us(wsp),
+            gbps(size, wsp),
+            us(wz),
+            gbps(size, wz),
+        );
+    }
+    let s = hurray_gpu::staging_stats();
+    println!(
+        "staging pooled_bytes={} pooled_buffers={} in_use_bytes={} cap_bytes={}",
+        s.pooled_bytes, s.pooled_buffers, s.in_use_bytes, s.cap_bytes
+    );
+}

@@ -1,0 +1,317 @@
+//! The readback engine: GPU buffer -> host memory, asynchronously.
+//!
+//! ## Contract
+//!
+//! * Callers check the range first (usage, overflow, bounds); the engine
+//!   widens it to wgpu's 4-byte copy granularity, which stays inside the
+//!   allocation (a multiple of 4 that covers the logical length).
+//! * [`read_into`] returns `Ok` only after it wrote every element of `dst`:
+//!   the destination is cut with `split_at_mut` into disjoint pieces that
+//!   cover it exactly (checked), each piece is written whole by one copy
+//!   (checked lengths), and the written total is checked against the length.
+//! * Nothing here blocks on the GPU: every wait is an `.await` on a map
+//!   callback. Host copies run inside the poll that resumes the future, on
+//!   the worker pool, and finish before it returns, so the borrowed
+//!   destination never outlives the call even if the future is dropped.
+//! * A read is cut into chunks ([`chunk_len`]) that are copied and mapped
+//!   [`DEPTH`] at a time: while the host copies chunk `i` out, the GPU copies
+//!   the next ones. A buffer with `MAP_READ` usage (with
+//!   `MAPPABLE_PRIMARY_BUFFERS`) is mapped directly instead, with no copy.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wgpu::COPY_BUFFER_ALIGNMENT;
+
+use crate::copy::{self, Byte};
+use crate::device::DeviceShared;
+use crate::exec::{self, Receiver, scoped};
+use crate::staging::{CHUNK, Kind, Staging, size_class};
+use crate::{ApiMisuse, BackendError};
+
+/// Chunks in flight at once.
+pub(crate) const DEPTH: usize = 4;
+/// Transfers up to this size go in one chunk: below it, the ~10 µs that each
+/// extra submission costs on the H200 outweighs what overlapping saves (the
+/// host copy, split over the pool, is what takes the time).
+const ONE_CHUNK: u64 = 2 << 20;
+/// The smallest chunk of a longer transfer.
+const MIN_CHUNK: u64 = 1 << 20;
+
+/// The buffer a transfer reads or writes, with its device state.
+pub(crate) struct Source<'a> {
+    pub(crate) buffer: &'a wgpu::Buffer,
+    pub(crate) shared: &'a std::sync::Arc<DeviceShared>,
+    pub(crate) queue: &'a wgpu::Queue,
+    /// The buffer itself can be mapped for reading (`MAP_READ` usage).
+    pub(crate) direct: bool,
+    /// Set while the buffer itself is mapped by a direct read.
+    pub(crate) mapping: &'a AtomicBool,
+}
+
+/// `(start, widened_len, skip)`: the 4-byte-aligned copy that covers
+/// `[offset, offset + len)`, and where the request starts inside it. The
+/// caller checked `offset + len <= byte_len <= allocation_len`, and
+/// `allocation_len` is a multiple of 4, so the widened end stays inside it.
+pub(crate) const fn widen(offset: u64, len: u64) -> (u64, u64, u64) {
+    let start = offset - offset % COPY_BUFFER_ALIGNMENT;
+    let end = (offset + len).next_multiple_of(COPY_BUFFER_ALIGNMENT);
+    (start, end - start, offset - start)
+}
+
+/// The chunk size for a transfer of `len` bytes (a multiple of 4): the whole
+/// transfer up to 2 MiB, else a quarter of it between 1 MiB and [`CHUNK`]
+/// (so a 16 MiB transfer overlaps GPU and host work four ways), never above
+/// `max_staging` (a multiple of 4, at least 4).
+pub(crate) fn chunk_len(len: u64, max_staging: u64) -> u64 {
+    let c = if len <= ONE_CHUNK {
+        len
+    } else {
+        len.div_ceil(DEPTH as u64)
+            .clamp(MIN_CHUNK, CHUNK)
+            .next_multiple_of(64 << 10)
+    };
+    c.next_multiple_of(COPY_BUFFER_ALIGNMENT)
+        .clamp(COPY_BUFFER_ALIGNMENT, max_staging)
+}
+
+/// One chunk: the widened source range and where its requested part goes.
+struct Job<'d, B> {
+    /// Source offset (a multiple of 4).
+    src: u64,
+    /// Bytes copied to staging (a multiple of 4).
+    len: u64,
+    /// Where the requested part starts inside the chunk.
+    view_from: usize,
+    /// The destination piece for that part.
+    dst: &'d mut [B],
+}
+
+/// Reads `[offset, offset + len)` (checked by the caller) into `dst`, which
+/// must be `len` elements long. See the module contract.
+pub(crate) async fn read_into<B: Byte>(
+    src: &Source<'_>,
+    offset: u64,
+    len: u64,
+    dst: &mut [B],
+) -> Result<(), BackendError> {
+    if u64::try_from(dst.len()).ok() != Some(len) {
+        return Err(BackendError::Bug("readback destination of the wrong size"));
+    }
+    if len == 0 {
+        return Ok(());
+    }
+    if src.direct {
+        return read_direct(src, offset, len, |view| copy::parallel_copy(dst, view)).await?;
+    }
+    let (start, widened, _) = widen(offset, len);
+    let max = src.shared.max_staging();
+    let chunk = chunk_len(widened, max);
+    let end = start + widened;
+    let (req_start, req_end) = (offset, offset + len);
+    let mut jobs = Vec::new();
+    let mut rest = dst;
+    let mut from = start;
+    while from < end {
+        let to = end.min(from + chunk);
+        let (a, b) = (req_start.max(from), req_end.min(to));
+        let take = usize::try_from(b.saturating_sub(a)).map_err(|_| ApiMisuse::Overflow)?;
+        if take > rest.len() {
+            return Err(BackendError::Bug("readback chunks overrun the destination"));
+        }
+        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(take);
+        rest = tail;
+        let view_from = usize::try_from(a - from).map_err(|_| ApiMisuse::Overflow)?;
+        jobs.push(Job {
+            src: from,
+            len: to - from,
+            view_from,
+            dst: piece,
+        });
+        from = to;
+    }
+    if !rest.is_empty() {
+        return Err(BackendError::Bug(
+            "readback chunks do not cover the request",
+        ));
+    }
+    let class = size_class(chunk, max);
+    let pools = &src.shared.staging;
+    let device = &src.shared.device;
+    let mut pending: VecDeque<(usize, Staging, Receiver<MapResult>)> = VecDeque::new();
+    let mut next = 0;
+    let mut written = 0usize;
+    loop {
+        while pending.len() < DEPTH {
+            let Some(job) = jobs.get(next) else { break };
+            let staging = pools.take(device, Kind::Read, class).await?;
+            let rx = submit_copy(src, job.src, &staging.buffer, job.len).await?;
+            pending.push_back((next, staging, rx));
+            next += 1;
+        }
+        let Some((i, staging, rx)) = pending.pop_front() else {
+            break;
+        };
+        map_result(rx.await)?;
+        let job = jobs
+            .get_mut(i)
+            .ok_or(BackendError::Bug("readback job index"))?;
+        {
+            let view = staging
+                .buffer
+                .get_mapped_range(0..job.len)
+                .map_err(|e| BackendError::Map(e.to_string()))?;
+            let part = view
+                .get(job.view_from..job.view_from + job.dst.len())
+                .ok_or(BackendError::Bug("chunk shorter than its piece"))?;
+            copy::parallel_copy(job.dst, part)?;
+            written += part.len();
+        }
+        scoped(device, || staging.buffer.unmap()).await?;
+        pools.give(Kind::Read, staging);
+    }
+    if u64::try_from(written).ok() == Some(len) {
+        Ok(())
+    } else {
+        Err(BackendError::Bug(
+            "readback wrote fewer bytes than requested",
+        ))
+    }
+}
+
+/// Zero-copy read: lends the mapped bytes `[offset, offset + len)` (checked
+/// by the caller) to `f`.
+pub(crate) async fn read_mapped<R>(
+    src: &Source<'_>,
+    offset: u64,
+    len: u64,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<R, BackendError> {
+    if len == 0 {
+        return Ok(f(&[]));
+    }
+    if src.direct {
+        return read_direct(src, offset, len, |view| Ok(f(view))).await?;
+    }
+    let (start, widened, skip) = widen(offset, len);
+    let max = src.shared.max_staging();
+    if widened > max {
+        return Err(ApiMisuse::TooLarge {
+            requested: widened,
+            max: src.shared.limits.max_buffer_size,
+        }
+        .into());
+    }
+    let device = &src.shared.device;
+    let pools = &src.shared.staging;
+    let staging = pools
+        .take(device, Kind::Read, size_class(widened, max))
+        .await?;
+    let rx = submit_copy(src, start, &staging.buffer, widened).await?;
+    map_result(rx.await)?;
+    let result = {
+        let view = staging
+            .buffer
+            .get_mapped_range(0..widened)
+            .map_err(|e| BackendError::Map(e.to_string()))?;
+        let bytes = requested(&view, skip, len)?;
+        f(bytes)
+    };
+    scoped(device, || staging.buffer.unmap()).await?;
+    pools.give(Kind::Read, staging);
+    Ok(result)
+}
+
+/// `view[skip..skip + len]`.
+fn requested(view: &[u8], skip: u64, len: u64) -> Result<&[u8], BackendError> {
+    let skip = usize::try_from(skip).map_err(|_| ApiMisuse::Overflow)?;
+    let n = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
+    view.get(skip..skip + n)
+        .ok_or(BackendError::Bug("mapped view shorter than the request"))
+}
+
+type MapResult = Result<(), wgpu::BufferAsyncError>;
+
+fn map_result(r: Option<MapResult>) -> Result<(), BackendError> {
+    match r {
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => Err(BackendError::Map(e.to_string())),
+        None => Err(BackendError::Map("the map request was dropped".into())),
+    }
+}
+
+/// Encodes and submits `src[from..from + n] -> staging[0..n]` and asks for
+/// `staging[0..n]` to be mapped once the copy is done.
+async fn submit_copy(
+    src: &Source<'_>,
+    from: u64,
+    staging: &wgpu::Buffer,
+    n: u64,
+) -> Result<Receiver<MapResult>, BackendError> {
+    let (tx, mut rx) = exec::oneshot(None);
+    let device = &src.shared.device;
+    let index = scoped(device, || {
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("hurray readback"),
+        });
+        encoder.copy_buffer_to_buffer(src.buffer, from, staging, 0, n);
+        let index = src.queue.submit([encoder.finish()]);
+        // Mapped once the copy is done (wgpu waits for the submission).
+        staging.map_async(wgpu::MapMode::Read, 0..n, move |r| tx.send(r));
+        index
+    })
+    .await?;
+    rx.set_hint(index);
+    Ok(rx)
+}
+
+/// Clears the direct-mapping flag, and cancels a mapping left behind by a
+/// future dropped mid-way.
+struct DirectMap<'a> {
+    src: &'a Source<'a>,
+    mapped: bool,
+}
+
+impl Drop for DirectMap<'_> {
+    fn drop(&mut self) {
+        if self.mapped {
+            let _ = exec::scoped_now(&self.src.shared.device, || self.src.buffer.unmap());
+        }
+        self.src.mapping.store(false, Ordering::Release);
+    }
+}
+
+/// Maps the buffer itself (it has `MAP_READ`) over the widened range and
+/// lends the requested bytes to `f`.
+async fn read_direct<R>(
+    src: &Source<'_>,
+    offset: u64,
+    len: u64,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<R, BackendError> {
+    if src.mapping.swap(true, Ordering::AcqRel) {
+        return Err(ApiMisuse::MappedElsewhere.into());
+    }
+    let mut guard = DirectMap { src, mapped: true };
+    // Mapped ranges start at multiples of 8 and have lengths in multiples of 4.
+    let start = offset - offset % wgpu::MAP_ALIGNMENT;
+    let end = (offset + len).next_multiple_of(COPY_BUFFER_ALIGNMENT);
+    let (tx, rx) = exec::oneshot(None);
+    let device = &src.shared.device;
+    scoped(device, || {
+        src.buffer
+            .map_async(wgpu::MapMode::Read, start..end, move |r| tx.send(r));
+    })
+    .await?;
+    map_result(rx.await)?;
+    let result = {
+        let view = src
+            .buffer
+            .get_mapped_range(start..end)
+            .map_err(|e| BackendError::Map(e.to_string()))?;
+        f(requested(&view, offset - start, len)?)
+    };
+    guard.mapped = false;
+    scoped(device, || src.buffer.unmap()).await?;
+    Ok(result)
+}

@@ -1,0 +1,189 @@
+//! Sharing one allocation between two wgpu devices (two instances) of one
+//! process, through a socket pair: writes on either side are seen on the
+//! other, no host copy in between. The cross-process form is
+//! `share_process.rs`; the hostile messages are unit tests of `share`.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::os::unix::net::UnixStream;
+
+use common::ctx;
+use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor};
+use hurray_gpu::wgpu::BufferUsages;
+use hurray_gpu::{
+    GpuBufferHandle, GpuKernel, SHARED_USAGE, ShareError, SharedBuffer, Unsupported,
+    device_identity, resident_count,
+};
+
+/// Writes `data[i] = i * 2654435761 ^ seed` (a pattern no copy of zeros or
+/// of the producer's values could fake).
+const PATTERN: &str = r"
+struct Params { seed: u32, p0: u32, p1: u32, p2: u32 }
+@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@group(0) @binding(1) var<uniform> params: Params;
+@compute @workgroup_size(64)
+fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x < arrayLength(&data) { data[id.x] = (id.x * 2654435761u) ^ params.seed; }
+}
+";
+
+fn pattern(n: u32, seed: u32) -> Vec<u32> {
+    (0..n)
+        .map(|i| i.wrapping_mul(2_654_435_761) ^ seed)
+        .collect()
+}
+
+#[test]
+fn two_devices_share_one_allocation_both_ways() {
+    let (Some(a), Some(b)) = (
+        ctx("two_devices_share_one_allocation_both_ways"),
+        ctx("two_devices_share_one_allocation_both_ways"),
+    ) else {
+        return;
+    };
+    assert_eq!(
+        device_identity(&a.device).unwrap(),
+        device_identity(&b.device).unwrap(),
+        "one physical device"
+    );
+    const N: u32 = 1 << 16;
+    let producer =
+        GpuBufferHandle::alloc_exportable(&a.device, &a.queue, u64::from(N) * 4).unwrap();
+    assert_eq!(producer.usage(), SHARED_USAGE);
+    assert_eq!(
+        producer.readback_vec::<u32>(&a.device, &a.queue).unwrap(),
+        vec![0; N as usize]
+    );
+    producer
+        .write_slice(&a.device, &a.queue, 0, &pattern(N, 1))
+        .unwrap();
+
+    let (tx, rx) = UnixStream::pair().unwrap();
+    let message = producer
+        .export(ElementType::UInt32, &[u64::from(N)])
+        .unwrap();
+    assert_eq!(message.buffer().device_tag(), DeviceTag::Vulkan);
+    assert_eq!(message.buffer().sync_mode(), SyncMode::ProducerSynced);
+    assert!(message.allocation_size() >= u64::from(N) * 4);
+    message.send(&tx).unwrap();
+    let received = SharedBuffer::recv(&rx).unwrap();
+    assert_eq!(received.descriptor_bytes(), message.descriptor_bytes());
+    let consumer = GpuBufferHandle::import(&b.device, &b.queue, received).unwrap();
+    assert_eq!(consumer.byte_len(), u64::from(N) * 4);
+
+    // The producer's write, seen by the consumer's device.
+    assert_eq!(
+        consumer.readback_vec::<u32>(&b.device, &b.queue).unwrap(),
+        pattern(N, 1)
+    );
+
+    // The consumer's kernel writes; the producer reads it.
+    let kernel = GpuKernel::new(&b.device, PATTERN, "pattern").unwrap();
+    let seed = hurray_gpu::GpuResource::uniform(&[0xA5A5_5A5Au32, 0, 0, 0]);
+    kernel
+        .dispatch(&b.queue, &[(&consumer).into(), seed], [N / 64, 1, 1])
+        .unwrap();
+    // The consumer finishes its work before the producer reads (the readback
+    // waits for the copy it submits, which follows the kernel on b's queue).
+    assert_eq!(
+        consumer.readback_vec::<u32>(&b.device, &b.queue).unwrap(),
+        pattern(N, 0xA5A5_5A5A)
+    );
+    assert_eq!(
+        producer.readback_vec::<u32>(&a.device, &a.queue).unwrap(),
+        pattern(N, 0xA5A5_5A5A)
+    );
+
+    // Either side's handle keeps the memory: drop the producer's.
+    drop(producer);
+    assert_eq!(
+        consumer.readback_vec::<u32>(&b.device, &b.queue).unwrap(),
+        pattern(N, 0xA5A5_5A5A)
+    );
+
+    // An imported handle can be exported again (it kept the fd).
+    let again = consumer
+        .export(ElementType::UInt8, &[u64::from(N) * 4])
+        .unwrap();
+    let third = GpuBufferHandle::import(&a.device, &a.queue, again).unwrap();
+    assert_eq!(
+        third.readback_vec::<u32>(&a.device, &a.queue).unwrap(),
+        pattern(N, 0xA5A5_5A5A)
+    );
+}
+
+#[test]
+fn a_dropped_shared_buffer_leaves_the_registry() {
+    let Some(c) = ctx("a_dropped_shared_buffer_leaves_the_registry") else {
+        return;
+    };
+    let h = GpuBufferHandle::alloc_exportable(&c.device, &c.queue, 256).unwrap();
+    let id = h.id();
+    let imported = GpuBufferHandle::import(
+        &c.device,
+        &c.queue,
+        h.export(ElementType::UInt8, &[256]).unwrap(),
+    )
+    .unwrap();
+    assert!(GpuBufferHandle::from_resident_id(id).is_some());
+    let before = resident_count();
+    drop((h, imported));
+    assert!(GpuBufferHandle::from_resident_id(id).is_none());
+    assert!(resident_count() < before);
+}
+
+#[test]
+fn an_ordinary_buffer_is_not_exportable() {
+    let Some(c) = ctx("an_ordinary_buffer_is_not_exportable") else {
+        return;
+    };
+    let h = GpuBufferHandle::alloc(&c.device, 64, BufferUsages::STORAGE).unwrap();
+    assert_eq!(
+        h.export(ElementType::UInt8, &[64]).unwrap_err(),
+        ShareError::NotExportable
+    );
+    assert_eq!(
+        h.export_descriptor(&[]).unwrap_err(),
+        ShareError::NotExportable
+    );
+}
+
+#[test]
+fn export_checks_its_descriptor() {
+    let Some(c) = ctx("export_checks_its_descriptor") else {
+        return;
+    };
+    assert_eq!(
+        GpuBufferHandle::alloc_exportable(&c.device, &c.queue, 0).unwrap_err(),
+        ShareError::Unsupported(Unsupported::Empty)
+    );
+    let h = GpuBufferHandle::alloc_exportable(&c.device, &c.queue, 64).unwrap();
+    // A shape larger than the buffer: the encoder refuses it.
+    assert!(matches!(
+        h.export(ElementType::Float32, &[17]),
+        Err(ShareError::Encode(_))
+    ));
+    // A descriptor of another buffer, and one that is no descriptor.
+    let other = [BufferHandle::new(128, 64, DeviceTag::Vulkan, SyncMode::ProducerSynced).unwrap()];
+    let desc = TensorDescriptor::row_major(ElementType::UInt8, &[128], &other);
+    let mut bytes = vec![0u8; desc.encoded_len()];
+    desc.encode(&mut bytes).unwrap();
+    assert_eq!(
+        h.export_descriptor(&bytes).unwrap_err(),
+        ShareError::DescriptorMismatch
+    );
+    assert!(matches!(
+        h.export_descriptor(b"HRRY"),
+        Err(ShareError::Descriptor(_))
+    ));
+    // The handle's own descriptor, any layout: accepted as is.
+    let own = [h.to_buffer_handle().unwrap()];
+    let desc = TensorDescriptor::column_major(ElementType::Float32, &[4, 4], &own);
+    let mut bytes = vec![0u8; desc.encoded_len()];
+    desc.encode(&mut bytes).unwrap();
+    assert_eq!(
+        h.export_descriptor(&bytes).unwrap().descriptor_bytes(),
+        &bytes[..]
+    );
+}
