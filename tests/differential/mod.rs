@@ -105,13 +105,12 @@ pub enum Stricter {
     UnknownExtensionLayout,
     /// A strided or nested tile interior that reaches outside its tile.
     TileOverrun,
-    /// *Not yet a row of the table:* a quantization section on a
-    /// block-paged tensor (the one layout whose section the reference
+    /// A quantization section on a block-paged tensor (the one layout whose section the reference
     /// reads) breaking a rule the reference's reading skips — storage type,
     /// axis below the rank, block size against the axis, inline parameter
     /// ranges, parameter buffer indices.
     PagedQuantFields,
-    /// *Not yet a row of the table:* a size the descriptor implies (element
+    /// A size the descriptor implies (element
     /// count, curve, pool, index or parameter count) does not fit a
     /// `uint64`; the reference computes no size.
     SizeOverflow,
@@ -154,12 +153,6 @@ impl Stricter {
         Self::PagedQuantFields,
         Self::SizeOverflow,
     ];
-
-    /// Whether the table of `docs/spec/README.md` has the case's row (the
-    /// last two are reported for it, not yet added).
-    pub const fn in_spec_table(self) -> bool {
-        !matches!(self, Self::PagedQuantFields | Self::SizeOverflow)
-    }
 
     /// The requirement identifiers the spec's table gives for the case.
     pub const fn requirements(self) -> &'static [&'static str] {
