@@ -76,9 +76,18 @@ fn tempfile() -> std::fs::File {
     file
 }
 
-/// Open file descriptors of this process.
+/// Open file descriptors of this process that refer to this module's
+/// temporary files (`tempfile`). Counting every fd of the process would race
+/// with the other tests of the binary, which open and close device fds
+/// (dozens on NVIDIA) while these run.
 fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
+    let ours = format!("hurray-share-{}-", std::process::id());
+    std::fs::read_dir("/proc/self/fd").map_or(0, |dir| {
+        dir.filter_map(Result::ok)
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .filter(|target| target.to_string_lossy().contains(&ours))
+            .count()
+    })
 }
 
 /// Sends `bytes` (with `fd` attached, if any), closes the sender, and
@@ -388,12 +397,23 @@ fn import_refuses_memory_of_another_device_or_driver() {
     let local = shared.identity();
     shared.memory.identity.device_uuid[0] ^= 1;
     let remote = shared.identity();
-    let before = open_fds();
+    // The refused fd must be closed: its number no longer names the memory
+    // it named (another test's thread may reuse the number for a device
+    // node, never for this export's memory: exports are serialized).
+    let fd_path = format!(
+        "/proc/self/fd/{}",
+        std::os::fd::AsRawFd::as_raw_fd(&shared.fd)
+    );
+    let target = std::fs::read_link(&fd_path).unwrap();
     assert_eq!(
         GpuBufferHandle::import(&c.device, &c.queue, shared).unwrap_err(),
         ShareError::DeviceMismatch { local, remote }
     );
-    assert_eq!(open_fds(), before - 1, "the refused fd was closed");
+    assert_ne!(
+        std::fs::read_link(&fd_path).ok(),
+        Some(target),
+        "the refused fd was closed"
+    );
     let mut shared = exported(&c);
     shared.memory.identity.driver_uuid[15] ^= 0x80;
     assert!(matches!(
