@@ -320,9 +320,9 @@ pub enum DescriptorErrorKind {
     ExtentOutOfBounds {
         /// Lowest byte addressed, relative to the buffer start (negative:
         /// before it).
-        start: i128,
+        start: i64,
         /// One past the highest byte addressed.
-        end: i128,
+        end: i64,
         /// The data buffer's `byte_size`.
         byte_size: u64,
     },

@@ -626,9 +626,9 @@ pub(crate) fn describe_descriptor(e: DescriptorError) -> hurray_error {
             // The first position outside the buffer: a negative start (as
             // two's-complement int64), else the end.
             let value = if start < 0 {
-                i64::try_from(start).unwrap_or(i64::MIN).cast_unsigned()
+                start.cast_unsigned()
             } else {
-                u64::try_from(end).unwrap_or(u64::MAX)
+                end.cast_unsigned()
             };
             with_expected(entry(HURRAY_E_EXTENT_OUT_OF_BOUNDS, value), byte_size)
         }

@@ -1,6 +1,6 @@
 //! Checks of buffer sizes against what a descriptor addresses in them.
 //!
-//! All arithmetic is checked: `u64` for sizes, `i128` for signed stride
+//! All arithmetic is checked: `u64` for sizes, `i64` for signed stride
 //! extents. A result that does not fit is an
 //! [`Overflow`](DescriptorErrorKind::Overflow), never a wrap.
 
@@ -146,8 +146,8 @@ impl Ctx<'_> {
             return Err(self.err(
                 0,
                 DescriptorErrorKind::ExtentOutOfBounds {
-                    start: i128::from(start),
-                    end: i128::from(end),
+                    start,
+                    end,
                     byte_size,
                 },
             ));
