@@ -16,7 +16,7 @@ use hurray_core::TensorView;
 use hurray_interop::dlpack::ffi::{
     DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
 };
-use hurray_interop::{dlpack, DescriptorBuf, ImportOptions};
+use hurray_interop::{DescriptorBuf, ImportOptions, dlpack};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -73,28 +73,45 @@ fuzz_target!(|input: Input| {
     let mut shape = [0i64; 32];
     let mut strides = [0i64; 32];
     for (i, &(n, s)) in input.dims.iter().take(32).enumerate() {
-        shape[i] = if n.unsigned_abs() < 1 << 20 { n % 64 } else { n };
+        shape[i] = if n.unsigned_abs() < 1 << 20 {
+            n % 64
+        } else {
+            n
+        };
         strides[i] = s;
     }
     let tensor = DLTensor {
-        data: input.data.map_or(ptr::null_mut(), |a| ptr::without_provenance_mut::<c_void>(a as usize)),
-        device: DLDevice { device_type: i32::from(input.device_type), device_id: input.device_id },
+        data: input.data.map_or(ptr::null_mut(), |a| {
+            ptr::without_provenance_mut::<c_void>(a as usize)
+        }),
+        device: DLDevice {
+            device_type: i32::from(input.device_type),
+            device_id: input.device_id,
+        },
         ndim,
-        dtype: DLDataType { code: input.code % 20, bits: input.bits, lanes: input.lanes },
+        dtype: DLDataType {
+            code: input.code % 20,
+            bits: input.bits,
+            lanes: input.lanes,
+        },
         shape: ptr::null_mut(),
         strides: ptr::null_mut(),
         byte_offset: input.byte_offset,
     };
     let before = DELETES.load(Ordering::SeqCst);
     let mut buf = DescriptorBuf::new();
-    let cap = input.short_buffer.map_or(buf.capacity(), |n| usize::from(n) % buf.capacity());
+    let cap = input
+        .short_buffer
+        .map_or(buf.capacity(), |n| usize::from(n) % buf.capacity());
     let out = &mut buf.as_mut_slice()[..cap];
     let result = if input.legacy {
         let raw = Box::into_raw(Box::new(Legacy {
             m: DLManagedTensor {
                 dl_tensor: tensor,
                 manager_ctx: ptr::null_mut(),
-                deleter: input.deleter.then_some(delete_legacy as unsafe extern "C" fn(*mut DLManagedTensor)),
+                deleter: input
+                    .deleter
+                    .then_some(delete_legacy as unsafe extern "C" fn(*mut DLManagedTensor)),
             },
             shape,
             strides,
@@ -116,9 +133,14 @@ fuzz_target!(|input: Input| {
     } else {
         let raw = Box::into_raw(Box::new(Versioned {
             m: DLManagedTensorVersioned {
-                version: DLPackVersion { major: u32::from(input.major % 3), minor: input.minor },
+                version: DLPackVersion {
+                    major: u32::from(input.major % 3),
+                    minor: input.minor,
+                },
                 manager_ctx: ptr::null_mut(),
-                deleter: input.deleter.then_some(delete_versioned as unsafe extern "C" fn(*mut DLManagedTensorVersioned)),
+                deleter: input.deleter.then_some(
+                    delete_versioned as unsafe extern "C" fn(*mut DLManagedTensorVersioned),
+                ),
                 flags: input.flags & 0xF,
                 dl_tensor: tensor,
             },
@@ -141,11 +163,20 @@ fuzz_target!(|input: Input| {
         r
     };
     let expected = before + usize::from(input.deleter);
-    assert_eq!(DELETES.load(Ordering::SeqCst), expected, "deleter ran exactly once");
+    assert_eq!(
+        DELETES.load(Ordering::SeqCst),
+        expected,
+        "deleter ran exactly once"
+    );
     if let Ok(desc) = result {
         let view = TensorView::parse(&desc).expect("an accepted import's descriptor parses");
         let n = usize::try_from(ndim).expect("accepted ndim is non-negative");
         assert_eq!(view.shape().len(), n);
-        assert!(view.shape().iter().zip(&shape).all(|(a, &b)| i64::try_from(a) == Ok(b)));
+        assert!(
+            view.shape()
+                .iter()
+                .zip(&shape)
+                .all(|(a, &b)| i64::try_from(a) == Ok(b))
+        );
     }
 });
