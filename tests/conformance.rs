@@ -11,6 +11,9 @@
 //!   `SKIPPED shared_corpus_conforms: …`, unless `HURRAY_REQUIRE_CONFORMANCE=1`
 //!   makes that a failure (CI sets it).
 
+#[allow(dead_code, unreachable_pub)]
+mod common;
+
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../examples/write_vectors.rs"]
 mod write_vectors;
@@ -30,9 +33,7 @@ use hurray::{
 };
 use write_vectors::{Expect, Manifest};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::root;
 
 fn our_corpus() -> PathBuf {
     root().join("tests/conformance")
@@ -544,35 +545,9 @@ fn inspect_dump_annotates_every_field() {
 
 #[test]
 fn shared_corpus_conforms() {
-    let (manifest, from_env) = match std::env::var_os("HURRAY_CONFORMANCE_DIR") {
-        Some(d) => {
-            let p = PathBuf::from(d);
-            (
-                if p.is_file() {
-                    p
-                } else {
-                    p.join("manifest.json")
-                },
-                true,
-            )
-        }
-        None => (root().join("../shared/conformance/manifest.json"), false),
-    };
-    if !manifest.is_file() {
-        let required = std::env::var_os("HURRAY_REQUIRE_CONFORMANCE").is_some_and(|v| v == "1");
-        assert!(
-            !required && !from_env,
-            "conformance manifest {} not found (HURRAY_REQUIRE_CONFORMANCE=1 or \
-             HURRAY_CONFORMANCE_DIR set)",
-            manifest.display()
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED shared_corpus_conforms: no conformance manifest at {}",
-            manifest.display()
-        );
+    let Some(manifest) = common::shared_manifest("shared_corpus_conforms") else {
         return;
-    }
+    };
     let report = check_manifest(&manifest);
     assert_clean(&manifest.display().to_string(), &report);
     let _ = writeln!(

@@ -16,6 +16,9 @@
 //!   reference accepts and we reject, and recognised as that case; the
 //!   enum and the table list the same cases with the same requirements.
 
+#[allow(dead_code, unreachable_pub)]
+mod common;
+
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../examples/write_vectors.rs"]
 mod write_vectors;
@@ -30,15 +33,12 @@ mod shapes;
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use differential::{Stricter, Verdict, differ, same_values};
 use hurray::TensorView;
 use write_vectors::Manifest;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::root;
 
 #[test]
 fn our_corpus_decodes_the_same_in_the_reference() {
@@ -83,35 +83,9 @@ fn both_encoders_write_the_benchmark_shapes_alike() {
 
 #[test]
 fn shared_corpus_decodes_the_same_in_both() {
-    let (manifest, from_env) = match std::env::var_os("HURRAY_CONFORMANCE_DIR") {
-        Some(d) => {
-            let p = PathBuf::from(d);
-            (
-                if p.is_file() {
-                    p
-                } else {
-                    p.join("manifest.json")
-                },
-                true,
-            )
-        }
-        None => (root().join("../shared/conformance/manifest.json"), false),
-    };
-    if !manifest.is_file() {
-        let required = std::env::var_os("HURRAY_REQUIRE_CONFORMANCE").is_some_and(|v| v == "1");
-        assert!(
-            !required && !from_env,
-            "conformance manifest {} not found (HURRAY_REQUIRE_CONFORMANCE=1 or \
-             HURRAY_CONFORMANCE_DIR set)",
-            manifest.display()
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED shared_corpus_decodes_the_same_in_both: no conformance manifest at {}",
-            manifest.display()
-        );
+    let Some(manifest) = common::shared_manifest("shared_corpus_decodes_the_same_in_both") else {
         return;
-    }
+    };
     let dir = manifest.parent().expect("a manifest lies in a directory");
     let text = std::fs::read(&manifest).expect("readable");
     let manifest_value: Manifest = serde_json::from_slice(&text).expect("a conformance manifest");
