@@ -78,6 +78,7 @@ mod defmt_impls;
 mod descriptor;
 mod element;
 mod error;
+pub mod field;
 mod handle;
 pub mod interop;
 mod table;
@@ -88,13 +89,13 @@ pub use composite::{
     CompositeError, CompositeErrorKind, CompositeValidator, MAX_COMPOSITE_DEPTH, read_composite,
 };
 pub use data::{DataError, DataErrorKind, validate_contents};
-pub use descriptor::layout;
 pub use descriptor::{
     DESCRIPTOR_MAGIC, DYNAMIC, Dims, ExtensionType, ExtensionTypeEntry, FixedHeader, Flags,
     HEADER_LEN, Layout, LayoutSpec, MAX_RANK, MemberRole, NO_BUFFER, Quantization, ReadOptions,
     Scheme, Shard, Statistics, StatisticsEntry, Strides, TensorDescriptor, TensorView,
     VERSION_MAJOR, VERSION_MINOR, Words,
 };
+pub use descriptor::{layout, quantization};
 pub use element::{ElementType, Packing};
 pub use error::{DescriptorError, DescriptorErrorKind, EncodeError, Error, Result};
 pub use handle::{BufferHandle, BufferHandleEntry, ENTRY_LEN};

@@ -106,11 +106,6 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Bytes left before the limit.
-    pub(crate) const fn remaining(&self) -> usize {
-        self.bytes.len().saturating_sub(self.pos)
-    }
-
     /// The error for wanting `n` more bytes than there are.
     fn overrun(&self, n: usize) -> DescriptorError {
         #[allow(clippy::cast_possible_truncation)]

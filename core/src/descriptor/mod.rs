@@ -42,6 +42,14 @@ pub use layout::{Layout, LayoutSpec};
 pub use section::ext_type::{ExtensionType, ExtensionTypeEntry};
 pub use section::member::MemberRole;
 pub use section::quantization::{NO_BUFFER, Quantization, Scheme};
+
+/// The quantization section's field maps and scheme tags.
+pub mod quantization {
+    pub use super::section::quantization::{
+        BlockScaleFields, PerBlockFields, PerChannelFields, PerTensorFields, SchemeHeader,
+        scheme_tag,
+    };
+}
 pub use section::shard::Shard;
 pub use section::statistics::{Statistics, StatisticsEntry};
 

@@ -18,16 +18,122 @@
 //! fields (writer padding) must be zero. Private schemes (`0xF0`–`0xFE`) are
 //! refused unless the reader was told to accept them.
 
+use core::mem::{offset_of, size_of};
+
+use static_assertions::assert_eq_size;
 use zerocopy::little_endian::{F32, I32, U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::element::ElementType;
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::field::wire_struct;
 
 use super::super::arrays::Dims;
 use super::super::cursor::{Reader, Writer};
 
 /// `zero_point_buffer_index` of a symmetric scheme.
 pub const NO_BUFFER: u32 = u32::MAX;
+
+/// Quantization scheme tags (`docs/spec/quantization.md`).
+pub mod scheme_tag {
+    /// Per-tensor affine.
+    pub const PER_TENSOR: u8 = 0x01;
+    /// Per-channel affine.
+    pub const PER_CHANNEL: u8 = 0x02;
+    /// Per-block affine.
+    pub const PER_BLOCK: u8 = 0x03;
+    /// NormalFloat4.
+    pub const NF4: u8 = 0x04;
+    /// OCP microscaling.
+    pub const MXFP: u8 = 0x05;
+}
+
+/// The `SYMMETRIC` bit of a per-channel or per-block scheme's flags.
+const SYMMETRIC: u16 = 1;
+
+macro_rules! fields {
+    ($($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident : $t:ty $(as $w:literal)?),* $(,)? } = $len:literal;)*) => {$(
+        wire_struct! {
+            $(#[$m])*
+            #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq)]
+            #[repr(C)]
+            pub struct $name { $($(#[$fm])* pub $f: $t $(as $w)?),* }
+        }
+        assert_eq_size!($name, [u8; $len]);
+    )*};
+}
+
+fields! {
+    /// The 4 bytes every scheme starts with.
+    SchemeHeader {
+        /// [`scheme_tag`] code.
+        scheme_tag: u8,
+        /// Scheme version (1 for the public schemes).
+        scheme_version: u8,
+        /// Scheme flags (bit 0 `SYMMETRIC` for per-channel and per-block).
+        flags: U16,
+    } = 4;
+    /// Per-tensor affine (`0x01`) after the scheme header.
+    PerTensorFields {
+        /// Dequantization scale.
+        scale: F32,
+        /// Zero point.
+        zero_point: I32,
+        /// Reserved, zero.
+        reserved: [u8; 4] as "_reserved",
+    } = 12;
+    /// Per-channel affine (`0x02`) after the scheme header.
+    PerChannelFields {
+        /// The channel axis.
+        axis: U32,
+        /// Buffer of the scales.
+        scale_buffer_index: U32,
+        /// Buffer of the zero points, or [`NO_BUFFER`].
+        zero_point_buffer_index: U32,
+        /// Type of the scales (float32).
+        scale_type_tag: u8,
+        /// Reserved, zero.
+        reserved: [u8; 3] as "_reserved",
+    } = 16;
+    /// Per-block affine (`0x03`) after the scheme header.
+    PerBlockFields {
+        /// The blocked axis.
+        axis: U32,
+        /// Elements per block.
+        block_size: U32,
+        /// Buffer of the scales.
+        scale_buffer_index: U32,
+        /// Buffer of the zero points, or [`NO_BUFFER`].
+        zero_point_buffer_index: U32,
+        /// Type of the scales.
+        scale_type_tag: u8,
+        /// Reserved, zero.
+        reserved: [u8; 3] as "_reserved",
+    } = 20;
+    /// NF4 (`0x04`) and MXFP (`0x05`) after the scheme header.
+    BlockScaleFields {
+        /// The blocked axis.
+        axis: U32,
+        /// Elements per block.
+        block_size: U32,
+        /// Buffer of the scales.
+        scale_buffer_index: U32,
+    } = 12;
+}
+
+/// Offset of a scheme field in the payload (after the 4-byte header).
+macro_rules! at {
+    ($s:ident . $f:ident) => {
+        (size_of::<SchemeHeader>() + offset_of!($s, $f)) as u32
+    };
+}
+
+/// Every public scheme with an axis has it first, and every block scheme
+/// its block size second.
+const AXIS_AT: u32 = at!(PerChannelFields.axis);
+const BLOCK_SIZE_AT: u32 = at!(PerBlockFields.block_size);
+const _: () = assert!(AXIS_AT == at!(PerBlockFields.axis) && AXIS_AT == at!(BlockScaleFields.axis));
+const _: () = assert!(BLOCK_SIZE_AT == at!(BlockScaleFields.block_size));
 
 /// A quantization scheme and its parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,11 +224,11 @@ impl<'a> Scheme<'a> {
     #[must_use]
     pub const fn tag(&self) -> u8 {
         match self {
-            Self::PerTensor { .. } => 0x01,
-            Self::PerChannel { .. } => 0x02,
-            Self::PerBlock { .. } => 0x03,
-            Self::Nf4 { .. } => 0x04,
-            Self::Mxfp { .. } => 0x05,
+            Self::PerTensor { .. } => scheme_tag::PER_TENSOR,
+            Self::PerChannel { .. } => scheme_tag::PER_CHANNEL,
+            Self::PerBlock { .. } => scheme_tag::PER_BLOCK,
+            Self::Nf4 { .. } => scheme_tag::NF4,
+            Self::Mxfp { .. } => scheme_tag::MXFP,
             Self::Private { tag, .. } => *tag,
         }
     }
@@ -143,12 +249,14 @@ impl<'a> Scheme<'a> {
     /// Length of the scheme's encoding (header included) without padding.
     #[must_use]
     pub const fn encoded_len(&self) -> usize {
-        match self {
-            Self::PerTensor { .. } | Self::Nf4 { .. } | Self::Mxfp { .. } => 16,
-            Self::PerChannel { .. } => 20,
-            Self::PerBlock { .. } => 24,
-            Self::Private { payload, .. } => 4usize.saturating_add(payload.len()),
-        }
+        let fields = match self {
+            Self::PerTensor { .. } => size_of::<PerTensorFields>(),
+            Self::Nf4 { .. } | Self::Mxfp { .. } => size_of::<BlockScaleFields>(),
+            Self::PerChannel { .. } => size_of::<PerChannelFields>(),
+            Self::PerBlock { .. } => size_of::<PerBlockFields>(),
+            Self::Private { payload, .. } => payload.len(),
+        };
+        size_of::<SchemeHeader>().saturating_add(fields)
     }
 
     /// `(axis, block_size)` of a block scheme.
@@ -190,7 +298,8 @@ impl<'a> Scheme<'a> {
     }
 
     /// Bytes per scale value.
-    pub(crate) const fn scale_width(&self) -> u64 {
+    #[must_use]
+    pub const fn scale_width(&self) -> u64 {
         match self {
             Self::PerBlock { scale_type, .. } => match scale_type {
                 ElementType::Float32 => 4,
@@ -256,134 +365,149 @@ impl<'a> Quantization<'a> {
         let len = r.u32()?;
         let at = r.pos();
         let payload = r.bytes(len as usize)?;
-        let mut q = Reader::new(payload);
-        let off = |pos: u32| at.saturating_add(pos);
-        let err = |pos: u32, kind| DescriptorError::new(off(pos), kind);
+        let this = Self::parse_payload(payload, ctx.accept_private)
+            .and_then(|q| q.check_shape(ctx).map(|()| q).map_err(At))
+            .map_err(|e| match e {
+                // A payload shorter than its fields: the length field (4
+                // bytes before the payload) is at fault.
+                Short => DescriptorError::new(
+                    at.saturating_sub(4),
+                    DescriptorErrorKind::InvalidValue {
+                        field: "quantization_length",
+                        value: u64::from(len),
+                    },
+                ),
+                At(e) => DescriptorError::new(at.saturating_add(e.offset()), e.kind()),
+            })?;
+        Ok(this)
+    }
+
+    /// The scheme's own rules, over its payload; errors are located
+    /// relative to the payload.
+    fn parse_payload(payload: &'a [u8], accept_private: bool) -> Result<Self, PayloadError> {
+        let (head, rest) = SchemeHeader::ref_from_prefix(payload).map_err(|_| Short)?;
+        let err = |pos: u32, kind| At(DescriptorError::new(pos, kind));
         let invalid = |pos: u32, field, value: u64| {
             err(pos, DescriptorErrorKind::InvalidValue { field, value })
         };
-        // A payload shorter than its fields reads past `quantization_length`:
-        // the length field (4 bytes before the payload) is at fault.
-        let short_err = DescriptorError::new(
-            at.saturating_sub(4),
-            DescriptorErrorKind::InvalidValue {
-                field: "quantization_length",
-                value: u64::from(len),
-            },
-        );
-        let short = |_| short_err;
-        // A reserved run: non-zero bytes are located in the payload, a run
-        // cut short by the length is the length's fault.
-        let reserved = |q: &mut Reader<'_>, n: usize, field: &'static str| {
-            if q.remaining() < n {
-                return Err(short_err);
-            }
-            q.reserved(n, field).map_err(|e| err(e.offset(), e.kind()))
-        };
-
-        let tag = q.u8().map_err(short)?;
-        let version = q.u8().map_err(short)?;
-        let flags = q.take::<U16>().map_err(short)?.get();
+        let (tag, flags) = (head.scheme_tag, head.flags.get());
         if crate::codes::is_private_code(tag) {
-            if !ctx.accept_private {
-                return Err(err(
-                    0,
-                    DescriptorErrorKind::PrivateCodeRefused {
-                        field: "scheme_tag",
-                        code: tag,
-                    },
-                ));
+            if !accept_private {
+                let kind = DescriptorErrorKind::PrivateCodeRefused {
+                    field: "scheme_tag",
+                    code: tag,
+                };
+                return Err(err(0, kind));
             }
-            let rest = q.remaining();
-            let payload = q.bytes(rest).map_err(short)?;
-            return Ok(Self {
-                scheme: Scheme::Private {
-                    tag,
-                    version,
-                    flags,
-                    payload,
-                },
-                padding: 0,
-            });
+            let scheme = Scheme::Private {
+                tag,
+                version: head.scheme_version,
+                flags,
+                payload: rest,
+            };
+            return Ok(Self::new(scheme));
         }
-        if !(0x01..=0x05).contains(&tag) {
+        if !(scheme_tag::PER_TENSOR..=scheme_tag::MXFP).contains(&tag) {
             return Err(invalid(0, "scheme_tag", u64::from(tag)));
         }
-        if version != 1 {
-            return Err(invalid(1, "scheme_version", u64::from(version)));
+        if head.scheme_version != 1 {
+            let at = offset_of!(SchemeHeader, scheme_version) as u32;
+            return Err(invalid(
+                at,
+                "scheme_version",
+                u64::from(head.scheme_version),
+            ));
         }
-        let symmetric_allowed = matches!(tag, 0x02 | 0x03);
-        let reserved_flags = flags & !u16::from(symmetric_allowed);
+        let symmetric_allowed = matches!(tag, scheme_tag::PER_CHANNEL | scheme_tag::PER_BLOCK);
+        let reserved_flags = flags & !(SYMMETRIC * u16::from(symmetric_allowed));
         if reserved_flags != 0 {
+            let at = offset_of!(SchemeHeader, flags) as u32;
             return Err(err(
-                2,
+                at,
                 DescriptorErrorKind::ReservedFlags(u32::from(reserved_flags)),
             ));
         }
-        let symmetric = flags & 1 != 0;
-        let u32_at = |q: &mut Reader<'_>| q.take::<U32>().map(|v| v.get()).map_err(short);
-        let scheme = match tag {
-            0x01 => {
-                let scale = q.take::<F32>().map_err(short)?.get();
-                let zero_point = q.take::<I32>().map_err(short)?.get();
-                reserved(&mut q, 4, "per_tensor._reserved")?;
+        let symmetric = flags & SYMMETRIC != 0;
+        let reserved = |bytes: &[u8], at: u32, field| {
+            if bytes.iter().any(|&b| b != 0) {
+                return Err(err(at, DescriptorErrorKind::ReservedNonZero { field }));
+            }
+            Ok(())
+        };
+        let zero_point = |index: u32, at: u32| {
+            zero_point(symmetric, index).ok_or(invalid(
+                at,
+                "zero_point_buffer_index",
+                u64::from(index),
+            ))
+        };
+        let (scheme, padding) = match tag {
+            scheme_tag::PER_TENSOR => {
+                let (f, padding) = PerTensorFields::ref_from_prefix(rest).map_err(|_| Short)?;
+                reserved(
+                    &f.reserved,
+                    at!(PerTensorFields.reserved),
+                    "per_tensor._reserved",
+                )?;
+                let scale = f.scale.get();
                 if !scale.is_finite() || scale == 0.0 {
-                    return Err(err(
-                        4,
-                        DescriptorErrorKind::ParameterOutOfRange { field: "scale" },
-                    ));
+                    let kind = DescriptorErrorKind::ParameterOutOfRange { field: "scale" };
+                    return Err(err(at!(PerTensorFields.scale), kind));
                 }
-                Scheme::PerTensor { scale, zero_point }
+                let zero_point = f.zero_point.get();
+                (Scheme::PerTensor { scale, zero_point }, padding)
             }
-            0x02 => {
-                let axis = u32_at(&mut q)?;
-                let scale_buffer = u32_at(&mut q)?;
-                let zp = u32_at(&mut q)?;
-                let scale_type = q.u8().map_err(short)?;
-                reserved(&mut q, 3, "per_channel._reserved")?;
-                if scale_type != ElementType::Float32.code() {
-                    return Err(invalid(16, "scale_type_tag", u64::from(scale_type)));
+            scheme_tag::PER_CHANNEL => {
+                let (f, padding) = PerChannelFields::ref_from_prefix(rest).map_err(|_| Short)?;
+                reserved(
+                    &f.reserved,
+                    at!(PerChannelFields.reserved),
+                    "per_channel._reserved",
+                )?;
+                if f.scale_type_tag != ElementType::Float32.code() {
+                    let at = at!(PerChannelFields.scale_type_tag);
+                    return Err(invalid(at, "scale_type_tag", u64::from(f.scale_type_tag)));
                 }
-                Scheme::PerChannel {
-                    axis,
-                    scale_buffer,
-                    zero_point_buffer: zero_point(symmetric, zp).ok_or(invalid(
-                        12,
-                        "zero_point_buffer_index",
-                        u64::from(zp),
-                    ))?,
-                }
+                let zp_at = at!(PerChannelFields.zero_point_buffer_index);
+                let scheme = Scheme::PerChannel {
+                    axis: f.axis.get(),
+                    scale_buffer: f.scale_buffer_index.get(),
+                    zero_point_buffer: zero_point(f.zero_point_buffer_index.get(), zp_at)?,
+                };
+                (scheme, padding)
             }
-            0x03 => {
-                let axis = u32_at(&mut q)?;
-                let block_size = u32_at(&mut q)?;
-                let scale_buffer = u32_at(&mut q)?;
-                let zp = u32_at(&mut q)?;
-                let scale_type = q.u8().map_err(short)?;
-                reserved(&mut q, 3, "per_block._reserved")?;
-                let scale_type = match ElementType::from_code(scale_type) {
+            scheme_tag::PER_BLOCK => {
+                let (f, padding) = PerBlockFields::ref_from_prefix(rest).map_err(|_| Short)?;
+                reserved(
+                    &f.reserved,
+                    at!(PerBlockFields.reserved),
+                    "per_block._reserved",
+                )?;
+                let scale_type = match ElementType::from_code(f.scale_type_tag) {
                     Some(
                         t @ (ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32),
                     ) => t,
-                    _ => return Err(invalid(20, "scale_type_tag", u64::from(scale_type))),
+                    _ => {
+                        let at = at!(PerBlockFields.scale_type_tag);
+                        return Err(invalid(at, "scale_type_tag", u64::from(f.scale_type_tag)));
+                    }
                 };
-                Scheme::PerBlock {
-                    axis,
-                    block_size,
-                    scale_buffer,
-                    zero_point_buffer: zero_point(symmetric, zp).ok_or(invalid(
-                        16,
-                        "zero_point_buffer_index",
-                        u64::from(zp),
-                    ))?,
+                let zp_at = at!(PerBlockFields.zero_point_buffer_index);
+                let scheme = Scheme::PerBlock {
+                    axis: f.axis.get(),
+                    block_size: f.block_size.get(),
+                    scale_buffer: f.scale_buffer_index.get(),
+                    zero_point_buffer: zero_point(f.zero_point_buffer_index.get(), zp_at)?,
                     scale_type,
-                }
+                };
+                (scheme, padding)
             }
-            0x04 | 0x05 => {
-                let axis = u32_at(&mut q)?;
-                let block_size = u32_at(&mut q)?;
-                let scale_buffer = u32_at(&mut q)?;
-                if tag == 0x04 {
+            // NF4 or MXFP (the tag range was checked above).
+            _ => {
+                let (f, padding) = BlockScaleFields::ref_from_prefix(rest).map_err(|_| Short)?;
+                let (axis, block_size) = (f.axis.get(), f.block_size.get());
+                let scale_buffer = f.scale_buffer_index.get();
+                let scheme = if tag == scheme_tag::NF4 {
                     Scheme::Nf4 {
                         axis,
                         block_size,
@@ -395,28 +519,24 @@ impl<'a> Quantization<'a> {
                         block_size,
                         scale_buffer,
                     }
-                }
+                };
+                (scheme, padding)
             }
-            // Checked above: 0x01..=0x05 only.
-            _ => return Err(invalid(0, "scheme_tag", u64::from(tag))),
         };
         // Writer padding: whatever is left, all zero.
-        let padding_at = q.pos();
-        let rest = q.remaining();
-        if q.bytes(rest).map_err(short)?.iter().any(|&b| b != 0) {
+        if padding.iter().any(|&b| b != 0) {
+            #[allow(clippy::cast_possible_truncation)]
+            let at = payload.len().saturating_sub(padding.len()) as u32; // < quantization_length
             return Err(err(
-                padding_at,
+                at,
                 DescriptorErrorKind::ReservedNonZero {
                     field: "quantization padding",
                 },
             ));
         }
         #[allow(clippy::cast_possible_truncation)]
-        let padding = rest as u32; // < quantization_length, a u32
-        let this = Self { scheme, padding };
-        this.check_shape(ctx)
-            .map_err(|e| err(e.offset(), e.kind()))?;
-        Ok(this)
+        let padding = padding.len() as u32; // < quantization_length, a u32
+        Ok(Self { scheme, padding })
     }
 
     /// Rules between the scheme and the tensor's type and shape. Errors are
@@ -457,11 +577,11 @@ impl<'a> Quantization<'a> {
         #[allow(clippy::cast_possible_truncation)]
         let rank = ctx.shape.len() as u32;
         let Some(size) = ctx.shape.get(axis as usize) else {
-            return err(4, DescriptorErrorKind::AxisOutOfRange { axis, rank });
+            return err(AXIS_AT, DescriptorErrorKind::AxisOutOfRange { axis, rank });
         };
         if size == crate::DYNAMIC {
             return err(
-                4,
+                AXIS_AT,
                 DescriptorErrorKind::DynamicDimension {
                     field: "shape",
                     axis,
@@ -486,7 +606,7 @@ impl<'a> Quantization<'a> {
             };
             if !valid || !fits {
                 return err(
-                    8,
+                    BLOCK_SIZE_AT,
                     DescriptorErrorKind::InvalidValue {
                         field: "block_size",
                         value: u64::from(k),
@@ -509,65 +629,55 @@ impl<'a> Quantization<'a> {
                 )
             };
             match s.blocks() {
-                None if axis == 0 => return invalid(4, "axis", axis),
-                Some((axis, _)) if axis != 0 => return invalid(4, "axis", axis),
-                Some((_, k)) if k != page_size => return invalid(8, "block_size", k),
+                None if axis == 0 => return invalid(AXIS_AT, "axis", axis),
+                Some((axis, _)) if axis != 0 => return invalid(AXIS_AT, "axis", axis),
+                Some((_, k)) if k != page_size => return invalid(BLOCK_SIZE_AT, "block_size", k),
                 _ => {}
             }
         }
         Ok(())
     }
 
+    /// Writes the section through the same field structs the parser
+    /// reads.
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         let len_at = w.pos();
         w.u32(0);
         let start = w.pos();
         let s = &self.scheme;
-        let symmetric = |zp: Option<u32>| u16::from(zp.is_none());
+        let symmetric = |zp: Option<u32>| if zp.is_none() { SYMMETRIC } else { 0 };
+        let (version, flags) = match *s {
+            Scheme::Private { version, flags, .. } => (version, flags),
+            Scheme::PerChannel {
+                zero_point_buffer, ..
+            }
+            | Scheme::PerBlock {
+                zero_point_buffer, ..
+            } => (1, symmetric(zero_point_buffer)),
+            _ => (1, 0),
+        };
+        w.value(&SchemeHeader {
+            scheme_tag: s.tag(),
+            scheme_version: version,
+            flags: U16::new(flags),
+        });
         match *s {
-            Scheme::Private {
-                tag,
-                version,
-                flags,
-                payload,
-            } => {
-                w.u8(tag);
-                w.u8(version);
-                w.bytes(&flags.to_le_bytes());
-                w.bytes(payload);
-            }
-            _ => {
-                w.u8(s.tag());
-                w.u8(1);
-                let flags = match *s {
-                    Scheme::PerChannel {
-                        zero_point_buffer, ..
-                    }
-                    | Scheme::PerBlock {
-                        zero_point_buffer, ..
-                    } => symmetric(zero_point_buffer),
-                    _ => 0,
-                };
-                w.bytes(&flags.to_le_bytes());
-            }
-        }
-        match *s {
-            Scheme::PerTensor { scale, zero_point } => {
-                w.bytes(&scale.to_le_bytes());
-                w.bytes(&zero_point.to_le_bytes());
-                w.zeros(4);
-            }
+            Scheme::PerTensor { scale, zero_point } => w.value(&PerTensorFields {
+                scale: F32::new(scale),
+                zero_point: I32::new(zero_point),
+                reserved: [0; 4],
+            }),
             Scheme::PerChannel {
                 axis,
                 scale_buffer,
                 zero_point_buffer,
-            } => {
-                w.u32(axis);
-                w.u32(scale_buffer);
-                w.u32(zero_point_buffer.unwrap_or(NO_BUFFER));
-                w.u8(ElementType::Float32.code());
-                w.zeros(3);
-            }
+            } => w.value(&PerChannelFields {
+                axis: U32::new(axis),
+                scale_buffer_index: U32::new(scale_buffer),
+                zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
+                scale_type_tag: ElementType::Float32.code(),
+                reserved: [0; 3],
+            }),
             Scheme::PerBlock {
                 axis,
                 block_size,
@@ -575,12 +685,14 @@ impl<'a> Quantization<'a> {
                 zero_point_buffer,
                 scale_type,
             } => {
-                w.u32(axis);
-                w.u32(block_size);
-                w.u32(scale_buffer);
-                w.u32(zero_point_buffer.unwrap_or(NO_BUFFER));
-                w.u8(scale_type.code());
-                w.zeros(3);
+                w.value(&PerBlockFields {
+                    axis: U32::new(axis),
+                    block_size: U32::new(block_size),
+                    scale_buffer_index: U32::new(scale_buffer),
+                    zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
+                    scale_type_tag: scale_type.code(),
+                    reserved: [0; 3],
+                });
             }
             Scheme::Nf4 {
                 axis,
@@ -591,12 +703,12 @@ impl<'a> Quantization<'a> {
                 axis,
                 block_size,
                 scale_buffer,
-            } => {
-                w.u32(axis);
-                w.u32(block_size);
-                w.u32(scale_buffer);
-            }
-            Scheme::Private { .. } => {}
+            } => w.value(&BlockScaleFields {
+                axis: U32::new(axis),
+                block_size: U32::new(block_size),
+                scale_buffer_index: U32::new(scale_buffer),
+            }),
+            Scheme::Private { payload, .. } => w.bytes(payload),
         }
         w.zeros(self.padding as usize);
         #[allow(clippy::cast_possible_truncation)]
@@ -604,6 +716,14 @@ impl<'a> Quantization<'a> {
         w.patch_u32(len_at, len);
     }
 }
+
+/// Why a payload was refused: too short for its fields (the length's
+/// fault), or a rule broken at a payload offset.
+enum PayloadError {
+    Short,
+    At(DescriptorError),
+}
+use PayloadError::{At, Short};
 
 /// The zero-point buffer of a scheme with a `SYMMETRIC` flag: `None` when
 /// symmetric (the index must then be `0xFFFFFFFF`); an asymmetric scheme
