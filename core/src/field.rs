@@ -178,3 +178,33 @@ macro_rules! wire_name {
     };
 }
 pub(crate) use wire_name;
+
+/// Declares plain wire structs (all derives, `#[repr(C)]`, public
+/// fields) with their field tables and asserts each one's size: `Name {
+/// fields } = size;`.
+macro_rules! wire_fields {
+    ($($(#[$m:meta])* $name:ident {
+        $($(#[$fm:meta])* $f:ident : $t:ty $(as $w:literal)?),* $(,)?
+    } = $len:literal;)*) => {$(
+        $crate::field::wire_struct! {
+            $(#[$m])*
+            #[derive(
+                zerocopy::FromBytes, zerocopy::IntoBytes, zerocopy::KnownLayout,
+                zerocopy::Immutable, zerocopy::Unaligned, Debug, Clone, Copy, PartialEq,
+            )]
+            #[repr(C)]
+            pub struct $name { $($(#[$fm])* pub $f: $t $(as $w)?),* }
+        }
+        static_assertions::assert_eq_size!($name, [u8; $len]);
+    )*};
+}
+pub(crate) use wire_fields;
+
+/// The offset of a field in its wire struct, as a descriptor offset
+/// (`u32`; every wire struct is far smaller than 4 GiB).
+macro_rules! at {
+    ($s:ident . $f:ident) => {
+        ::core::mem::offset_of!($s, $f) as u32
+    };
+}
+pub(crate) use at;

@@ -14,6 +14,8 @@ use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+use crate::field::wire_struct;
+
 use crate::MIN_BUFFER_ALIGNMENT;
 use crate::codes::{DeviceTag, MemoryClass, SyncMode};
 use crate::error::{Error, Result};
@@ -22,47 +24,49 @@ use crate::interop::{self, InteropError};
 /// Length of one buffer handle entry on the wire, in bytes.
 pub const ENTRY_LEN: usize = 16;
 
-/// The raw, unvalidated wire form of a buffer handle (ADR-018 § 3).
-///
-/// | Offset | Field          | Type       | Size |
-/// |-------:|----------------|------------|-----:|
-/// | 0      | `byte_size`    | uint64 LE  | 8    |
-/// | 8      | `alignment`    | uint32 LE  | 4    |
-/// | 12     | `device_tag`   | uint8      | 1    |
-/// | 13     | `sync_mode`    | uint8      | 1    |
-/// | 14     | `memory_class` | uint8      | 1    |
-/// | 15     | `reserved`     | uint8      | 1    |
-///
-/// Any 16 bytes form a `BufferHandleEntry`; call [`decode`](Self::decode) to
-/// validate it. A slice of entries can be viewed in place with zerocopy:
-///
-/// ```
-/// use hurray_core::BufferHandleEntry;
-/// use zerocopy::FromBytes;
-///
-/// let bytes = [0u8; 32];
-/// let entries = <[BufferHandleEntry]>::ref_from_bytes(&bytes[..]).unwrap();
-/// assert_eq!(entries.len(), 2);
-/// assert_eq!(entries[0].alignment.get(), 0);
-/// assert!(entries[0].decode().is_err()); // alignment 0 is not a power of two
-/// ```
-#[derive(
-    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq, Hash,
-)]
-#[repr(C)]
-pub struct BufferHandleEntry {
-    /// Size of the buffer in bytes; 0 for an empty buffer.
-    pub byte_size: U64,
-    /// Alignment of the buffer's base address in bytes.
-    pub alignment: U32,
-    /// [`DeviceTag`] code.
-    pub device_tag: u8,
-    /// [`SyncMode`] code.
-    pub sync_mode: u8,
-    /// [`MemoryClass`] code (ADR-020).
-    pub memory_class: u8,
-    /// Reserved; must be zero.
-    pub reserved: u8,
+wire_struct! {
+    /// The raw, unvalidated wire form of a buffer handle (ADR-018 § 3).
+    ///
+    /// | Offset | Field          | Type       | Size |
+    /// |-------:|----------------|------------|-----:|
+    /// | 0      | `byte_size`    | uint64 LE  | 8    |
+    /// | 8      | `alignment`    | uint32 LE  | 4    |
+    /// | 12     | `device_tag`   | uint8      | 1    |
+    /// | 13     | `sync_mode`    | uint8      | 1    |
+    /// | 14     | `memory_class` | uint8      | 1    |
+    /// | 15     | `reserved`     | uint8      | 1    |
+    ///
+    /// Any 16 bytes form a `BufferHandleEntry`; call [`decode`](Self::decode) to
+    /// validate it. A slice of entries can be viewed in place with zerocopy:
+    ///
+    /// ```
+    /// use hurray_core::BufferHandleEntry;
+    /// use zerocopy::FromBytes;
+    ///
+    /// let bytes = [0u8; 32];
+    /// let entries = <[BufferHandleEntry]>::ref_from_bytes(&bytes[..]).unwrap();
+    /// assert_eq!(entries.len(), 2);
+    /// assert_eq!(entries[0].alignment.get(), 0);
+    /// assert!(entries[0].decode().is_err()); // alignment 0 is not a power of two
+    /// ```
+    #[derive(
+        FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq, Hash,
+    )]
+    #[repr(C)]
+    pub struct BufferHandleEntry {
+        /// Size of the buffer in bytes; 0 for an empty buffer.
+        pub byte_size: U64,
+        /// Alignment of the buffer's base address in bytes.
+        pub alignment: U32,
+        /// [`DeviceTag`] code.
+        pub device_tag: u8,
+        /// [`SyncMode`] code.
+        pub sync_mode: u8,
+        /// [`MemoryClass`] code (ADR-020).
+        pub memory_class: u8,
+        /// Reserved; must be zero.
+        pub reserved: u8 as "_reserved",
+    }
 }
 
 // The layout table above, proven at compile time.

@@ -91,8 +91,8 @@ pub use composite::{
 pub use data::{DataError, DataErrorKind, validate_contents};
 pub use descriptor::{
     DESCRIPTOR_MAGIC, DYNAMIC, Dims, ExtensionType, ExtensionTypeEntry, FixedHeader, Flags,
-    HEADER_LEN, Layout, LayoutSpec, MAX_RANK, MemberRole, NO_BUFFER, Quantization, ReadOptions,
-    Scheme, Shard, Statistics, StatisticsEntry, Strides, TensorDescriptor, TensorView,
+    HEADER_LEN, Layout, LayoutSpec, MAX_RANK, MemberFields, MemberRole, NO_BUFFER, Quantization,
+    ReadOptions, Scheme, Shard, Statistics, StatisticsEntry, Strides, TensorDescriptor, TensorView,
     VERSION_MAJOR, VERSION_MINOR, Words,
 };
 pub use descriptor::{layout, quantization};

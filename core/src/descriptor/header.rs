@@ -5,6 +5,10 @@ use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+use crate::element::ElementType;
+use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::field::wire_struct;
+
 /// `"HRRY"`: the first four bytes of every descriptor.
 pub const DESCRIPTOR_MAGIC: [u8; 4] = *b"HRRY";
 /// The major format version this crate reads and writes.
@@ -19,39 +23,41 @@ pub const MAX_RANK: u32 = 64;
 /// The dynamic-dimension sentinel of a shape: the size is not known yet.
 pub const DYNAMIC: u64 = u64::MAX;
 
-/// The fixed header, as it lies on the wire (any 20 bytes form one).
-///
-/// | Offset | Field | Type |
-/// |---:|---|---|
-/// | 0 | `magic` | `[u8; 4]` = `"HRRY"` |
-/// | 4 | `version_major` | `u8` |
-/// | 5 | `version_minor` | `u8` |
-/// | 6 | `descriptor_length` | `u32` LE |
-/// | 10 | `flags` | `u32` LE |
-/// | 14 | `type_tag` | `u8` |
-/// | 15 | `layout_tag` | `u8` |
-/// | 16 | `rank` | `u32` LE |
+wire_struct! {
+    /// The fixed header, as it lies on the wire (any 20 bytes form one).
+    ///
+    /// | Offset | Field | Type |
+    /// |---:|---|---|
+    /// | 0 | `magic` | `[u8; 4]` = `"HRRY"` |
+    /// | 4 | `version_major` | `u8` |
+    /// | 5 | `version_minor` | `u8` |
+    /// | 6 | `descriptor_length` | `u32` LE |
+    /// | 10 | `flags` | `u32` LE |
+    /// | 14 | `type_tag` | `u8` |
+    /// | 15 | `layout_tag` | `u8` |
+    /// | 16 | `rank` | `u32` LE |
 #[derive(
-    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
-)]
-#[repr(C)]
-pub struct FixedHeader {
-    /// `"HRRY"`.
-    pub magic: [u8; 4],
-    /// Major version (1).
-    pub version_major: u8,
-    /// Minor version.
-    pub version_minor: u8,
-    /// Total length of the descriptor in bytes, header included.
-    pub descriptor_length: U32,
-    /// [`Flags`] bits.
-    pub flags: U32,
-    /// Element type code.
-    pub type_tag: u8,
-    /// Layout code.
-    pub layout_tag: u8,
-    /// Number of dimensions.
-    pub rank: U32,
+        FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
+    )]
+    #[repr(C)]
+    pub struct FixedHeader {
+        /// `"HRRY"`.
+        pub magic: [u8; 4],
+        /// Major version (1).
+        pub version_major: u8,
+        /// Minor version.
+        pub version_minor: u8,
+        /// Total length of the descriptor in bytes, header included.
+        pub descriptor_length: U32,
+        /// [`Flags`] bits.
+        pub flags: U32,
+        /// Element type code.
+        pub type_tag: u8,
+        /// Layout code.
+        pub layout_tag: u8,
+        /// Number of dimensions.
+        pub rank: U32,
+    }
 }
 
 assert_eq_size!(FixedHeader, [u8; HEADER_LEN]);
@@ -63,6 +69,75 @@ const_assert_eq!(core::mem::offset_of!(FixedHeader, flags), 10);
 const_assert_eq!(core::mem::offset_of!(FixedHeader, type_tag), 14);
 const_assert_eq!(core::mem::offset_of!(FixedHeader, layout_tag), 15);
 const_assert_eq!(core::mem::offset_of!(FixedHeader, rank), 16);
+
+/// Offsets of the header's fields, for errors (from the struct).
+pub(crate) mod at {
+    use super::FixedHeader;
+    use core::mem::offset_of;
+    #[allow(clippy::cast_possible_truncation)]
+    pub(crate) const VERSION: u32 = offset_of!(FixedHeader, version_major) as u32;
+    #[allow(clippy::cast_possible_truncation)]
+    pub(crate) const LENGTH: u32 = offset_of!(FixedHeader, descriptor_length) as u32;
+    #[allow(clippy::cast_possible_truncation)]
+    pub(crate) const FLAGS: u32 = offset_of!(FixedHeader, flags) as u32;
+    #[allow(clippy::cast_possible_truncation)]
+    pub(crate) const TYPE_TAG: u32 = offset_of!(FixedHeader, type_tag) as u32;
+    #[allow(clippy::cast_possible_truncation)]
+    pub(crate) const LAYOUT_TAG: u32 = offset_of!(FixedHeader, layout_tag) as u32;
+    #[allow(clippy::cast_possible_truncation)]
+    pub(crate) const RANK: u32 = offset_of!(FixedHeader, rank) as u32;
+}
+
+impl FixedHeader {
+    /// The rules of the header on its own: magic, major version, reserved
+    /// flags, type tag, layout tag, rank, and that a private type comes
+    /// with its extension type section. Returns the flags and the type.
+    pub(crate) fn check(&self) -> Result<(Flags, ElementType), DescriptorError> {
+        let err = |offset, kind| Err(DescriptorError::new(offset, kind));
+        if self.magic != DESCRIPTOR_MAGIC {
+            return err(0, DescriptorErrorKind::BadMagic(self.magic));
+        }
+        if self.version_major != VERSION_MAJOR {
+            let (major, minor) = (self.version_major, self.version_minor);
+            return err(
+                at::VERSION,
+                DescriptorErrorKind::UnsupportedVersion { major, minor },
+            );
+        }
+        let raw_flags = self.flags.get();
+        let Some(flags) = Flags::from_bits(raw_flags) else {
+            return err(
+                at::FLAGS,
+                DescriptorErrorKind::ReservedFlags(raw_flags & !Flags::DEFINED),
+            );
+        };
+        let Some(element_type) = ElementType::from_code(self.type_tag) else {
+            return err(
+                at::TYPE_TAG,
+                DescriptorErrorKind::InvalidTypeTag(self.type_tag),
+            );
+        };
+        if !super::layout::is_known_tag(self.layout_tag) {
+            return err(
+                at::LAYOUT_TAG,
+                DescriptorErrorKind::InvalidLayoutTag(self.layout_tag),
+            );
+        }
+        let rank = self.rank.get();
+        if rank > MAX_RANK {
+            return err(at::RANK, DescriptorErrorKind::RankTooLarge(rank));
+        }
+        let present = flags.contains(Flags::HAS_EXTENSION_TYPE);
+        if element_type.is_private() != present {
+            let type_tag = self.type_tag;
+            return err(
+                at::FLAGS,
+                DescriptorErrorKind::ExtensionTypeMismatch { type_tag, present },
+            );
+        }
+        Ok((flags, element_type))
+    }
+}
 
 /// The descriptor's flag word: which optional sections follow the buffer
 /// table.

@@ -40,7 +40,7 @@ pub use header::{
 };
 pub use layout::{Layout, LayoutSpec};
 pub use section::ext_type::{ExtensionType, ExtensionTypeEntry};
-pub use section::member::MemberRole;
+pub use section::member::{MemberFields, MemberRole};
 pub use section::quantization::{NO_BUFFER, Quantization, Scheme};
 
 /// The quantization section's field maps and scheme tags.
@@ -53,6 +53,7 @@ pub mod quantization {
 pub use section::shard::Shard;
 pub use section::statistics::{Statistics, StatisticsEntry};
 
+use zerocopy::FromBytes;
 use zerocopy::little_endian::U64;
 
 use crate::element::{ElementType, Packing};
@@ -128,6 +129,30 @@ impl<'o> ReadOptions<'o> {
     pub const fn with_private_composition_rules(mut self) -> Self {
         self.private_composition_rules = true;
         self
+    }
+}
+
+/// The header and the declared descriptor at the start of `bytes`, with
+/// the bytes after it: the input must hold the header and
+/// `descriptor_length` bytes, and that length must cover the header.
+fn split_descriptor(bytes: &[u8]) -> Result<(&FixedHeader, &[u8], &[u8]), DescriptorError> {
+    let truncated = |offset, needed: u64| {
+        let available = bytes.len() as u64;
+        DescriptorError::new(offset, DescriptorErrorKind::Truncated { needed, available })
+    };
+    let Ok((header, _)) = FixedHeader::ref_from_prefix(bytes) else {
+        return Err(truncated(0, HEADER_LEN as u64));
+    };
+    let declared = header.descriptor_length.get();
+    if (declared as usize) < HEADER_LEN {
+        #[allow(clippy::cast_possible_truncation)]
+        let consumed = HEADER_LEN as u32;
+        let kind = DescriptorErrorKind::LengthMismatch { declared, consumed };
+        return Err(DescriptorError::new(header::at::LENGTH, kind));
+    }
+    match bytes.split_at_checked(declared as usize) {
+        Some((desc, rest)) => Ok((header, desc, rest)),
+        None => Err(truncated(header::at::LENGTH, u64::from(declared))),
     }
 }
 
@@ -219,92 +244,19 @@ impl<'a> TensorView<'a> {
         options: &ReadOptions<'_>,
         exact: bool,
     ) -> Result<Self, DescriptorError> {
-        let at = |offset: u32, kind| DescriptorError::new(offset, kind);
-        let Some((head, _)) = bytes.split_at_checked(HEADER_LEN) else {
-            return Err(at(
-                0,
-                DescriptorErrorKind::Truncated {
-                    needed: HEADER_LEN as u64,
-                    available: bytes.len() as u64,
-                },
-            ));
-        };
-        // 20 bytes and an unaligned struct: this cannot fail.
-        let header: &'a FixedHeader = zerocopy::FromBytes::ref_from_bytes(head).map_err(|_| {
-            at(
-                0,
-                DescriptorErrorKind::Truncated {
-                    needed: 20,
-                    available: 0,
-                },
-            )
-        })?;
-        if header.magic != DESCRIPTOR_MAGIC {
-            return Err(at(0, DescriptorErrorKind::BadMagic(header.magic)));
-        }
-        if header.version_major != VERSION_MAJOR {
-            return Err(at(
-                4,
-                DescriptorErrorKind::UnsupportedVersion {
-                    major: header.version_major,
-                    minor: header.version_minor,
-                },
-            ));
-        }
-        let declared = header.descriptor_length.get();
-        if (declared as usize) < HEADER_LEN {
-            return Err(at(
-                6,
-                DescriptorErrorKind::LengthMismatch {
-                    declared,
-                    consumed: 20,
-                },
-            ));
-        }
-        let Some((desc, rest)) = bytes.split_at_checked(declared as usize) else {
-            return Err(at(
-                6,
-                DescriptorErrorKind::Truncated {
-                    needed: u64::from(declared),
-                    available: bytes.len() as u64,
-                },
-            ));
-        };
+        let (header, desc, rest) = split_descriptor(bytes)?;
+        let (flags, element_type) = header.check()?;
         let trailing = exact && !rest.is_empty();
         let mut r = Reader::new(desc);
         r.bytes(HEADER_LEN)?;
         let err = |offset: u32, kind| DescriptorError::new(offset, kind);
-
-        let raw_flags = header.flags.get();
-        let flags = Flags::from_bits(raw_flags).ok_or(err(
-            10,
-            DescriptorErrorKind::ReservedFlags(raw_flags & !Flags::DEFINED),
-        ))?;
-        let element_type = ElementType::from_code(header.type_tag).ok_or(err(
-            14,
-            DescriptorErrorKind::InvalidTypeTag(header.type_tag),
-        ))?;
-        let layout_tag = header.layout_tag;
-        if !layout::is_known_tag(layout_tag) {
-            return Err(err(15, DescriptorErrorKind::InvalidLayoutTag(layout_tag)));
-        }
         let rank = header.rank.get();
-        if rank > MAX_RANK {
-            return Err(err(16, DescriptorErrorKind::RankTooLarge(rank)));
-        }
-        if element_type.is_private() != flags.contains(Flags::HAS_EXTENSION_TYPE) {
-            return Err(err(
-                10,
-                DescriptorErrorKind::ExtensionTypeMismatch {
-                    type_tag: header.type_tag,
-                    present: flags.contains(Flags::HAS_EXTENSION_TYPE),
-                },
-            ));
-        }
+        let layout_tag = header.layout_tag;
 
         let shape = Dims::new(r.take_slice::<U64>(u64::from(rank))?);
         let byte_offset_at = r.pos();
         let byte_offset = r.u64()?;
+        let layout_at = r.pos();
         let layout = Layout::parse(&mut r, layout_tag, shape, options.extension_layouts)?;
         if let Layout::Composite(layout::CompositeHead {
             rule: layout::CompositionRule::Private(code),
@@ -313,7 +265,7 @@ impl<'a> TensorView<'a> {
         {
             if !options.private_composition_rules {
                 return Err(err(
-                    byte_offset_at.saturating_add(8),
+                    layout_at.saturating_add(layout::composite::RULE_AT),
                     DescriptorErrorKind::PrivateCodeRefused {
                         field: "composition_rule",
                         code,
@@ -374,7 +326,7 @@ impl<'a> TensorView<'a> {
         let declared = header.descriptor_length.get();
         if header.version_minor == 0 && consumed != declared {
             return Err(err(
-                6,
+                header::at::LENGTH,
                 DescriptorErrorKind::LengthMismatch { declared, consumed },
             ));
         }
@@ -420,112 +372,16 @@ impl<'a> TensorView<'a> {
         table_at: u32,
         statistics_at: u32,
     ) -> Result<(), DescriptorError> {
-        let err = |offset: u32, kind| Err(DescriptorError::new(offset, kind));
-        let layout_tag = self.layout.tag();
-        let family = self.layout.family();
-        let not_allowed = |section| DescriptorErrorKind::SectionNotAllowed {
-            section,
-            layout_tag,
-        };
-        if family == Family::Virtual {
-            if self.quantization.is_some() {
-                return err(10, not_allowed("quantization"));
-            }
-            if self.member_role.is_some() {
-                return err(10, not_allowed("composite member"));
-            }
-        }
-        if self.shard.is_some() && matches!(self.layout, Layout::Csf(_) | Layout::BlockPaged(_)) {
-            return err(10, not_allowed("shard"));
-        }
-
-        // Buffer count: the layout's own buffers plus the distinct
-        // parameter buffers of the quantization scheme, which come after.
-        let rank = self.rank();
-        let own = self.layout.layout_buffers(rank);
-        let count = self.buffers.len();
-        #[allow(clippy::cast_possible_truncation)]
-        let found = count as u8; // at most 255 entries
-        let (scale, zero) = self
-            .quantization
-            .map_or((None, None), |q| q.scheme.parameter_buffers());
-        for index in [scale, zero].into_iter().flatten() {
-            if index < own || index as usize >= count {
-                return err(
-                    table_at,
-                    DescriptorErrorKind::ParameterBufferIndex {
-                        index,
-                        first: own,
-                        count: found,
-                    },
-                );
-            }
-        }
-        let params = match (scale, zero) {
-            (Some(s), Some(z)) if s != z => 2,
-            (Some(_), _) => 1,
-            _ => 0,
-        };
-        let private_scheme = matches!(
-            self.quantization.map(|q| q.scheme),
-            Some(Scheme::Private { .. })
-        );
-        let expected = own.saturating_add(params);
-        let count_ok = match family {
-            // Nothing is known of a private layout's or scheme's buffers
-            // beyond the layout's minimum.
-            Family::Extension => count >= 1,
-            _ if private_scheme => count >= own as usize,
-            _ => count == expected as usize,
-        };
-        if !count_ok {
-            return err(
-                table_at,
-                DescriptorErrorKind::BufferCount { expected, found },
-            );
-        }
-
-        // byte_offset.
-        if family != Family::Dense && family != Family::Extension {
-            if self.byte_offset != 0 {
-                return err(
-                    byte_offset_at,
-                    DescriptorErrorKind::ByteOffsetNotZero(self.byte_offset),
-                );
-            }
-        } else if let Some(data) = self.buffers.entries().first() {
-            // Read from the validated entry, not decoded again.
-            let byte_size = data.byte_size.get();
-            if self.byte_offset > byte_size {
-                return err(
-                    byte_offset_at,
-                    DescriptorErrorKind::ByteOffsetOutOfRange {
-                        byte_offset: self.byte_offset,
-                        byte_size,
-                    },
-                );
-            }
-            let alignment = self.element_type.natural_alignment();
-            if !extent::is_multiple_of_pow2(self.byte_offset, u64::from(alignment)) {
-                return err(
-                    byte_offset_at,
-                    DescriptorErrorKind::ByteOffsetMisaligned {
-                        byte_offset: self.byte_offset,
-                        alignment,
-                    },
-                );
-            }
-        }
-
+        self.check_sections_allowed()?;
+        self.check_buffer_count(table_at)?;
+        self.check_byte_offset(byte_offset_at)?;
         // Statistics nnz against a sparse layout's.
         let stats_nnz = self.statistics().and_then(|s| s.nnz());
         if stats_nnz.is_some() && self.layout.nnz().is_some() && stats_nnz != self.layout.nnz() {
-            return err(
-                statistics_at.saturating_add(8),
-                DescriptorErrorKind::StatisticsInconsistent { field: "nnz" },
-            );
+            let at = statistics_at.saturating_add(section::statistics::NNZ_AT);
+            let kind = DescriptorErrorKind::StatisticsInconsistent { field: "nnz" };
+            return Err(DescriptorError::new(at, kind));
         }
-
         // Sizes: only for a shape with no dynamic dimension.
         if self.is_dynamic() {
             return Ok(());
@@ -542,6 +398,104 @@ impl<'a> TensorView<'a> {
             ctx.padded_elements = self.check_parameters(&q, &ctx)?;
         }
         self.layout.check_buffers(&ctx)
+    }
+
+    /// A virtual layout (composite head) has no quantization and is no
+    /// member; a CSF or block-paged tensor is never a shard.
+    fn check_sections_allowed(&self) -> Result<(), DescriptorError> {
+        let layout_tag = self.layout.tag();
+        let refused = match self.layout.family() {
+            Family::Virtual if self.quantization.is_some() => "quantization",
+            Family::Virtual if self.member_role.is_some() => "composite member",
+            _ if self.shard.is_some()
+                && matches!(self.layout, Layout::Csf(_) | Layout::BlockPaged(_)) =>
+            {
+                "shard"
+            }
+            _ => return Ok(()),
+        };
+        let kind = DescriptorErrorKind::SectionNotAllowed {
+            section: refused,
+            layout_tag,
+        };
+        Err(DescriptorError::new(header::at::FLAGS, kind))
+    }
+
+    /// Buffer count: the layout's own buffers plus the distinct parameter
+    /// buffers of the quantization scheme, which come after them.
+    fn check_buffer_count(&self, table_at: u32) -> Result<(), DescriptorError> {
+        let err = |kind| Err(DescriptorError::new(table_at, kind));
+        let own = self.layout.layout_buffers(self.rank());
+        let count = self.buffers.len();
+        #[allow(clippy::cast_possible_truncation)]
+        let found = count as u8; // at most 255 entries
+        let (scale, zero) = self
+            .quantization
+            .map_or((None, None), |q| q.scheme.parameter_buffers());
+        for index in [scale, zero].into_iter().flatten() {
+            if index < own || index as usize >= count {
+                let first = own;
+                return err(DescriptorErrorKind::ParameterBufferIndex {
+                    index,
+                    first,
+                    count: found,
+                });
+            }
+        }
+        let params = match (scale, zero) {
+            (Some(s), Some(z)) if s != z => 2,
+            (Some(_), _) => 1,
+            _ => 0,
+        };
+        let private_scheme = matches!(
+            self.quantization.map(|q| q.scheme),
+            Some(Scheme::Private { .. })
+        );
+        let expected = own.saturating_add(params);
+        let count_ok = match self.layout.family() {
+            // Nothing is known of a private layout's or scheme's buffers
+            // beyond the layout's minimum.
+            Family::Extension => count >= 1,
+            _ if private_scheme => count >= own as usize,
+            _ => count == expected as usize,
+        };
+        if !count_ok {
+            return err(DescriptorErrorKind::BufferCount { expected, found });
+        }
+        Ok(())
+    }
+
+    /// `byte_offset`: zero unless the layout is dense (or private); for a
+    /// dense layout inside buffer 0 and aligned to the element type.
+    fn check_byte_offset(&self, at: u32) -> Result<(), DescriptorError> {
+        let family = self.layout.family();
+        let byte_offset = self.byte_offset;
+        let kind = if family != Family::Dense && family != Family::Extension {
+            if byte_offset == 0 {
+                return Ok(());
+            }
+            DescriptorErrorKind::ByteOffsetNotZero(byte_offset)
+        } else if let Some(data) = self.buffers.entries().first() {
+            // Read from the validated entry, not decoded again.
+            let byte_size = data.byte_size.get();
+            let alignment = self.element_type.natural_alignment();
+            if byte_offset > byte_size {
+                DescriptorErrorKind::ByteOffsetOutOfRange {
+                    byte_offset,
+                    byte_size,
+                }
+            } else if !extent::is_multiple_of_pow2(byte_offset, u64::from(alignment)) {
+                DescriptorErrorKind::ByteOffsetMisaligned {
+                    byte_offset,
+                    alignment,
+                }
+            } else {
+                return Ok(());
+            }
+        } else {
+            return Ok(());
+        };
+        Err(DescriptorError::new(at, kind))
     }
 
     /// Sizes of the quantization parameter buffers; returns the element

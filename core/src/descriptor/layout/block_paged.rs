@@ -10,7 +10,10 @@
 //! shape[2]` elements), `block_table` (a whole number of indices) and
 //! `seq_ptr` (exactly `num_seqs + 1` indices).
 
+use zerocopy::little_endian::{U32, U64};
+
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::Ctx;
@@ -57,6 +60,28 @@ pub struct BlockPaged {
     pub wide_indices: bool,
 }
 
+wire_fields! {
+    /// The block-paged layout's fields on the wire.
+    BlockPagedFields {
+        /// Tokens per page.
+        page_size: U32,
+        /// Physical pages in the pool.
+        num_pages: U64,
+        /// The paged axis (0).
+        paged_axis: U32,
+        /// Sequences in the batch.
+        num_seqs: U32,
+        /// [`KvRole`] code.
+        kv_role: u8,
+        /// Layer, or `0xFFFFFFFF`.
+        layer_index: U32,
+        /// 0 = uint32 indices, 1 = uint64.
+        block_table_index_type: u8,
+        /// Reserved, zero.
+        reserved: [u8; 6] as "_reserved",
+    } = 32;
+}
+
 /// `layer_index` value meaning "not layer-scoped".
 const NO_LAYER: u32 = u32::MAX;
 
@@ -68,40 +93,45 @@ impl BlockPaged {
     }
 
     pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+        let base = r.pos();
+        let f = r.take::<BlockPagedFields>()?;
         let invalid = |at: u32, field, value: u64| {
-            DescriptorError::new(at, DescriptorErrorKind::InvalidValue { field, value })
+            let kind = DescriptorErrorKind::InvalidValue { field, value };
+            Err(DescriptorError::new(base.saturating_add(at), kind))
         };
-        let at = r.pos();
-        let page_size = r.u32()?;
+        let page_size = f.page_size.get();
         if page_size == 0 {
-            return Err(invalid(at, "page_size", 0));
+            return invalid(at!(BlockPagedFields.page_size), "page_size", 0);
         }
-        let num_pages = r.u64()?;
-        let at = r.pos();
-        let paged_axis = r.u32()?;
+        let paged_axis = f.paged_axis.get();
         if paged_axis != 0 {
-            return Err(invalid(at, "paged_axis", u64::from(paged_axis)));
+            return invalid(
+                at!(BlockPagedFields.paged_axis),
+                "paged_axis",
+                u64::from(paged_axis),
+            );
         }
-        let num_seqs = r.u32()?;
-        let at = r.pos();
-        let kv_role = match r.u8()? {
+        let kv_role = match f.kv_role {
             0 => KvRole::Key,
             1 => KvRole::Value,
             2 => KvRole::Fused,
-            v => return Err(invalid(at, "kv_role", u64::from(v))),
+            v => return invalid(at!(BlockPagedFields.kv_role), "kv_role", u64::from(v)),
         };
-        let layer = r.u32()?;
-        let at = r.pos();
-        let wide_indices = match r.u8()? {
+        let wide_indices = match f.block_table_index_type {
             0 => false,
             1 => true,
-            v => return Err(invalid(at, "block_table_index_type", u64::from(v))),
+            v => {
+                let at = at!(BlockPagedFields.block_table_index_type);
+                return invalid(at, "block_table_index_type", u64::from(v));
+            }
         };
-        r.reserved(6, "block_paged._reserved")?;
+        let at = base.saturating_add(at!(BlockPagedFields.reserved));
+        super::reserved(&f.reserved, at, "block_paged._reserved")?;
+        let layer = f.layer_index.get();
         Ok(Self {
             page_size,
-            num_pages,
-            num_seqs,
+            num_pages: f.num_pages.get(),
+            num_seqs: f.num_seqs.get(),
             kv_role,
             layer_index: if layer == NO_LAYER { None } else { Some(layer) },
             wide_indices,
@@ -147,13 +177,15 @@ impl BlockPaged {
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
-        w.u32(self.page_size);
-        w.u64(self.num_pages);
-        w.u32(0);
-        w.u32(self.num_seqs);
-        w.u8(self.kv_role.code());
-        w.u32(self.layer_index.unwrap_or(NO_LAYER));
-        w.u8(u8::from(self.wide_indices));
-        w.zeros(6);
+        w.value(&BlockPagedFields {
+            page_size: U32::new(self.page_size),
+            num_pages: U64::new(self.num_pages),
+            paged_axis: U32::new(0),
+            num_seqs: U32::new(self.num_seqs),
+            kv_role: self.kv_role.code(),
+            layer_index: U32::new(self.layer_index.unwrap_or(NO_LAYER)),
+            block_table_index_type: u8::from(self.wide_indices),
+            reserved: [0; 6],
+        });
     }
 }

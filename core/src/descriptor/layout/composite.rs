@@ -11,7 +11,10 @@
 //! A head has no buffers and `byte_offset` 0. Rules that span members are
 //! checked by [`CompositeValidator`](crate::CompositeValidator).
 
+use zerocopy::little_endian::U32;
+
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
 
@@ -82,23 +85,41 @@ impl CombineOp {
     }
 }
 
+wire_fields! {
+    /// The composite head's fields on the wire.
+    CompositeFields {
+        /// [`CompositionRule`] code.
+        composition_rule: u8,
+        /// [`CombineOp`] code.
+        combine_op: u8,
+        /// Reserved, zero.
+        reserved: [u8; 2] as "_reserved",
+        /// Member descriptors that follow.
+        member_count: U32,
+    } = 8;
+}
+
+/// Offset of `composition_rule` in the layout fields.
+pub(crate) const RULE_AT: u32 = at!(CompositeFields.composition_rule);
+
 impl CompositeHead {
     pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+        let base = r.pos();
+        let f = r.take::<CompositeFields>()?;
         let invalid = |at: u32, field, value: u64| {
-            DescriptorError::new(at, DescriptorErrorKind::InvalidValue { field, value })
+            let kind = DescriptorErrorKind::InvalidValue { field, value };
+            Err(DescriptorError::new(base.saturating_add(at), kind))
         };
-        let at = r.pos();
-        let rule = match r.u8()? {
+        let rule = match f.composition_rule {
             1 => CompositionRule::Partition,
             2 => CompositionRule::Overlay,
             3 => CompositionRule::Group,
             c @ crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => {
                 CompositionRule::Private(c)
             }
-            v => return Err(invalid(at, "composition_rule", u64::from(v))),
+            v => return invalid(RULE_AT, "composition_rule", u64::from(v)),
         };
-        let at = r.pos();
-        let op = r.u8()?;
+        let op = f.combine_op;
         let combine_op = match (rule, op) {
             (CompositionRule::Overlay, 1) => CombineOp::Replace,
             (CompositionRule::Overlay, 2) => CombineOp::Add,
@@ -106,13 +127,19 @@ impl CompositeHead {
             (CompositionRule::Private(_), 0) => CombineOp::None,
             (CompositionRule::Private(_), 1) => CombineOp::Replace,
             (CompositionRule::Private(_), 2) => CombineOp::Add,
-            _ => return Err(invalid(at, "combine_op", u64::from(op))),
+            _ => return invalid(at!(CompositeFields.combine_op), "combine_op", u64::from(op)),
         };
-        r.reserved(2, "composite._reserved")?;
-        let at = r.pos();
-        let member_count = r.u32()?;
+        if f.reserved != [0; 2] {
+            let at = base.saturating_add(at!(CompositeFields.reserved));
+            let kind = DescriptorErrorKind::ReservedNonZero {
+                field: "composite._reserved",
+            };
+            return Err(DescriptorError::new(at, kind));
+        }
+        let member_count = f.member_count.get();
         if member_count == OPEN || (rule == CompositionRule::Overlay && member_count == 0) {
-            return Err(invalid(at, "member_count", u64::from(member_count)));
+            let at = at!(CompositeFields.member_count);
+            return invalid(at, "member_count", u64::from(member_count));
         }
         Ok(Self {
             rule,
@@ -122,9 +149,11 @@ impl CompositeHead {
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
-        w.u8(self.rule.code());
-        w.u8(self.combine_op.code());
-        w.zeros(2);
-        w.u32(self.member_count);
+        w.value(&CompositeFields {
+            composition_rule: self.rule.code(),
+            combine_op: self.combine_op.code(),
+            reserved: [0; 2],
+            member_count: U32::new(self.member_count),
+        });
     }
 }

@@ -6,7 +6,20 @@
 //! as the spec requires of a strict reader; an accepted one is carried as
 //! opaque bytes.
 
+use zerocopy::little_endian::{U32, U64};
+
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::field::wire_fields;
+
+wire_fields! {
+    /// A private layout's fixed fields on the wire (its data follows).
+    ExtensionLayoutFields {
+        /// The implementation-defined id.
+        extension_layout_id: U64,
+        /// Bytes of opaque data that follow.
+        extension_data_length: U32,
+    } = 12;
+}
 
 use super::super::cursor::{Reader, Writer};
 
@@ -44,24 +57,27 @@ impl<'a> ExtensionLayout<'a> {
         known: &[u64],
     ) -> Result<Self, DescriptorError> {
         let at = r.pos();
-        let id = r.u64()?;
+        let f = r.take::<ExtensionLayoutFields>()?;
+        let id = f.extension_layout_id.get();
         if !known.contains(&id) {
             return Err(DescriptorError::new(
                 at,
                 DescriptorErrorKind::UnknownExtensionLayout(id),
             ));
         }
-        let len = r.u32()?;
-        let data = r.bytes(len as usize)?;
+        let data = r.bytes(f.extension_data_length.get() as usize)?;
         Ok(Self { tag, id, data })
     }
 }
 
 pub(super) fn encode(id: u64, data: &[u8], w: &mut Writer<'_>) {
-    w.u64(id);
     #[allow(clippy::cast_possible_truncation)]
     // A longer payload cannot fit a descriptor; the encoder's own
     // `descriptor_length` check reports it.
-    w.u32(data.len().min(u32::MAX as usize) as u32);
+    let len = data.len().min(u32::MAX as usize) as u32;
+    w.value(&ExtensionLayoutFields {
+        extension_layout_id: U64::new(id),
+        extension_data_length: U32::new(len),
+    });
     w.bytes(data);
 }

@@ -4,7 +4,20 @@
 //! (= rank, >= 2). Every dimension is `2^hilbert_order`; the data buffer
 //! holds `2^(rank * order)` elements.
 
+use zerocopy::little_endian::U32;
+
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::field::{at, wire_fields};
+
+wire_fields! {
+    /// The Hilbert layout's fields on the wire.
+    HilbertFields {
+        /// Curve order: each side is `2^order`.
+        hilbert_order: U32,
+        /// The curve's rank (the tensor's).
+        hilbert_rank: U32,
+    } = 8;
+}
 
 use super::super::arrays::Dims;
 use super::super::cursor::{Reader, Writer};
@@ -39,8 +52,8 @@ impl Hilbert {
 
     pub(super) fn parse(r: &mut Reader<'_>, shape: Dims<'_>) -> Result<Self, DescriptorError> {
         let at = r.pos();
-        let order = r.u32()?;
-        let rank = r.u32()?;
+        let f = r.take::<HilbertFields>()?;
+        let (order, rank) = (f.hilbert_order.get(), f.hilbert_rank.get());
         let invalid = |at: u32, field, value: u32| {
             Err(DescriptorError::new(
                 at,
@@ -54,7 +67,11 @@ impl Hilbert {
             return invalid(at, "hilbert_order", order);
         }
         if rank as usize != shape.len() || rank < 2 {
-            return invalid(at.saturating_add(4), "hilbert_rank", rank);
+            return invalid(
+                at.saturating_add(at!(HilbertFields.hilbert_rank)),
+                "hilbert_rank",
+                rank,
+            );
         }
         let h = Self { order, rank };
         for (axis, n) in shape.iter().enumerate() {
@@ -78,7 +95,9 @@ impl Hilbert {
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
-        w.u32(self.order);
-        w.u32(self.rank);
+        w.value(&HilbertFields {
+            hilbert_order: U32::new(self.order),
+            hilbert_rank: U32::new(self.rank),
+        });
     }
 }

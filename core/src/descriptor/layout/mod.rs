@@ -6,7 +6,7 @@
 //! buffers (after the buffer table), and its encoder.
 
 mod block_paged;
-mod composite;
+pub(crate) mod composite;
 mod csf;
 mod extension;
 mod hilbert;
@@ -15,12 +15,12 @@ mod sparse;
 mod strided;
 mod tiled;
 
-pub use block_paged::{BlockPaged, KvRole};
-pub use composite::{CombineOp, CompositeHead, CompositionRule};
+pub use block_paged::{BlockPaged, BlockPagedFields, KvRole};
+pub use composite::{CombineOp, CompositeFields, CompositeHead, CompositionRule};
 pub use csf::Csf;
-pub use extension::ExtensionLayout;
-pub use hilbert::Hilbert;
-pub use sparse::{Compressed, Coo};
+pub use extension::{ExtensionLayout, ExtensionLayoutFields};
+pub use hilbert::{Hilbert, HilbertFields};
+pub use sparse::{Compressed, CompressedFields, Coo, CooFields};
 pub use tiled::{MAX_TILE_LEVELS, TileLevel, TileSpec, Tiled, TiledLevels};
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
@@ -343,6 +343,18 @@ impl LayoutSpec<'_> {
             Self::Extension { id, data, .. } => extension::encode(id, data, w),
         }
     }
+}
+
+/// Reserved bytes of a layout's fields, which must be zero; `at` is their
+/// offset in the descriptor.
+pub(crate) fn reserved(bytes: &[u8], at: u32, field: &'static str) -> Result<(), DescriptorError> {
+    if bytes.iter().any(|&b| b != 0) {
+        return Err(DescriptorError::new(
+            at,
+            DescriptorErrorKind::ReservedNonZero { field },
+        ));
+    }
+    Ok(())
 }
 
 /// The spec's name of a layout tag.

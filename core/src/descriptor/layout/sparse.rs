@@ -11,7 +11,10 @@
 //! [`validate_contents`](crate::validate_contents) where the host can read
 //! them.
 
+use zerocopy::little_endian::U64;
+
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::Ctx;
@@ -26,25 +29,46 @@ pub struct Coo {
     pub sorted: bool,
 }
 
+wire_fields! {
+    /// The COO layout's fields on the wire.
+    CooFields {
+        /// Stored elements.
+        nnz: U64,
+        /// 1 if sorted, else 0.
+        is_sorted: u8,
+        /// Reserved, zero.
+        reserved: [u8; 7] as "_reserved",
+    } = 16;
+    /// The CSR and CSC layouts' fields on the wire.
+    CompressedFields {
+        /// Stored elements.
+        nnz: U64,
+        /// Reserved, zero.
+        reserved: [u8; 8] as "_reserved",
+    } = 16;
+}
+
 impl Coo {
     pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
-        let nnz = r.u64()?;
-        let at = r.pos();
-        let sorted = match r.u8()? {
+        let base = r.pos();
+        let f = r.take::<CooFields>()?;
+        let at = |off: u32| base.saturating_add(off);
+        let sorted = match f.is_sorted {
             0 => false,
             1 => true,
             v => {
-                return Err(DescriptorError::new(
-                    at,
-                    DescriptorErrorKind::InvalidValue {
-                        field: "is_sorted",
-                        value: u64::from(v),
-                    },
-                ));
+                let kind = DescriptorErrorKind::InvalidValue {
+                    field: "is_sorted",
+                    value: u64::from(v),
+                };
+                return Err(DescriptorError::new(at(at!(CooFields.is_sorted)), kind));
             }
         };
-        r.reserved(7, "coo._reserved")?;
-        Ok(Self { nnz, sorted })
+        super::reserved(&f.reserved, at(at!(CooFields.reserved)), "coo._reserved")?;
+        Ok(Self {
+            nnz: f.nnz.get(),
+            sorted,
+        })
     }
 
     pub(super) fn check(&self, ctx: &Ctx<'_>) -> Result<(), DescriptorError> {
@@ -61,9 +85,11 @@ impl Coo {
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
-        w.u64(self.nnz);
-        w.u8(u8::from(self.sorted));
-        w.zeros(7);
+        w.value(&CooFields {
+            nnz: U64::new(self.nnz),
+            is_sorted: u8::from(self.sorted),
+            reserved: [0; 7],
+        });
     }
 }
 
@@ -77,9 +103,11 @@ pub struct Compressed {
 
 impl Compressed {
     pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
-        let nnz = r.u64()?;
-        r.reserved(8, "compressed._reserved")?;
-        Ok(Self { nnz })
+        let base = r.pos();
+        let f = r.take::<CompressedFields>()?;
+        let at = base.saturating_add(at!(CompressedFields.reserved));
+        super::reserved(&f.reserved, at, "compressed._reserved")?;
+        Ok(Self { nnz: f.nnz.get() })
     }
 
     /// `major` is the compressed dimension's size (rows for CSR).
@@ -97,7 +125,9 @@ impl Compressed {
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
-        w.u64(self.nnz);
-        w.zeros(8);
+        w.value(&CompressedFields {
+            nnz: U64::new(self.nnz),
+            reserved: [0; 8],
+        });
     }
 }

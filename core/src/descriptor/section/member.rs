@@ -2,6 +2,17 @@
 //! 1 base), `_reserved: uint8[15]`. Carried by overlay members only.
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::field::{at, wire_fields};
+
+wire_fields! {
+    /// The composite member section on the wire.
+    MemberFields {
+        /// [`MemberRole`] code.
+        member_role: u8,
+        /// Reserved, zero.
+        reserved: [u8; 15] as "_reserved",
+    } = 16;
+}
 
 use super::super::cursor::{Reader, Writer};
 
@@ -27,25 +38,31 @@ impl MemberRole {
 
     pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
         let at = r.pos();
-        let role = match r.u8()? {
+        let f = r.take::<MemberFields>()?;
+        let role = match f.member_role {
             0 => Self::Correction,
             1 => Self::Base,
             v => {
-                return Err(DescriptorError::new(
-                    at,
-                    DescriptorErrorKind::InvalidValue {
-                        field: "member_role",
-                        value: u64::from(v),
-                    },
-                ));
+                let kind = DescriptorErrorKind::InvalidValue {
+                    field: "member_role",
+                    value: u64::from(v),
+                };
+                return Err(DescriptorError::new(at, kind));
             }
         };
-        r.reserved(15, "composite_member._reserved")?;
+        let reserved_at = at.saturating_add(at!(MemberFields.reserved));
+        crate::descriptor::layout::reserved(
+            &f.reserved,
+            reserved_at,
+            "composite_member._reserved",
+        )?;
         Ok(role)
     }
 
     pub(crate) fn encode(self, w: &mut Writer<'_>) {
-        w.u8(self.code());
-        w.zeros(15);
+        w.value(&MemberFields {
+            member_role: self.code(),
+            reserved: [0; 15],
+        });
     }
 }

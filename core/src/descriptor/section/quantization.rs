@@ -20,13 +20,12 @@
 
 use core::mem::{offset_of, size_of};
 
-use static_assertions::assert_eq_size;
+use zerocopy::FromBytes;
 use zerocopy::little_endian::{F32, I32, U16, U32};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::element::ElementType;
 use crate::error::{DescriptorError, DescriptorErrorKind};
-use crate::field::wire_struct;
+use crate::field::wire_fields;
 
 use super::super::arrays::Dims;
 use super::super::cursor::{Reader, Writer};
@@ -51,19 +50,7 @@ pub mod scheme_tag {
 /// The `SYMMETRIC` bit of a per-channel or per-block scheme's flags.
 const SYMMETRIC: u16 = 1;
 
-macro_rules! fields {
-    ($($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident : $t:ty $(as $w:literal)?),* $(,)? } = $len:literal;)*) => {$(
-        wire_struct! {
-            $(#[$m])*
-            #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq)]
-            #[repr(C)]
-            pub struct $name { $($(#[$fm])* pub $f: $t $(as $w)?),* }
-        }
-        assert_eq_size!($name, [u8; $len]);
-    )*};
-}
-
-fields! {
+wire_fields! {
     /// The 4 bytes every scheme starts with.
     SchemeHeader {
         /// [`scheme_tag`] code.

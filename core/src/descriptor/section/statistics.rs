@@ -22,46 +22,53 @@ use static_assertions::assert_eq_size;
 use zerocopy::little_endian::{F64, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+use crate::field::wire_struct;
+
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::cursor::{Reader, Writer};
 
-/// The statistics section as it lies on the wire.
-#[derive(
-    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq,
-)]
-#[repr(C)]
-pub struct StatisticsEntry {
-    /// Validity bits.
-    pub computed_mask: U32,
-    /// Reserved, zero.
-    pub reserved: U32,
-    /// Non-zero count.
-    pub nnz: U64,
-    /// Fraction of zeros.
-    pub sparsity_ratio: F64,
-    /// Smallest value.
-    pub value_min: F64,
-    /// Largest value.
-    pub value_max: F64,
-    /// Largest magnitude.
-    pub value_abs_max: F64,
-    /// Mean.
-    pub value_mean: F64,
-    /// Population standard deviation.
-    pub value_stddev: F64,
-    /// N of N:M structured sparsity.
-    pub nm_n: u8,
-    /// M of N:M structured sparsity.
-    pub nm_m: u8,
-    /// 1 if a NaN is present.
-    pub has_nan: u8,
-    /// 1 if an infinity is present.
-    pub has_inf: u8,
-    /// Reserved, zero.
-    pub reserved2: [u8; 4],
+wire_struct! {
+    /// The statistics section as it lies on the wire.
+    #[derive(
+        FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq,
+    )]
+    #[repr(C)]
+    pub struct StatisticsEntry {
+        /// Validity bits.
+        pub computed_mask: U32,
+        /// Reserved, zero.
+        pub reserved: U32 as "_reserved",
+        /// Non-zero count.
+        pub nnz: U64,
+        /// Fraction of zeros.
+        pub sparsity_ratio: F64,
+        /// Smallest value.
+        pub value_min: F64,
+        /// Largest value.
+        pub value_max: F64,
+        /// Largest magnitude.
+        pub value_abs_max: F64,
+        /// Mean.
+        pub value_mean: F64,
+        /// Population standard deviation.
+        pub value_stddev: F64,
+        /// N of N:M structured sparsity.
+        pub nm_n: u8,
+        /// M of N:M structured sparsity.
+        pub nm_m: u8,
+        /// 1 if a NaN is present.
+        pub has_nan: u8,
+        /// 1 if an infinity is present.
+        pub has_inf: u8,
+        /// Reserved, zero.
+        pub reserved2: [u8; 4] as "_reserved2",
+    }
 }
 assert_eq_size!(StatisticsEntry, [u8; 72]);
+
+/// Offset of `nnz` in the section.
+pub(crate) const NNZ_AT: u32 = crate::field::at!(StatisticsEntry.nnz);
 
 /// Advisory statistics of a tensor's values. Getters return `None` for a
 /// group whose mask bit is clear.
