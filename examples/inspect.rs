@@ -27,10 +27,11 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use hurray::field::FieldValue;
 use hurray::layout::{Layout, name_of};
 use hurray::{
-    BufferHandle, ElementType, MemberRole, Packing, ReadOptions, Scheme, TensorView,
-    is_private_code,
+    BufferHandle, DeviceTag, ElementType, Field, MemberRole, MemoryClass, Packing, ReadOptions,
+    Scheme, SyncMode, TensorView, is_private_code,
 };
 use serde::Serialize;
 
@@ -637,124 +638,6 @@ pub struct Row {
     pub meaning: String,
 }
 
-/// Walks a descriptor's bytes in wire order, one row per field. Meant for
-/// bytes the reader accepted: it follows the structure (rank, layout tag,
-/// buffer count, flags, lengths) and never validates.
-struct Walk<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    rows: Vec<Row>,
-}
-
-impl Walk<'_> {
-    fn take<const N: usize>(
-        &mut self,
-        field: impl Into<String>,
-        meaning: impl FnOnce([u8; N]) -> String,
-    ) -> Result<[u8; N], String> {
-        let field = field.into();
-        let raw: [u8; N] = self
-            .bytes
-            .get(self.pos..self.pos + N)
-            .and_then(|s| s.try_into().ok())
-            .ok_or_else(|| format!("{field} at byte {} runs past the end", self.pos))?;
-        self.rows.push(Row {
-            offset: self.pos,
-            bytes: raw.to_vec(),
-            field,
-            meaning: meaning(raw),
-        });
-        self.pos += N;
-        Ok(raw)
-    }
-
-    /// `n` opaque bytes, one row per 16.
-    fn run(&mut self, n: usize, field: &str, meaning: &str) -> Result<(), String> {
-        let data = self
-            .bytes
-            .get(self.pos..self.pos + n)
-            .ok_or_else(|| format!("{field} at byte {} runs past the end", self.pos))?;
-        for (i, chunk) in data.chunks(16).enumerate() {
-            self.rows.push(Row {
-                offset: self.pos + i * 16,
-                bytes: chunk.to_vec(),
-                field: if i == 0 {
-                    field.to_owned()
-                } else {
-                    format!("{field} (cont.)")
-                },
-                meaning: if i == 0 {
-                    meaning.to_owned()
-                } else {
-                    String::new()
-                },
-            });
-        }
-        self.pos += n;
-        Ok(())
-    }
-
-    fn u8(&mut self, field: impl Into<String>, m: impl FnOnce(u8) -> String) -> Result<u8, String> {
-        self.take::<1>(field, |b| m(b[0])).map(|b| b[0])
-    }
-
-    fn u16(
-        &mut self,
-        field: impl Into<String>,
-        m: impl FnOnce(u16) -> String,
-    ) -> Result<u16, String> {
-        self.take::<2>(field, |b| m(u16::from_le_bytes(b)))
-            .map(u16::from_le_bytes)
-    }
-
-    fn u32(
-        &mut self,
-        field: impl Into<String>,
-        m: impl FnOnce(u32) -> String,
-    ) -> Result<u32, String> {
-        self.take::<4>(field, |b| m(u32::from_le_bytes(b)))
-            .map(u32::from_le_bytes)
-    }
-
-    fn u64(
-        &mut self,
-        field: impl Into<String>,
-        m: impl FnOnce(u64) -> String,
-    ) -> Result<u64, String> {
-        self.take::<8>(field, |b| m(u64::from_le_bytes(b)))
-            .map(u64::from_le_bytes)
-    }
-
-    fn i64(
-        &mut self,
-        field: impl Into<String>,
-        m: impl FnOnce(i64) -> String,
-    ) -> Result<(), String> {
-        self.take::<8>(field, |b| m(i64::from_le_bytes(b)))
-            .map(drop)
-    }
-
-    fn f64(&mut self, field: &str, valid: bool) -> Result<(), String> {
-        self.take::<8>(field, |b| {
-            let v = f64::from_le_bytes(b);
-            if valid {
-                v.to_string()
-            } else {
-                format!("{v} (not computed)")
-            }
-        })
-        .map(drop)
-    }
-
-    fn reserved(&mut self, n: usize, field: &str) -> Result<(), String> {
-        self.run(n, field, "reserved, zero")
-    }
-}
-
-fn plain<T: ToString>(v: T) -> String {
-    v.to_string()
-}
-
 fn dim(v: u64) -> String {
     if v == u64::MAX {
         "dynamic".to_owned()
@@ -763,8 +646,8 @@ fn dim(v: u64) -> String {
     }
 }
 
-fn buffer_index(v: u32) -> String {
-    if v == u32::MAX {
+fn buffer_index(v: u64) -> String {
+    if v == u64::from(u32::MAX) {
         "none (0xFFFFFFFF)".to_owned()
     } else {
         format!("buffer {v}")
@@ -786,20 +669,13 @@ fn type_meaning(tag: u8) -> String {
     }
 }
 
-fn flag_names(bits: u32) -> String {
-    const NAMES: [&str; 5] = [
-        "quantization",
-        "shard",
-        "extension type",
-        "statistics",
-        "composite member",
-    ];
-    let set: Vec<&str> = (0..5)
+fn names_of_bits(bits: u64, names: &[&str], none: &str) -> String {
+    let set: Vec<&str> = (0..names.len())
         .filter(|i| bits & (1 << i) != 0)
-        .map(|i| NAMES[i])
+        .map(|i| names[i])
         .collect();
     if set.is_empty() {
-        "no optional section".to_owned()
+        none.to_owned()
     } else {
         set.join(" + ")
     }
@@ -817,350 +693,160 @@ fn code_name<T>(
     }
 }
 
-/// The annotated rows of a descriptor the reader accepted, in wire order.
-///
-/// # Errors
-/// When the bytes end before a field the structure implies (the reader
-/// would have rejected them).
-pub fn annotate(bytes: &[u8]) -> Result<Vec<Row>, String> {
-    let mut w = Walk {
-        bytes,
-        pos: 0,
-        rows: Vec::new(),
-    };
-    w.take::<4>("magic", |m| format!("{:?}", String::from_utf8_lossy(&m)))?;
-    w.u8("version_major", plain)?;
-    w.u8("version_minor", plain)?;
-    let length = w.u32("descriptor_length", |v| format!("{v} bytes"))?;
-    let flags = w.u32("flags", flag_names)?;
-    w.u8("type_tag", type_meaning)?;
-    let layout_tag = w.u8("layout_tag", |t| name_of(t).to_owned())?;
-    let rank = w.u32("rank", |r| format!("{r} dimensions"))?;
-    for i in 0..rank {
-        w.u64(format!("shape[{i}]"), dim)?;
-    }
-    w.u64("byte_offset", |v| format!("{v} bytes into buffer 0"))?;
-    walk_layout(&mut w, layout_tag, rank)?;
-    let count = w.u8("buffer_count", |n| format!("{n} buffer handles follow"))?;
-    for i in 0..count {
-        let b = |f: &str| format!("buffer[{i}].{f}");
-        w.u64(b("byte_size"), |v| format!("{v} bytes"))?;
-        w.u32(b("alignment"), |v| format!("{v}-byte aligned"))?;
-        w.u8(b("device_tag"), |v| {
-            code_name(v, hurray::DeviceTag::from_code, hurray::DeviceTag::name)
-        })?;
-        w.u8(b("sync_mode"), |v| {
-            code_name(v, hurray::SyncMode::from_code, hurray::SyncMode::name)
-        })?;
-        w.u8(b("memory_class"), |v| {
-            code_name(v, hurray::MemoryClass::from_code, hurray::MemoryClass::name)
-        })?;
-        w.reserved(1, &b("_reserved"))?;
-    }
-    if flags & 1 != 0 {
-        walk_quantization(&mut w)?;
-    }
-    if flags & 2 != 0 {
-        for i in 0..rank {
-            w.u64(format!("shard.parent_shape[{i}]"), dim)?;
-        }
-        for i in 0..rank {
-            w.u64(format!("shard.shard_offset[{i}]"), plain)?;
-        }
-    }
-    if flags & 8 != 0 {
-        walk_statistics(&mut w)?;
-    }
-    if flags & 4 != 0 {
-        walk_extension_type(&mut w)?;
-    }
-    if flags & 16 != 0 {
-        w.u8("composite_member.member_role", |v| {
-            match v {
-                0 => "correction",
-                1 => "base",
-                _ => "unknown",
-            }
-            .to_owned()
-        })?;
-        w.reserved(15, "composite_member._reserved")?;
-    }
-    let length = length as usize;
-    if w.pos < length {
-        let n = length - w.pos;
-        w.run(n, "(later minor version)", "bytes this reader skips")?;
-    }
-    if w.pos != bytes.len() {
-        return Err(format!(
-            "the fields end at byte {} but the descriptor has {} bytes",
-            w.pos,
-            bytes.len()
-        ));
-    }
-    Ok(w.rows)
-}
-
-fn walk_layout(w: &mut Walk<'_>, tag: u8, rank: u32) -> Result<(), String> {
-    match tag {
-        0x03 => {
-            for i in 0..rank {
-                w.i64(format!("strides[{i}]"), |v| format!("{v} elements"))?;
-            }
-        }
-        0x04 => {
-            for level in 0.. {
-                let f = |name: &str| format!("tiled[{level}].{name}");
-                for i in 0..rank {
-                    w.u64(f(&format!("tile_shape[{i}]")), plain)?;
-                }
-                let outer = w.u8(f("outer_layout"), |v| format!("{} grid", name_of(v)))?;
-                let inner = w.u8(f("inner_layout"), |v| {
-                    format!("{} inside a tile", name_of(v))
-                })?;
-                w.reserved(2, &f("_reserved"))?;
-                if outer == 0x03 {
-                    for i in 0..rank {
-                        w.i64(f(&format!("outer_strides[{i}]")), |v| format!("{v} tiles"))?;
-                    }
-                }
-                if inner == 0x03 {
-                    for i in 0..rank {
-                        w.i64(f(&format!("inner_strides[{i}]")), |v| {
-                            format!("{v} elements")
-                        })?;
-                    }
-                }
-                if inner != 0x04 {
-                    break;
-                }
-            }
-        }
-        0x05 => {
-            for i in 0..rank {
-                w.u32(format!("morton_bits[{i}]"), |v| format!("{v} bits"))?;
-            }
-        }
-        0x06 => {
-            w.u64("nnz", |v| format!("{v} stored elements"))?;
-            w.u8("is_sorted", |v| {
-                if v == 1 { "sorted" } else { "unsorted" }.to_owned()
-            })?;
-            w.reserved(7, "_reserved")?;
-        }
-        0x07 | 0x08 => {
-            w.u64("nnz", |v| format!("{v} stored elements"))?;
-            w.reserved(8, "_reserved")?;
-        }
-        0x09 => {
-            w.u64("nnz", |v| format!("{v} stored elements"))?;
-            for i in 0..rank {
-                w.u32(format!("mode_order[{i}]"), |v| {
-                    format!("tree level {i} stores dimension {v}")
-                })?;
-            }
-            w.reserved(8, "_reserved")?;
-        }
-        0x0A => {
-            w.u32("page_size", |v| format!("{v} tokens per page"))?;
-            w.u64("num_pages", |v| format!("{v} pages in the pool"))?;
-            w.u32("paged_axis", plain)?;
-            w.u32("num_seqs", |v| format!("{v} sequences"))?;
-            w.u8("kv_role", |v| {
-                match v {
-                    0 => "key",
-                    1 => "value",
-                    2 => "fused",
-                    _ => "unknown",
-                }
-                .to_owned()
-            })?;
-            w.u32("layer_index", |v| {
-                if v == u32::MAX {
-                    "not layer-scoped".to_owned()
-                } else {
-                    format!("layer {v}")
-                }
-            })?;
-            w.u8("block_table_index_type", |v| {
-                match v {
-                    0 => "uint32",
-                    1 => "uint64",
-                    _ => "unknown",
-                }
-                .to_owned()
-            })?;
-            w.reserved(6, "_reserved")?;
-        }
-        0x0B => {
-            w.u8("composition_rule", |v| match v {
-                1 => "partition".to_owned(),
-                2 => "overlay".to_owned(),
-                3 => "group".to_owned(),
-                v => format!("private ({v:#04x})"),
-            })?;
-            w.u8("combine_op", |v| {
-                match v {
-                    0 => "none",
-                    1 => "replace",
-                    2 => "add",
-                    _ => "unknown",
-                }
-                .to_owned()
-            })?;
-            w.reserved(2, "_reserved")?;
-            w.u32("member_count", |v| format!("{v} member descriptors follow"))?;
-        }
-        0x40 => {
-            w.u32("hilbert_order", |v| format!("each side 2^{v}"))?;
-            w.u32("hilbert_rank", plain)?;
-        }
-        0xF0..=0xFE => {
-            w.u64("extension_layout_id", |v| format!("{v:#018x}"))?;
-            let n = w.u32("extension_data_length", |v| format!("{v} bytes"))?;
-            w.run(n as usize, "extension_data", "opaque")?;
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-fn walk_quantization(w: &mut Walk<'_>) -> Result<(), String> {
-    let len = w.u32("quantization_length", |v| format!("{v} bytes"))? as usize;
-    let start = w.pos;
-    let tag = w.u8("quant.scheme_tag", |v| match v {
-        1 => "per-tensor affine".to_owned(),
-        2 => "per-channel affine".to_owned(),
-        3 => "per-block affine".to_owned(),
-        4 => "NF4".to_owned(),
-        5 => "MXFP".to_owned(),
-        v => format!("private ({v:#04x})"),
-    })?;
-    w.u8("quant.scheme_version", plain)?;
-    w.u16("quant.flags", |v| {
-        if matches!(tag, 2 | 3) {
-            if v & 1 != 0 {
-                "SYMMETRIC"
-            } else {
-                "asymmetric"
-            }
-            .to_owned()
+/// What one field's value means (the walker in the core names and reads
+/// it; this is presentation only).
+fn meaning(view: &TensorView<'_>, f: &Field<'_>) -> String {
+    let p = f.path;
+    let n = f.value.as_u64().unwrap_or(0);
+    let byte = u8::try_from(n).unwrap_or(u8::MAX);
+    let yes = |v: u64| if v == 1 { "yes" } else { "no" }.to_owned();
+    let stats_mask = view.statistics().map_or(0, |s| s.mask());
+    let computed = |bit: u32, s: String| {
+        if stats_mask & (1 << bit) != 0 {
+            s
         } else {
-            format!("{v:#06x}")
+            format!("{s} (not computed)")
         }
-    })?;
-    let type_name = |v: u8| {
-        ElementType::from_code(v)
+    };
+    let value = match f.value {
+        FieldValue::F32(v) => v.to_string(),
+        FieldValue::F64(v) => v.to_string(),
+        FieldValue::I32(v) => v.to_string(),
+        FieldValue::I64(v) => v.to_string(),
+        _ => n.to_string(),
+    };
+    match (p.part, p.name) {
+        (_, n) if n.starts_with("_reserved") => "reserved, zero".to_owned(),
+        ("", "magic") => format!("{:?}", String::from_utf8_lossy(f.bytes)),
+        ("", "descriptor_length" | "quantization_length") => format!("{n} bytes"),
+        ("", "flags") => names_of_bits(
+            n,
+            &[
+                "quantization",
+                "shard",
+                "extension type",
+                "statistics",
+                "composite member",
+            ],
+            "no optional section",
+        ),
+        ("", "type_tag") => type_meaning(byte),
+        ("", "layout_tag") => name_of(byte).to_owned(),
+        ("", "rank") => format!("{n} dimensions"),
+        ("", "shape") | ("shard", "parent_shape") => dim(n),
+        ("", "byte_offset") => format!("{n} bytes into buffer 0"),
+        ("", "strides") | ("tiled", "inner_strides") => format!("{value} elements"),
+        ("tiled", "outer_strides") => format!("{value} tiles"),
+        ("tiled", "outer_layout") => format!("{} grid", name_of(byte)),
+        ("tiled", "inner_layout") => format!("{} inside a tile", name_of(byte)),
+        ("", "morton_bits") => format!("{n} bits"),
+        ("", "nnz") => format!("{n} stored elements"),
+        ("", "is_sorted") => if n == 1 { "sorted" } else { "unsorted" }.to_owned(),
+        ("", "mode_order") => format!("tree level {} stores dimension {n}", p.index.unwrap_or(0)),
+        ("", "page_size") => format!("{n} tokens per page"),
+        ("", "num_pages") => format!("{n} pages in the pool"),
+        ("", "num_seqs") => format!("{n} sequences"),
+        ("", "kv_role") => ["key", "value", "fused"]
+            .get(n as usize)
+            .unwrap_or(&"unknown")
+            .to_string(),
+        ("", "layer_index") if n == u64::from(u32::MAX) => "not layer-scoped".to_owned(),
+        ("", "layer_index") => format!("layer {n}"),
+        ("", "block_table_index_type") => ["uint32", "uint64"]
+            .get(n as usize)
+            .unwrap_or(&"unknown")
+            .to_string(),
+        ("", "composition_rule") => match n {
+            1 => "partition".to_owned(),
+            2 => "overlay".to_owned(),
+            3 => "group".to_owned(),
+            v => format!("private ({v:#04x})"),
+        },
+        ("", "combine_op") => ["none", "replace", "add"]
+            .get(n as usize)
+            .unwrap_or(&"unknown")
+            .to_string(),
+        ("", "member_count") => format!("{n} member descriptors follow"),
+        ("", "hilbert_order") => format!("each side 2^{n}"),
+        ("", "extension_layout_id") => format!("{n:#018x}"),
+        ("", "extension_data_length") => format!("{n} bytes"),
+        ("", "extension_data") => "opaque".to_owned(),
+        ("", "buffer_count") => format!("{n} buffer handles follow"),
+        ("", "(later minor version)") => "bytes this reader skips".to_owned(),
+        ("buffer", "byte_size") => format!("{n} bytes"),
+        ("buffer", "alignment") => format!("{n}-byte aligned"),
+        ("buffer", "device_tag") => code_name(byte, DeviceTag::from_code, DeviceTag::name),
+        ("buffer", "sync_mode") => code_name(byte, SyncMode::from_code, SyncMode::name),
+        ("buffer", "memory_class") => code_name(byte, MemoryClass::from_code, MemoryClass::name),
+        ("quant", "scheme_tag") => match n {
+            1 => "per-tensor affine".to_owned(),
+            2 => "per-channel affine".to_owned(),
+            3 => "per-block affine".to_owned(),
+            4 => "NF4".to_owned(),
+            5 => "MXFP".to_owned(),
+            v => format!("private ({v:#04x})"),
+        },
+        ("quant", "flags") => match view.quantization().map(|q| q.scheme) {
+            Some(Scheme::PerChannel { .. } | Scheme::PerBlock { .. }) if n & 1 != 0 => {
+                "SYMMETRIC".to_owned()
+            }
+            Some(Scheme::PerChannel { .. } | Scheme::PerBlock { .. }) => "asymmetric".to_owned(),
+            _ => format!("{n:#06x}"),
+        },
+        ("quant", "scale_buffer_index" | "zero_point_buffer_index") => buffer_index(n),
+        ("quant", "scale_type_tag") => ElementType::from_code(byte)
             .map_or("unknown", ElementType::name)
-            .to_owned()
-    };
-    match tag {
-        1 => {
-            w.take::<4>("quant.scale", |b| f32::from_le_bytes(b).to_string())?;
-            w.take::<4>("quant.zero_point", |b| i32::from_le_bytes(b).to_string())?;
-            w.reserved(4, "quant._reserved")?;
-        }
-        2 => {
-            w.u32("quant.axis", plain)?;
-            w.u32("quant.scale_buffer_index", buffer_index)?;
-            w.u32("quant.zero_point_buffer_index", buffer_index)?;
-            w.u8("quant.scale_type_tag", type_name)?;
-            w.reserved(3, "quant._reserved")?;
-        }
-        3 => {
-            w.u32("quant.axis", plain)?;
-            w.u32("quant.block_size", |v| format!("{v} elements per block"))?;
-            w.u32("quant.scale_buffer_index", buffer_index)?;
-            w.u32("quant.zero_point_buffer_index", buffer_index)?;
-            w.u8("quant.scale_type_tag", type_name)?;
-            w.reserved(3, "quant._reserved")?;
-        }
-        4 | 5 => {
-            w.u32("quant.axis", plain)?;
-            w.u32("quant.block_size", |v| format!("{v} elements per block"))?;
-            w.u32("quant.scale_buffer_index", buffer_index)?;
-        }
-        _ => {}
+            .to_owned(),
+        ("quant", "block_size") => format!("{n} elements per block"),
+        ("quant", "payload") => match view.quantization().map(|q| q.scheme) {
+            Some(Scheme::Private { .. }) => "private scheme payload".to_owned(),
+            _ => "writer padding, zero".to_owned(),
+        },
+        ("statistics", "computed_mask") => names_of_bits(
+            n,
+            &["nnz", "sparsity", "range", "mean/stddev", "N:M", "NaN/inf"],
+            "nothing computed",
+        ),
+        ("statistics", "nnz") => computed(0, value),
+        ("statistics", "sparsity_ratio") => computed(1, value),
+        ("statistics", "value_min" | "value_max" | "value_abs_max") => computed(2, value),
+        ("statistics", "value_mean" | "value_stddev") => computed(3, value),
+        ("statistics", "nm_n" | "nm_m") => computed(4, value),
+        ("statistics", "has_nan" | "has_inf") => computed(5, yes(n)),
+        ("extension_type", "bit_width") => format!("{n} bits per element"),
+        ("extension_type", "packing_factor") => format!("{n} elements per byte"),
+        ("extension_type", "is_float" | "is_signed" | "has_nan" | "has_inf") => yes(n),
+        ("composite_member", "member_role") => ["correction", "base"]
+            .get(n as usize)
+            .unwrap_or(&"unknown")
+            .to_string(),
+        _ => value,
     }
-    let used = w.pos - start;
-    if used < len {
-        let meaning = if matches!(tag, 1..=5) {
-            "writer padding, zero"
-        } else {
-            "private scheme payload"
-        };
-        w.run(len - used, "quant.payload", meaning)?;
-    }
-    Ok(())
 }
 
-fn walk_statistics(w: &mut Walk<'_>) -> Result<(), String> {
-    let mask = w.u32("statistics.computed_mask", |m| {
-        const GROUPS: [&str; 6] = ["nnz", "sparsity", "range", "mean/stddev", "N:M", "NaN/inf"];
-        let set: Vec<&str> = (0..6)
-            .filter(|i| m & (1 << i) != 0)
-            .map(|i| GROUPS[i])
-            .collect();
-        if set.is_empty() {
-            "nothing computed".to_owned()
-        } else {
-            set.join(" + ")
-        }
-    })?;
-    let has = |bit: u32| mask & (1 << bit) != 0;
-    w.reserved(4, "statistics._reserved")?;
-    w.u64("statistics.nnz", |v| {
-        if has(0) {
-            v.to_string()
-        } else {
-            format!("{v} (not computed)")
-        }
-    })?;
-    w.f64("statistics.sparsity_ratio", has(1))?;
-    w.f64("statistics.value_min", has(2))?;
-    w.f64("statistics.value_max", has(2))?;
-    w.f64("statistics.value_abs_max", has(2))?;
-    w.f64("statistics.value_mean", has(3))?;
-    w.f64("statistics.value_stddev", has(3))?;
-    for field in ["statistics.nm_n", "statistics.nm_m"] {
-        w.u8(field, |v| {
-            if has(4) {
-                v.to_string()
+/// The annotated rows of a descriptor the reader accepted, in wire order:
+/// one per field of the core's walker ([`TensorView::for_each_field`]),
+/// opaque runs split into rows of 16 bytes.
+pub fn annotate(view: &TensorView<'_>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    view.for_each_field(|f| {
+        let field = f.path.to_string();
+        let meaning = meaning(view, &f);
+        for (i, chunk) in f.bytes.chunks(16).enumerate() {
+            let (field, meaning) = if i == 0 {
+                (field.clone(), meaning.clone())
             } else {
-                format!("{v} (not computed)")
-            }
-        })?;
-    }
-    for field in ["statistics.has_nan", "statistics.has_inf"] {
-        w.u8(field, |v| {
-            let s = if v == 1 { "yes" } else { "no" };
-            if has(5) {
-                s.to_owned()
-            } else {
-                format!("{v} (not computed)")
-            }
-        })?;
-    }
-    w.reserved(4, "statistics._reserved2")
-}
-
-fn walk_extension_type(w: &mut Walk<'_>) -> Result<(), String> {
-    let yes = |v: u8| if v == 1 { "yes" } else { "no" }.to_owned();
-    w.u32("extension_type.bit_width", |v| {
-        format!("{v} bits per element")
-    })?;
-    w.u8("extension_type.packing_factor", |v| {
-        format!("{v} elements per byte")
-    })?;
-    w.u8("extension_type.is_float", yes)?;
-    w.u8("extension_type.is_signed", yes)?;
-    w.u8("extension_type.sign_bits", plain)?;
-    w.u8("extension_type.exponent_bits", plain)?;
-    w.u8("extension_type.mantissa_bits", plain)?;
-    w.reserved(2, "extension_type._reserved")?;
-    w.u32("extension_type.exponent_bias", plain)?;
-    w.u8("extension_type.has_nan", yes)?;
-    w.u8("extension_type.has_inf", yes)?;
-    w.reserved(2, "extension_type._reserved2")
+                (format!("{field} (cont.)"), String::new())
+            };
+            rows.push(Row {
+                offset: f.offset + i * 16,
+                bytes: chunk.to_vec(),
+                field,
+                meaning,
+            });
+        }
+    });
+    rows
 }
 
 /// The annotated dump of one accepted descriptor.
@@ -1168,7 +854,7 @@ fn walk_extension_type(w: &mut Walk<'_>) -> Result<(), String> {
 /// # Errors
 /// As [`annotate`].
 pub fn dump(file: &str, view: &TensorView<'_>) -> Result<String, String> {
-    let rows = annotate(view.as_bytes())?;
+    let rows = annotate(view);
     let mut out = String::new();
     let (major, minor) = view.version();
     let _ = writeln!(

@@ -58,9 +58,10 @@ use core::fmt;
 use heapless::Vec;
 
 use crate::descriptor::layout::{CompositeHead, CompositionRule};
-use crate::descriptor::{Dims, Layout, MemberRole, ReadOptions, TensorView};
+use crate::descriptor::{Dims, FixedHeader, Layout, MemberRole, ReadOptions, TensorView};
 use crate::element::ElementType;
 use crate::error::DescriptorError;
+use zerocopy::FromBytes;
 
 /// The deepest nesting of composites a reader accepts.
 pub const MAX_COMPOSITE_DEPTH: u8 = 8;
@@ -417,7 +418,10 @@ fn read_level<'a, const N: usize>(
             member: index,
             kind,
         };
-        let (member, after) = if matches!(rest.get(15), Some(&0x0B)) {
+        let layout_tag = FixedHeader::ref_from_prefix(rest)
+            .ok()
+            .map(|(h, _)| h.layout_tag);
+        let (member, after) = if layout_tag == Some(crate::layout::tag::COMPOSITE) {
             // A nested head: read its whole subtree, then check it as a member.
             let (m, after) =
                 read_level::<N>(rest, options, depth.saturating_add(1)).map_err(|e| {

@@ -709,6 +709,19 @@ proptest! {
         prop_assert_eq!(v.member_role(), o.member);
         prop_assert_eq!(v.shard().is_some(), o.shard.is_some());
         prop_assert_eq!(v.as_bytes(), &bytes[..]);
+        // The field walker covers every byte once, in order, and reads
+        // the values the view reports.
+        let (mut at, mut shape) = (0, Vec::new());
+        v.for_each_field(|f| {
+            assert_eq!(f.offset, at, "{} starts a gap or an overlap", f.path);
+            assert!(!f.bytes.is_empty(), "{} is empty", f.path);
+            at = f.range().end;
+            if f.path.part.is_empty() && f.path.name == "shape" {
+                shape.push(f.value.as_u64().expect("shape is u64"));
+            }
+        });
+        prop_assert_eq!(at, bytes.len());
+        prop_assert!(v.shape().iter().eq(shape));
         prop_assert_eq!(reencode(&v), bytes.clone());
         // Through the fixed-capacity builder, for the layouts it holds.
         match DescriptorBuilder::<8, 16>::from_view(&v) {

@@ -10,7 +10,9 @@ use crate::error::{DescriptorErrorKind, EncodeError};
 use crate::handle::BufferHandle;
 
 use super::cursor::Writer;
-use super::header::{DESCRIPTOR_MAGIC, Flags, VERSION_MAJOR, VERSION_MINOR};
+use zerocopy::little_endian::U32;
+
+use super::header::{self, DESCRIPTOR_MAGIC, FixedHeader, Flags, VERSION_MAJOR, VERSION_MINOR};
 use super::layout::{LayoutSpec, TileSpec};
 use super::section::ext_type::ExtensionType;
 use super::section::member::MemberRole;
@@ -214,7 +216,7 @@ impl<'a> TensorDescriptor<'a> {
         let len = w.finish()?;
         if u32::try_from(len).is_err() {
             return Err(EncodeError::Invalid(crate::DescriptorError::new(
-                6,
+                header::at::LENGTH,
                 DescriptorErrorKind::Overflow {
                     what: "descriptor_length",
                 },
@@ -292,16 +294,19 @@ impl<'a> TensorDescriptor<'a> {
     }
 
     fn write(&self, w: &mut Writer<'_>) {
-        w.bytes(&DESCRIPTOR_MAGIC);
-        w.u8(VERSION_MAJOR);
-        w.u8(VERSION_MINOR);
-        let len_at = w.pos();
-        w.u32(0);
-        w.u32(self.flags().bits());
-        w.u8(self.element_type.code());
-        w.u8(self.layout.tag());
         #[allow(clippy::cast_possible_truncation)]
-        w.u32(self.shape.len().min(u32::MAX as usize) as u32);
+        let rank = self.shape.len().min(u32::MAX as usize) as u32;
+        // `descriptor_length` is patched in once the length is known.
+        w.value(&FixedHeader {
+            magic: DESCRIPTOR_MAGIC,
+            version_major: VERSION_MAJOR,
+            version_minor: VERSION_MINOR,
+            descriptor_length: U32::new(0),
+            flags: U32::new(self.flags().bits()),
+            type_tag: self.element_type.code(),
+            layout_tag: self.layout.tag(),
+            rank: U32::new(rank),
+        });
         self.shape.iter().for_each(|&n| w.u64(n));
         w.u64(self.byte_offset);
         self.layout.encode(w);
@@ -327,6 +332,6 @@ impl<'a> TensorDescriptor<'a> {
         }
         #[allow(clippy::cast_possible_truncation)]
         let total = w.pos().min(u32::MAX as usize) as u32;
-        w.patch_u32(len_at, total);
+        w.patch_u32(header::at::LENGTH as usize, total);
     }
 }

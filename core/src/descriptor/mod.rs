@@ -31,6 +31,7 @@ mod extent;
 mod header;
 pub mod layout;
 mod section;
+mod walk;
 
 pub use arrays::{Dims, Strides, Words};
 pub use encode::TensorDescriptor;
@@ -42,6 +43,7 @@ pub use layout::{Layout, LayoutSpec};
 pub use section::ext_type::{ExtensionType, ExtensionTypeEntry};
 pub use section::member::{MemberFields, MemberRole};
 pub use section::quantization::{NO_BUFFER, Quantization, Scheme};
+pub use walk::{Field, FieldPath};
 
 /// The quantization section's field maps and scheme tags.
 pub mod quantization {

@@ -21,7 +21,7 @@ pub use csf::Csf;
 pub use extension::{ExtensionLayout, ExtensionLayoutFields};
 pub use hilbert::{Hilbert, HilbertFields};
 pub use sparse::{Compressed, CompressedFields, Coo, CooFields};
-pub use tiled::{MAX_TILE_LEVELS, TileLevel, TileSpec, Tiled, TiledLevels};
+pub use tiled::{MAX_TILE_LEVELS, TileCodes, TileLevel, TileSpec, Tiled, TiledLevels};
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 

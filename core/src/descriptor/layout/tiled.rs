@@ -83,11 +83,25 @@ impl<'a> Iterator for TiledLevels<'a> {
     }
 }
 
+crate::field::wire_fields! {
+    /// A tiled level's fixed fields on the wire, after its `tile_shape`.
+    TileCodes {
+        /// Layout of the tile grid (row-major, column-major or strided).
+        outer_layout: u8,
+        /// Layout inside a tile (or tiled again).
+        inner_layout: u8,
+        /// Reserved, zero.
+        reserved: [u8; 2] as "_reserved",
+    } = 4;
+}
+
 fn read_level<'a>(r: &mut Reader<'a>, rank: u32) -> Result<TileLevel<'a>, DescriptorError> {
     let tile_shape = Dims::new(r.take_slice(u64::from(rank))?);
-    let outer_layout = r.u8()?;
-    let inner_layout = r.u8()?;
-    r.reserved(2, "tiled._reserved")?;
+    let at = r.pos();
+    let codes = r.take::<TileCodes>()?;
+    let (outer_layout, inner_layout) = (codes.outer_layout, codes.inner_layout);
+    let reserved_at = at.saturating_add(crate::field::at!(TileCodes.reserved));
+    super::reserved(&codes.reserved, reserved_at, "tiled._reserved")?;
     let outer_strides = if outer_layout == tag::STRIDED {
         Some(Strides::new(r.take_slice(u64::from(rank))?))
     } else {
@@ -149,6 +163,7 @@ impl<'a> Tiled<'a> {
                 ));
             }
             let code_at = at.saturating_add(rank.saturating_mul(8));
+            let inner_at = code_at.saturating_add(crate::field::at!(TileCodes.inner_layout));
             if !matches!(level.outer_layout, 0x01..=0x03) {
                 return Err(DescriptorError::new(
                     code_at,
@@ -160,7 +175,7 @@ impl<'a> Tiled<'a> {
             }
             if !matches!(level.inner_layout, 0x01..=0x04) {
                 return Err(DescriptorError::new(
-                    code_at.saturating_add(1),
+                    inner_at,
                     DescriptorErrorKind::InvalidValue {
                         field: "inner_layout",
                         value: u64::from(level.inner_layout),
@@ -244,9 +259,11 @@ fn level_span(level: &TileLevel<'_>, region: impl Iterator<Item = u64>) -> Optio
 pub(super) fn encode(levels: &[TileSpec<'_>], w: &mut Writer<'_>) {
     for level in levels {
         level.tile_shape.iter().for_each(|&t| w.u64(t));
-        w.u8(level.outer_layout);
-        w.u8(level.inner_layout);
-        w.zeros(2);
+        w.value(&TileCodes {
+            outer_layout: level.outer_layout,
+            inner_layout: level.inner_layout,
+            reserved: [0; 2],
+        });
         if let Some(s) = level.outer_strides {
             s.iter().for_each(|&v| w.i64(v));
         }
