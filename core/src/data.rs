@@ -376,7 +376,7 @@ fn quantization<'b>(
     };
     let scales = buf(scale);
     // A shared buffer holds [scales | zero points].
-    let width = usize::try_from(scheme_scale_width(scheme)).unwrap_or(4);
+    let width = usize::try_from(scheme.scale_width()).unwrap_or(4);
     let scale_len = match zero {
         Some(z) if z == scale => (scales
             .len()
@@ -410,17 +410,6 @@ fn quantization<'b>(
         }
     }
     Ok(())
-}
-
-const fn scheme_scale_width(s: &Scheme<'_>) -> u64 {
-    match s {
-        Scheme::PerBlock { scale_type, .. } => match scale_type {
-            ElementType::Float32 => 4,
-            _ => 2,
-        },
-        Scheme::Mxfp { .. } => 1,
-        _ => 4,
-    }
 }
 
 /// Scales of `t` (f16, bf16 or f32): finite and non-zero (or, for NF4,

@@ -137,8 +137,15 @@ impl Packing {
     /// The half-open byte range, relative to `byte_offset`, that elements
     /// with linear offsets `first ..= last` touch (offsets may be negative,
     /// for strided layouts); `None` if it does not fit an `i64`.
+    ///
+    /// ```
+    /// use hurray_core::Packing;
+    /// assert_eq!(Packing::Bytes(4).byte_span(-2, 3), Some((-8, 16)));
+    /// assert_eq!(Packing::Bits(4).byte_span(0, 4), Some((0, 3)));
+    /// assert_eq!(Packing::SixBitGroups.byte_span(0, 4), Some((0, 6)));
+    /// ```
     #[must_use]
-    pub(crate) const fn byte_span(self, first: i64, last: i64) -> Option<(i64, i64)> {
+    pub const fn byte_span(self, first: i64, last: i64) -> Option<(i64, i64)> {
         let Some(after) = last.checked_add(1) else {
             return None;
         };

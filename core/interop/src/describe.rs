@@ -20,9 +20,10 @@
 //! alignment 1) at the element pointer, which may be null.
 
 use hurray_core::interop::{self, InteropError};
+use hurray_core::layout;
 use hurray_core::{
-    BufferHandle, DeviceTag, ElementType, LayoutSpec, MemoryClass, Packing, SyncMode,
-    TensorDescriptor, TensorView,
+    BufferHandle, DeviceTag, ElementType, LayoutSpec, MemoryClass, SyncMode, TensorDescriptor,
+    TensorView,
 };
 
 use crate::error::ImportError;
@@ -143,24 +144,6 @@ const fn overflow(what: &'static str) -> ImportError {
     ImportError::Overflow { what }
 }
 
-/// The half-open byte range, relative to element `[0, …, 0]`, that element
-/// offsets `lo ..= hi` occupy.
-fn byte_span(packing: Packing, lo: i128, hi: i128) -> Option<(i128, i128)> {
-    let after = hi.checked_add(1)?;
-    match packing {
-        Packing::Bytes(w) => Some((lo.checked_mul(w.into())?, after.checked_mul(w.into())?)),
-        Packing::Bits(b) if (1..=8).contains(&b) => {
-            let per = i128::from(8 / b);
-            Some((lo.div_euclid(per), hi.div_euclid(per).checked_add(1)?))
-        }
-        Packing::SixBitGroups => Some((
-            lo.div_euclid(4).checked_mul(3)?,
-            hi.div_euclid(4).checked_add(1)?.checked_mul(3)?,
-        )),
-        Packing::Bits(_) => None,
-    }
-}
-
 /// Whether `strides` are the compact strides of `shape` in row-major
 /// (`rev = true`) or column-major order; size-1 dimensions match anything.
 fn is_compact(shape: &[u64], strides: &[i64], row_major: bool) -> bool {
@@ -212,25 +195,18 @@ pub(crate) fn describe<'d>(
                 .map_err(ImportError::Handle)?;
         (empty, 0usize)
     } else {
+        // The element offsets the strides reach, then the bytes those
+        // touch: the core's own rules, as its reader applies them.
         let (lo, hi) = match t.strides {
-            None => (0i128, i128::from(count) - 1),
-            Some(s) => {
-                let mut lo = 0i128;
-                let mut hi = 0i128;
-                for (&n, &st) in shape.iter().zip(s) {
-                    let reach = i128::from(st)
-                        .checked_mul(i128::from(n) - 1)
-                        .ok_or(overflow("stride extent"))?;
-                    if reach < 0 {
-                        lo = lo.checked_add(reach).ok_or(overflow("stride extent"))?;
-                    } else {
-                        hi = hi.checked_add(reach).ok_or(overflow("stride extent"))?;
-                    }
-                }
-                (lo, hi)
-            }
+            None => (
+                0,
+                i64::try_from(count - 1).map_err(|_| overflow("element count"))?,
+            ),
+            Some(s) => layout::stride_range(shape.iter().copied(), s.iter().copied())
+                .ok_or(overflow("stride extent"))?,
         };
-        let (lo_b, hi_b) = byte_span(packing, lo, hi).ok_or(overflow("byte extent"))?;
+        let (lo_b, hi_b) = packing.byte_span(lo, hi).ok_or(overflow("byte extent"))?;
+        let (lo_b, hi_b) = (i128::from(lo_b), i128::from(hi_b));
         let address = i128::try_from(t.address).map_err(|_| overflow("address"))?;
         let start = address.checked_add(lo_b).ok_or(overflow("byte extent"))?;
         let end = address.checked_add(hi_b).ok_or(overflow("byte extent"))?;

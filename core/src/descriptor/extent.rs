@@ -160,7 +160,13 @@ impl Ctx<'_> {
 /// `strides` reach over `shape`: `sum(min(0, s·(n−1)))` and
 /// `sum(max(0, s·(n−1)))`; `None` if a value does not fit an `i64`. The
 /// shape must have no zero dimension (the caller checks emptiness first).
-pub(crate) fn stride_range(
+///
+/// ```
+/// use hurray_core::layout::stride_range;
+/// // A [3, 4] view with strides (-4, 1): rows run backwards.
+/// assert_eq!(stride_range([3, 4].into_iter(), [-4, 1].into_iter()), Some((-8, 3)));
+/// ```
+pub fn stride_range(
     shape: impl Iterator<Item = u64>,
     strides: impl Iterator<Item = i64>,
 ) -> Option<(i64, i64)> {

@@ -23,6 +23,8 @@ pub use hilbert::{Hilbert, HilbertFields};
 pub use sparse::{Compressed, CompressedFields, Coo, CooFields};
 pub use tiled::{MAX_TILE_LEVELS, TileCodes, TileLevel, TileSpec, Tiled, TiledLevels};
 
+pub use super::extent::stride_range;
+
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::arrays::{Dims, Strides, Words};

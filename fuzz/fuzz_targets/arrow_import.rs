@@ -1,0 +1,235 @@
+//! Structured fuzzing of the Arrow C Device import path: an
+//! `arrow.fixed_shape_tensor` schema (list format, value format, extension
+//! name and JSON metadata, child and dictionary pointers) and its device
+//! array (length, offset, null count, buffer and child counts, data
+//! address, device, sync event), each field either well-formed or
+//! arbitrary, laid out as the Arrow C ABI requires, fed to
+//! `hurray_interop::arrow::import_arrow`.
+//! Properties: no crash; both release callbacks run exactly once, success
+//! or not; an accepted tensor's descriptor parses again, has rank 1 + the
+//! metadata's rank, and its first dimension is the array's length.
+#![no_main]
+
+use core::ffi::{c_char, c_void};
+use core::ptr;
+use std::ffi::CString;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use arbitrary::Arbitrary;
+use hurray_core::TensorView;
+use hurray_interop::arrow::ffi::{ArrowArray, ArrowDeviceArray, ArrowSchema};
+use hurray_interop::{DescriptorBuf, ImportOptions, arrow};
+use libfuzzer_sys::fuzz_target;
+
+/// Value formats the importer knows, and some it must refuse.
+const VALUE_FORMATS: [&str; 14] = [
+    "c", "C", "s", "S", "i", "I", "l", "L", "e", "f", "g", "b", "u", "+l",
+];
+
+#[derive(Arbitrary, Debug)]
+enum Text {
+    /// The well-formed value.
+    Good,
+    /// Arbitrary bytes (a NUL ends them early).
+    Raw(Vec<u8>),
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    list_size: Option<u32>,
+    list_format: Option<Vec<u8>>,
+    value_format: (u8, Option<Vec<u8>>),
+    extension_name: Text,
+    /// `shape` and `permutation` of the metadata's JSON, or raw JSON.
+    shape: Vec<u16>,
+    permutation: Option<Vec<u8>>,
+    raw_json: Option<Vec<u8>>,
+    no_metadata: bool,
+    schema_children: u8,
+    schema_dictionary: bool,
+    length: i64,
+    offset: i64,
+    child_offset: i64,
+    null_count: i64,
+    n_buffers: (i64, i64),
+    array_children: u8,
+    data: Option<u64>,
+    validity: bool,
+    device_type: i32,
+    device_id: i64,
+    sync_event: bool,
+    released: bool,
+    short_buffer: Option<u16>,
+}
+
+static RELEASES: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn release_schema(s: *mut ArrowSchema) {
+    RELEASES.fetch_add(1, Ordering::SeqCst);
+    unsafe { (*s).release = None };
+}
+
+unsafe extern "C" fn release_array(a: *mut ArrowArray) {
+    RELEASES.fetch_add(1, Ordering::SeqCst);
+    unsafe { (*a).release = None };
+}
+
+/// Arrow's metadata encoding: i32 count, then (i32 length, bytes) pairs.
+fn metadata(pairs: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut out = (pairs.len() as i32).to_le_bytes().to_vec();
+    for (k, v) in pairs {
+        out.extend((k.len() as i32).to_le_bytes());
+        out.extend(*k);
+        out.extend((v.len() as i32).to_le_bytes());
+        out.extend(*v);
+    }
+    out
+}
+
+fn c_string(bytes: &[u8]) -> CString {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    CString::new(&bytes[..end.min(80)]).expect("no interior NUL")
+}
+
+const fn schema(format: *const c_char) -> ArrowSchema {
+    ArrowSchema {
+        format,
+        name: ptr::null(),
+        metadata: ptr::null(),
+        flags: 0,
+        n_children: 0,
+        children: ptr::null_mut(),
+        dictionary: ptr::null_mut(),
+        release: None,
+        private_data: ptr::null_mut(),
+    }
+}
+
+const fn array() -> ArrowArray {
+    ArrowArray {
+        length: 0,
+        null_count: 0,
+        offset: 0,
+        n_buffers: 0,
+        n_children: 0,
+        buffers: ptr::null_mut(),
+        children: ptr::null_mut(),
+        dictionary: ptr::null_mut(),
+        release: None,
+        private_data: ptr::null_mut(),
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let shape: Vec<u64> = input.shape.iter().take(8).map(|&d| u64::from(d % 9)).collect();
+    let product: u64 = shape.iter().product();
+    let list_size = input.list_size.map_or(product, u64::from);
+    let list_format = c_string(
+        &input
+            .list_format
+            .clone()
+            .unwrap_or_else(|| format!("+w:{list_size}").into_bytes()),
+    );
+    let value_format = match &input.value_format {
+        (_, Some(raw)) => c_string(raw),
+        (i, None) => c_string(VALUE_FORMATS[usize::from(*i) % VALUE_FORMATS.len()].as_bytes()),
+    };
+    let json = match (&input.raw_json, &input.permutation) {
+        (Some(raw), _) => raw.clone(),
+        (None, Some(p)) => {
+            let p: Vec<String> = p.iter().take(8).map(|v| (v % 9).to_string()).collect();
+            format!("{{\"shape\":{shape:?},\"permutation\":[{}]}}", p.join(",")).into_bytes()
+        }
+        (None, None) => format!("{{\"shape\":{shape:?}}}").into_bytes(),
+    };
+    let name: Vec<u8> = match &input.extension_name {
+        Text::Good => b"arrow.fixed_shape_tensor".to_vec(),
+        Text::Raw(raw) => raw.clone(),
+    };
+    let meta = metadata(&[
+        (b"ARROW:extension:name", &name),
+        (b"ARROW:extension:metadata", &json),
+    ]);
+
+    // The schema: a list with one value child.
+    let mut child_schema = Box::new(schema(value_format.as_ptr()));
+    let mut dictionary = Box::new(schema(value_format.as_ptr()));
+    let mut child_schemas = [&raw mut *child_schema, &raw mut *child_schema];
+    let mut parent = schema(list_format.as_ptr());
+    if !input.no_metadata {
+        parent.metadata = meta.as_ptr().cast();
+    }
+    parent.n_children = i64::from(input.schema_children % 3);
+    if parent.n_children > 0 {
+        parent.children = child_schemas.as_mut_ptr();
+    }
+    if input.schema_dictionary {
+        parent.dictionary = &raw mut *dictionary;
+    }
+    parent.release = (!input.released).then_some(release_schema as unsafe extern "C" fn(_));
+
+    // The arrays: the list (validity only) and its values (validity, data).
+    let data: *const c_void = input
+        .data
+        .map_or(ptr::null(), |a| ptr::without_provenance(a as usize));
+    let validity: *const c_void = if input.validity {
+        ptr::without_provenance(64)
+    } else {
+        ptr::null()
+    };
+    let mut child_buffers = [validity, data];
+    let mut parent_buffers = [validity, ptr::null()];
+    let mut values = Box::new(array());
+    values.length = input.length.wrapping_mul(list_size as i64);
+    values.offset = input.child_offset;
+    values.n_buffers = input.n_buffers.1 % 4;
+    values.buffers = child_buffers.as_mut_ptr();
+    values.null_count = input.null_count;
+    let mut children = [&raw mut *values, &raw mut *values];
+    let mut list = array();
+    list.length = input.length;
+    list.offset = input.offset;
+    list.null_count = input.null_count;
+    list.n_buffers = input.n_buffers.0 % 3;
+    list.buffers = parent_buffers.as_mut_ptr();
+    list.n_children = i64::from(input.array_children % 3);
+    if list.n_children > 0 {
+        list.children = children.as_mut_ptr();
+    }
+    list.release = Some(release_array);
+    let mut device = ArrowDeviceArray {
+        array: list,
+        device_id: input.device_id,
+        device_type: input.device_type,
+        sync_event: if input.sync_event {
+            ptr::without_provenance_mut(8)
+        } else {
+            ptr::null_mut()
+        },
+        reserved: [0; 3],
+    };
+
+    let before = RELEASES.load(Ordering::SeqCst);
+    let mut buf = DescriptorBuf::new();
+    let cap = input
+        .short_buffer
+        .map_or(buf.capacity(), |n| usize::from(n) % buf.capacity());
+    let out = &mut buf.as_mut_slice()[..cap];
+    let result = unsafe {
+        arrow::import_arrow(&mut device, &mut parent, out, &ImportOptions::DEFAULT)
+    }
+    .map(|i| i.descriptor().to_vec());
+    let expected = before + 1 + usize::from(!input.released);
+    assert_eq!(
+        RELEASES.load(Ordering::SeqCst),
+        expected,
+        "each release callback ran exactly once"
+    );
+    assert!(device.array.release.is_none() && parent.release.is_none());
+    if let Ok(desc) = result {
+        let view = TensorView::parse(&desc).expect("an accepted import's descriptor parses");
+        assert_eq!(view.shape().len(), 1 + shape.len());
+        assert_eq!(view.shape().get(0), u64::try_from(input.length).ok());
+    }
+    drop((child_schemas, children, child_buffers, parent_buffers));
+});
