@@ -17,6 +17,66 @@ pub const PRIVATE_FIRST: u8 = 0xF0;
 /// Last code of the implementation-private range of every code space.
 pub const PRIVATE_LAST: u8 = 0xFE;
 
+/// Declares a code enum from one list — variant, wire code, spec name —
+/// and derives from it the list of named values, `from_code`, `code` and
+/// `name`, so each code is written once. An optional `Private(u8)` variant
+/// carries the implementation-private range `0xF0`–`0xFE`.
+macro_rules! code_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident, $list:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $code:literal => $vname:literal, )*
+            $( @ $(#[$pmeta:meta])* $private:ident(u8), )?
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )*
+            $( $(#[$pmeta])* $private(u8), )?
+        }
+
+        impl $name {
+            /// Every named (non-private) value, in code order.
+            pub const $list: &'static [Self] = &[$(Self::$variant),*];
+
+            /// Decodes a wire byte; `None` for a reserved or invalid code.
+            #[must_use]
+            #[inline]
+            pub const fn from_code(code: u8) -> Option<Self> {
+                Some(match code {
+                    $( $code => Self::$variant, )*
+                    $( $crate::codes::PRIVATE_FIRST..=$crate::codes::PRIVATE_LAST => {
+                        Self::$private(code)
+                    } )?
+                    _ => return None,
+                })
+            }
+
+            /// The wire byte (a private value built by hand with a code
+            /// outside `0xF0`–`0xFE` is written as it is; the constructors
+            /// that take one check it).
+            #[must_use]
+            #[inline]
+            pub const fn code(self) -> u8 {
+                match self {
+                    $( Self::$variant => $code, )*
+                    $( Self::$private(code) => code, )?
+                }
+            }
+
+            /// The spec's name (`"private"` for a private code).
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( Self::$variant => $vname, )*
+                    $( Self::$private(_) => "private", )?
+                }
+            }
+        }
+    };
+}
+pub(crate) use code_enum;
+
 /// Whether `code` lies in the implementation-private range `0xF0`–`0xFE`.
 ///
 /// ```
@@ -29,92 +89,62 @@ pub const fn is_private_code(code: u8) -> bool {
     code >= PRIVATE_FIRST && code <= PRIVATE_LAST
 }
 
-/// The memory space a buffer lives in (byte 12 of a buffer handle).
-///
-/// | Code | Device |
-/// |---:|---|
-/// | `0x00` | CPU host memory |
-/// | `0x01` | CUDA device memory |
-/// | `0x02` | ROCm device memory |
-/// | `0x03` | Metal |
-/// | `0x04` | Vulkan |
-/// | `0x05` | WebGPU |
-/// | `0x06` | Qualcomm Hexagon (HVX/HMX) |
-/// | `0x07` | Intel Level Zero / oneAPI |
-/// | `0x08` | OpenCL |
-/// | `0x09`–`0xEF` | reserved: rejected |
-/// | `0xF0`–`0xFE` | implementation-private: [`DeviceTag::Private`] |
-/// | `0xFF` | invalid: rejected |
-///
-/// ```
-/// use hurray_core::DeviceTag;
-/// assert_eq!(DeviceTag::Cuda.code(), 0x01);
-/// assert_eq!(DeviceTag::from_code(0x03), Some(DeviceTag::Metal));
-/// assert_eq!(DeviceTag::from_code(0xF3), Some(DeviceTag::Private(0xF3)));
-/// assert_eq!(DeviceTag::from_code(0x09), None); // reserved
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum DeviceTag {
-    /// Host memory of the producer's process (`0x00`).
-    Cpu,
-    /// NVIDIA CUDA device memory (`0x01`).
-    Cuda,
-    /// AMD ROCm / HIP device memory (`0x02`).
-    Rocm,
-    /// Apple Metal buffer (`0x03`).
-    Metal,
-    /// Vulkan device memory (`0x04`).
-    Vulkan,
-    /// WebGPU buffer (`0x05`).
-    WebGpu,
-    /// Qualcomm Hexagon DSP/NPU memory (`0x06`).
-    Hexagon,
-    /// Intel Level Zero / oneAPI memory (`0x07`).
-    LevelZero,
-    /// OpenCL memory object (`0x08`).
-    OpenCl,
-    /// An implementation-private device, code `0xF0`–`0xFE`, agreed out of
-    /// band. Constructing one with a code outside that range is not possible
-    /// through [`DeviceTag::from_code`]; [`DeviceTag::private`] checks it.
-    Private(u8),
+code_enum! {
+    /// The memory space a buffer lives in (byte 12 of a buffer handle).
+    ///
+    /// | Code | Device |
+    /// |---:|---|
+    /// | `0x00` | CPU host memory |
+    /// | `0x01` | CUDA device memory |
+    /// | `0x02` | ROCm device memory |
+    /// | `0x03` | Metal |
+    /// | `0x04` | Vulkan |
+    /// | `0x05` | WebGPU |
+    /// | `0x06` | Qualcomm Hexagon (HVX/HMX) |
+    /// | `0x07` | Intel Level Zero / oneAPI |
+    /// | `0x08` | OpenCL |
+    /// | `0x09`–`0xEF` | reserved: rejected |
+    /// | `0xF0`–`0xFE` | implementation-private: [`DeviceTag::Private`] |
+    /// | `0xFF` | invalid: rejected |
+    ///
+    /// ```
+    /// use hurray_core::DeviceTag;
+    /// assert_eq!(DeviceTag::Cuda.code(), 0x01);
+    /// assert_eq!(DeviceTag::from_code(0x03), Some(DeviceTag::Metal));
+    /// assert_eq!(DeviceTag::from_code(0xF3), Some(DeviceTag::Private(0xF3)));
+    /// assert_eq!(DeviceTag::from_code(0x09), None); // reserved
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    #[non_exhaustive]
+    pub enum DeviceTag, NAMED {
+        /// Host memory of the producer's process (`0x00`).
+        Cpu = 0x00 => "cpu",
+        /// NVIDIA CUDA device memory (`0x01`).
+        Cuda = 0x01 => "cuda",
+        /// AMD ROCm / HIP device memory (`0x02`).
+        Rocm = 0x02 => "rocm",
+        /// Apple Metal buffer (`0x03`).
+        Metal = 0x03 => "metal",
+        /// Vulkan device memory (`0x04`).
+        Vulkan = 0x04 => "vulkan",
+        /// WebGPU buffer (`0x05`).
+        WebGpu = 0x05 => "webgpu",
+        /// Qualcomm Hexagon DSP/NPU memory (`0x06`).
+        Hexagon = 0x06 => "hexagon",
+        /// Intel Level Zero / oneAPI memory (`0x07`).
+        LevelZero = 0x07 => "level_zero",
+        /// OpenCL memory object (`0x08`).
+        OpenCl = 0x08 => "opencl",
+        @
+        /// An implementation-private device, code `0xF0`–`0xFE`, agreed out of
+        /// band. Constructing one with a code outside that range is not possible
+        /// through [`DeviceTag::from_code`]; [`DeviceTag::private`] checks it.
+        Private(u8),
+    }
 }
 
 impl DeviceTag {
-    /// Every named (non-private) device tag, in code order.
-    pub const NAMED: &'static [Self] = &[
-        Self::Cpu,
-        Self::Cuda,
-        Self::Rocm,
-        Self::Metal,
-        Self::Vulkan,
-        Self::WebGpu,
-        Self::Hexagon,
-        Self::LevelZero,
-        Self::OpenCl,
-    ];
-
-    /// Decodes a wire byte; `None` for a reserved (`0x09`–`0xEF`) or invalid
-    /// (`0xFF`) code.
-    #[must_use]
-    #[inline]
-    pub const fn from_code(code: u8) -> Option<Self> {
-        Some(match code {
-            0x00 => Self::Cpu,
-            0x01 => Self::Cuda,
-            0x02 => Self::Rocm,
-            0x03 => Self::Metal,
-            0x04 => Self::Vulkan,
-            0x05 => Self::WebGpu,
-            0x06 => Self::Hexagon,
-            0x07 => Self::LevelZero,
-            0x08 => Self::OpenCl,
-            PRIVATE_FIRST..=PRIVATE_LAST => Self::Private(code),
-            _ => return None,
-        })
-    }
-
     /// A private device tag; `None` unless `code` is in `0xF0`–`0xFE`.
     ///
     /// ```
@@ -132,51 +162,11 @@ impl DeviceTag {
         }
     }
 
-    /// The wire byte of this tag.
-    ///
-    /// A `Private` value built by hand with a code outside `0xF0`–`0xFE` is
-    /// written as it is; [`BufferHandle`](crate::BufferHandle)'s constructors
-    /// reject it.
-    #[must_use]
-    #[inline]
-    pub const fn code(self) -> u8 {
-        match self {
-            Self::Cpu => 0x00,
-            Self::Cuda => 0x01,
-            Self::Rocm => 0x02,
-            Self::Metal => 0x03,
-            Self::Vulkan => 0x04,
-            Self::WebGpu => 0x05,
-            Self::Hexagon => 0x06,
-            Self::LevelZero => 0x07,
-            Self::OpenCl => 0x08,
-            Self::Private(code) => code,
-        }
-    }
-
     /// Whether this is an implementation-private tag.
     #[must_use]
     #[inline]
     pub const fn is_private(self) -> bool {
         matches!(self, Self::Private(_))
-    }
-
-    /// The name used in documents and tools (`"cpu"`, `"cuda"`, …;
-    /// `"private"` for a private tag).
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Cpu => "cpu",
-            Self::Cuda => "cuda",
-            Self::Rocm => "rocm",
-            Self::Metal => "metal",
-            Self::Vulkan => "vulkan",
-            Self::WebGpu => "webgpu",
-            Self::Hexagon => "hexagon",
-            Self::LevelZero => "level_zero",
-            Self::OpenCl => "opencl",
-            Self::Private(_) => "private",
-        }
     }
 
     /// Whether `class` is a valid memory class for a buffer on this device
@@ -207,151 +197,72 @@ impl DeviceTag {
     }
 }
 
-/// The producer–consumer ordering guarantee of a buffer (byte 13).
-///
-/// See `docs/spec/buffer-protocol.md` § Sync Modes for what each side must
-/// do. Codes `0x03`–`0xFF` are rejected.
-///
-/// ```
-/// use hurray_core::SyncMode;
-/// assert_eq!(SyncMode::Event.code(), 0x01);
-/// assert_eq!(SyncMode::from_code(0x07), None);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum SyncMode {
-    /// The producer waited for every write before handing the buffer over;
-    /// the consumer may read at once, on any stream. The only mode allowed
-    /// for CPU buffers (`0x00`).
-    ProducerSynced,
-    /// The producer recorded a device event after its writes; the consumer
-    /// waits on that event (passed out of band) before touching the buffer
-    /// (`0x01`).
-    Event,
-    /// The consumer named its stream at hand-off and the producer ordered its
-    /// writes before it; the consumer may use the buffer on that stream
-    /// (`0x02`).
-    ConsumerStream,
-}
-
-impl SyncMode {
-    /// Every value, in code order.
-    pub const ALL: &'static [Self] = &[Self::ProducerSynced, Self::Event, Self::ConsumerStream];
-
-    /// Decodes a wire byte; `None` for an unknown code.
-    #[must_use]
-    #[inline]
-    pub const fn from_code(code: u8) -> Option<Self> {
-        match code {
-            0x00 => Some(Self::ProducerSynced),
-            0x01 => Some(Self::Event),
-            0x02 => Some(Self::ConsumerStream),
-            _ => None,
-        }
-    }
-
-    /// The wire byte of this mode.
-    #[must_use]
-    #[inline]
-    pub const fn code(self) -> u8 {
-        match self {
-            Self::ProducerSynced => 0x00,
-            Self::Event => 0x01,
-            Self::ConsumerStream => 0x02,
-        }
-    }
-
-    /// The name used in documents and tools.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::ProducerSynced => "producer_synced",
-            Self::Event => "event",
-            Self::ConsumerStream => "consumer_stream",
-        }
+code_enum! {
+    /// The producer–consumer ordering guarantee of a buffer (byte 13).
+    ///
+    /// See `docs/spec/buffer-protocol.md` § Sync Modes for what each side must
+    /// do. Codes `0x03`–`0xFF` are rejected.
+    ///
+    /// ```
+    /// use hurray_core::SyncMode;
+    /// assert_eq!(SyncMode::Event.code(), 0x01);
+    /// assert_eq!(SyncMode::from_code(0x07), None);
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    #[non_exhaustive]
+    pub enum SyncMode, ALL {
+        /// The producer waited for every write before handing the buffer over;
+        /// the consumer may read at once, on any stream. The only mode allowed
+        /// for CPU buffers (`0x00`).
+        ProducerSynced = 0x00 => "producer_synced",
+        /// The producer recorded a device event after its writes; the consumer
+        /// waits on that event (passed out of band) before touching the buffer
+        /// (`0x01`).
+        Event = 0x01 => "event",
+        /// The consumer named its stream at hand-off and the producer ordered its
+        /// writes before it; the consumer may use the buffer on that stream
+        /// (`0x02`).
+        ConsumerStream = 0x02 => "consumer_stream",
     }
 }
 
-/// How a buffer's memory can be reached (byte 14, ADR-020).
-///
-/// Which classes a device allows is given by [`DeviceTag::allows`].
-///
-/// ```
-/// use hurray_core::MemoryClass;
-/// assert_eq!(MemoryClass::default(), MemoryClass::Standard);
-/// assert_eq!(MemoryClass::Unified.code(), 2);
-/// assert_eq!(MemoryClass::from_code(0x04), None); // reserved
-/// assert_eq!(MemoryClass::from_code(0xF4), Some(MemoryClass::Private(0xF4)));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum MemoryClass {
-    /// Memory of the tagged device that only its own compute unit reaches
-    /// without a copy (`0x00`); the default.
-    #[default]
-    Standard,
-    /// Host memory that is page-locked and mapped for the device: the CPU
-    /// reads it at full speed, the device over its interconnect (`0x01`).
-    HostPinned,
-    /// Memory kept coherent between host and device by hardware or driver;
-    /// pages may migrate (`0x02`).
-    Unified,
-    /// Device memory reachable directly by agreed peer accelerators, not by
-    /// the CPU (`0x03`).
-    PeerToPeer,
-    /// An implementation-private class `0xF0`–`0xFE`, only valid on a
-    /// private device.
-    Private(u8),
-}
+impl SyncMode {}
 
-impl MemoryClass {
-    /// Every named (non-private) class, in code order.
-    pub const NAMED: &'static [Self] = &[
-        Self::Standard,
-        Self::HostPinned,
-        Self::Unified,
-        Self::PeerToPeer,
-    ];
-
-    /// Decodes a wire byte; `None` for a reserved (`0x04`–`0xEF`) or invalid
-    /// (`0xFF`) code.
-    #[must_use]
-    #[inline]
-    pub const fn from_code(code: u8) -> Option<Self> {
-        Some(match code {
-            0x00 => Self::Standard,
-            0x01 => Self::HostPinned,
-            0x02 => Self::Unified,
-            0x03 => Self::PeerToPeer,
-            PRIVATE_FIRST..=PRIVATE_LAST => Self::Private(code),
-            _ => return None,
-        })
-    }
-
-    /// The wire byte of this class.
-    #[must_use]
-    #[inline]
-    pub const fn code(self) -> u8 {
-        match self {
-            Self::Standard => 0x00,
-            Self::HostPinned => 0x01,
-            Self::Unified => 0x02,
-            Self::PeerToPeer => 0x03,
-            Self::Private(code) => code,
-        }
-    }
-
-    /// The name used in documents and tools.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Standard => "standard",
-            Self::HostPinned => "host_pinned",
-            Self::Unified => "unified",
-            Self::PeerToPeer => "peer",
-            Self::Private(_) => "private",
-        }
+code_enum! {
+    /// How a buffer's memory can be reached (byte 14, ADR-020).
+    ///
+    /// Which classes a device allows is given by [`DeviceTag::allows`].
+    ///
+    /// ```
+    /// use hurray_core::MemoryClass;
+    /// assert_eq!(MemoryClass::default(), MemoryClass::Standard);
+    /// assert_eq!(MemoryClass::Unified.code(), 2);
+    /// assert_eq!(MemoryClass::from_code(0x04), None); // reserved
+    /// assert_eq!(MemoryClass::from_code(0xF4), Some(MemoryClass::Private(0xF4)));
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    #[non_exhaustive]
+    pub enum MemoryClass, NAMED {
+        /// Memory of the tagged device that only its own compute unit reaches
+        /// without a copy (`0x00`); the default.
+        #[default]
+        Standard = 0x00 => "standard",
+        /// Host memory that is page-locked and mapped for the device: the CPU
+        /// reads it at full speed, the device over its interconnect (`0x01`).
+        HostPinned = 0x01 => "host_pinned",
+        /// Memory kept coherent between host and device by hardware or driver;
+        /// pages may migrate (`0x02`).
+        Unified = 0x02 => "unified",
+        /// Device memory reachable directly by agreed peer accelerators, not by
+        /// the CPU (`0x03`).
+        PeerToPeer = 0x03 => "peer",
+        @
+        /// An implementation-private class `0xF0`–`0xFE`, only valid on a
+        /// private device.
+        Private(u8),
     }
 }
+
+impl MemoryClass {}

@@ -4,80 +4,85 @@
 //! Every size computation here is checked: an element count whose byte size
 //! does not fit a `u64` returns `None`, never wraps.
 
-/// A tensor's element type.
-///
-/// Tier 1 types (`0x01`–`0x3F`) and Tier 2 types (`0x40`–`0x7F`) are the
-/// spec's tables; `0x00`, `0x47`, every other unassigned code and `0xFF` are
-/// rejected. `0xF0`–`0xFE` are implementation-private ([`ElementType::Private`]):
-/// their bit width comes from the descriptor's extension type section.
-///
-/// ```
-/// use hurray_core::ElementType;
-/// assert_eq!(ElementType::Float32.code(), 0x03);
-/// assert_eq!(ElementType::from_code(0x48), Some(ElementType::Int4));
-/// assert_eq!(ElementType::from_code(0x47), None); // reserved
-/// assert_eq!(ElementType::Bool.bits(), Some(1));
-/// assert_eq!(ElementType::Float6E2M3.storage_bytes(5), Some(6)); // two 3-byte groups
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum ElementType {
-    /// IEEE 754 binary16 (`0x01`).
-    Float16,
-    /// bfloat16 (`0x02`).
-    BFloat16,
-    /// IEEE 754 binary32 (`0x03`).
-    Float32,
-    /// IEEE 754 binary64 (`0x04`).
-    Float64,
-    /// Signed 8-bit integer (`0x10`).
-    Int8,
-    /// Unsigned 8-bit integer (`0x11`).
-    UInt8,
-    /// Signed 16-bit integer (`0x12`).
-    Int16,
-    /// Unsigned 16-bit integer (`0x13`).
-    UInt16,
-    /// Signed 32-bit integer (`0x14`).
-    Int32,
-    /// Unsigned 32-bit integer (`0x15`).
-    UInt32,
-    /// Signed 64-bit integer (`0x16`).
-    Int64,
-    /// Unsigned 64-bit integer (`0x17`).
-    UInt64,
-    /// Boolean, one bit, packed 8 per byte LSB first (`0x20`).
-    Bool,
-    /// OCP FP8 E4M3 (no infinities) (`0x40`).
-    Float8E4M3,
-    /// OCP FP8 E5M2 (`0x41`).
-    Float8E5M2,
-    /// Exponent-only scale E8M0 (`0x42`).
-    Float8E8M0,
-    /// OCP MX FP4 E2M1, packed 2 per byte (`0x43`).
-    Float4E2M1,
-    /// OCP MX FP6 E2M3, 4 elements per 3 bytes (`0x44`).
-    Float6E2M3,
-    /// OCP MX FP6 E3M2, 4 elements per 3 bytes (`0x45`).
-    Float6E3M2,
-    /// IEEE 754 binary128 (`0x46`).
-    Float128,
-    /// Signed 4-bit integer, packed 2 per byte (`0x48`).
-    Int4,
-    /// Unsigned 4-bit integer, packed 2 per byte (`0x49`).
-    UInt4,
-    /// Signed 2-bit integer, packed 4 per byte (`0x4A`).
-    Int2,
-    /// Unsigned 2-bit integer, packed 4 per byte (`0x4B`).
-    UInt2,
-    /// Two binary32 values, real then imaginary (`0x50`).
-    Complex64,
-    /// Two binary64 values, real then imaginary (`0x51`).
-    Complex128,
-    /// An implementation-private type `0xF0`–`0xFE`, described by the
-    /// descriptor's extension type section.
-    Private(u8),
+use crate::codes::code_enum;
+
+code_enum! {
+    /// A tensor's element type.
+    ///
+    /// Tier 1 types (`0x01`–`0x3F`) and Tier 2 types (`0x40`–`0x7F`) are the
+    /// spec's tables; `0x00`, `0x47`, every other unassigned code and `0xFF` are
+    /// rejected. `0xF0`–`0xFE` are implementation-private ([`ElementType::Private`]):
+    /// their bit width comes from the descriptor's extension type section.
+    ///
+    /// ```
+    /// use hurray_core::ElementType;
+    /// assert_eq!(ElementType::Float32.code(), 0x03);
+    /// assert_eq!(ElementType::from_code(0x48), Some(ElementType::Int4));
+    /// assert_eq!(ElementType::from_code(0x47), None); // reserved
+    /// assert_eq!(ElementType::Bool.bits(), Some(1));
+    /// assert_eq!(ElementType::Float6E2M3.storage_bytes(5), Some(6)); // two 3-byte groups
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    #[non_exhaustive]
+    pub enum ElementType, BUILT_IN {
+        /// IEEE 754 binary16 (`0x01`).
+        Float16 = 0x01 => "float16",
+        /// bfloat16 (`0x02`).
+        BFloat16 = 0x02 => "bfloat16",
+        /// IEEE 754 binary32 (`0x03`).
+        Float32 = 0x03 => "float32",
+        /// IEEE 754 binary64 (`0x04`).
+        Float64 = 0x04 => "float64",
+        /// Signed 8-bit integer (`0x10`).
+        Int8 = 0x10 => "int8",
+        /// Unsigned 8-bit integer (`0x11`).
+        UInt8 = 0x11 => "uint8",
+        /// Signed 16-bit integer (`0x12`).
+        Int16 = 0x12 => "int16",
+        /// Unsigned 16-bit integer (`0x13`).
+        UInt16 = 0x13 => "uint16",
+        /// Signed 32-bit integer (`0x14`).
+        Int32 = 0x14 => "int32",
+        /// Unsigned 32-bit integer (`0x15`).
+        UInt32 = 0x15 => "uint32",
+        /// Signed 64-bit integer (`0x16`).
+        Int64 = 0x16 => "int64",
+        /// Unsigned 64-bit integer (`0x17`).
+        UInt64 = 0x17 => "uint64",
+        /// Boolean, one bit, packed 8 per byte LSB first (`0x20`).
+        Bool = 0x20 => "bool",
+        /// OCP FP8 E4M3 (no infinities) (`0x40`).
+        Float8E4M3 = 0x40 => "float8_e4m3",
+        /// OCP FP8 E5M2 (`0x41`).
+        Float8E5M2 = 0x41 => "float8_e5m2",
+        /// Exponent-only scale E8M0 (`0x42`).
+        Float8E8M0 = 0x42 => "float8_e8m0",
+        /// OCP MX FP4 E2M1, packed 2 per byte (`0x43`).
+        Float4E2M1 = 0x43 => "float4_e2m1",
+        /// OCP MX FP6 E2M3, 4 elements per 3 bytes (`0x44`).
+        Float6E2M3 = 0x44 => "float6_e2m3",
+        /// OCP MX FP6 E3M2, 4 elements per 3 bytes (`0x45`).
+        Float6E3M2 = 0x45 => "float6_e3m2",
+        /// IEEE 754 binary128 (`0x46`).
+        Float128 = 0x46 => "float128",
+        /// Signed 4-bit integer, packed 2 per byte (`0x48`).
+        Int4 = 0x48 => "int4",
+        /// Unsigned 4-bit integer, packed 2 per byte (`0x49`).
+        UInt4 = 0x49 => "uint4",
+        /// Signed 2-bit integer, packed 4 per byte (`0x4A`).
+        Int2 = 0x4A => "int2",
+        /// Unsigned 2-bit integer, packed 4 per byte (`0x4B`).
+        UInt2 = 0x4B => "uint2",
+        /// Two binary32 values, real then imaginary (`0x50`).
+        Complex64 = 0x50 => "complex64",
+        /// Two binary64 values, real then imaginary (`0x51`).
+        Complex128 = 0x51 => "complex128",
+        @
+        /// An implementation-private type `0xF0`–`0xFE`, described by the
+        /// descriptor's extension type section.
+        Private(u8),
+    }
 }
 
 /// How elements of a type are laid out in bytes.
@@ -174,142 +179,6 @@ impl Packing {
 }
 
 impl ElementType {
-    /// Every built-in (non-private) type, in code order.
-    pub const BUILT_IN: &'static [Self] = &[
-        Self::Float16,
-        Self::BFloat16,
-        Self::Float32,
-        Self::Float64,
-        Self::Int8,
-        Self::UInt8,
-        Self::Int16,
-        Self::UInt16,
-        Self::Int32,
-        Self::UInt32,
-        Self::Int64,
-        Self::UInt64,
-        Self::Bool,
-        Self::Float8E4M3,
-        Self::Float8E5M2,
-        Self::Float8E8M0,
-        Self::Float4E2M1,
-        Self::Float6E2M3,
-        Self::Float6E3M2,
-        Self::Float128,
-        Self::Int4,
-        Self::UInt4,
-        Self::Int2,
-        Self::UInt2,
-        Self::Complex64,
-        Self::Complex128,
-    ];
-
-    /// Decodes a `type_tag`; `None` for a reserved or invalid code.
-    #[must_use]
-    #[inline]
-    pub const fn from_code(code: u8) -> Option<Self> {
-        Some(match code {
-            0x01 => Self::Float16,
-            0x02 => Self::BFloat16,
-            0x03 => Self::Float32,
-            0x04 => Self::Float64,
-            0x10 => Self::Int8,
-            0x11 => Self::UInt8,
-            0x12 => Self::Int16,
-            0x13 => Self::UInt16,
-            0x14 => Self::Int32,
-            0x15 => Self::UInt32,
-            0x16 => Self::Int64,
-            0x17 => Self::UInt64,
-            0x20 => Self::Bool,
-            0x40 => Self::Float8E4M3,
-            0x41 => Self::Float8E5M2,
-            0x42 => Self::Float8E8M0,
-            0x43 => Self::Float4E2M1,
-            0x44 => Self::Float6E2M3,
-            0x45 => Self::Float6E3M2,
-            0x46 => Self::Float128,
-            0x48 => Self::Int4,
-            0x49 => Self::UInt4,
-            0x4A => Self::Int2,
-            0x4B => Self::UInt2,
-            0x50 => Self::Complex64,
-            0x51 => Self::Complex128,
-            crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => Self::Private(code),
-            _ => return None,
-        })
-    }
-
-    /// The `type_tag` byte of this type.
-    #[must_use]
-    #[inline]
-    pub const fn code(self) -> u8 {
-        match self {
-            Self::Float16 => 0x01,
-            Self::BFloat16 => 0x02,
-            Self::Float32 => 0x03,
-            Self::Float64 => 0x04,
-            Self::Int8 => 0x10,
-            Self::UInt8 => 0x11,
-            Self::Int16 => 0x12,
-            Self::UInt16 => 0x13,
-            Self::Int32 => 0x14,
-            Self::UInt32 => 0x15,
-            Self::Int64 => 0x16,
-            Self::UInt64 => 0x17,
-            Self::Bool => 0x20,
-            Self::Float8E4M3 => 0x40,
-            Self::Float8E5M2 => 0x41,
-            Self::Float8E8M0 => 0x42,
-            Self::Float4E2M1 => 0x43,
-            Self::Float6E2M3 => 0x44,
-            Self::Float6E3M2 => 0x45,
-            Self::Float128 => 0x46,
-            Self::Int4 => 0x48,
-            Self::UInt4 => 0x49,
-            Self::Int2 => 0x4A,
-            Self::UInt2 => 0x4B,
-            Self::Complex64 => 0x50,
-            Self::Complex128 => 0x51,
-            Self::Private(code) => code,
-        }
-    }
-
-    /// The spec's name of the type (`"float32"`, `"int4"`, `"bool"`, …;
-    /// `"private"` for a private type).
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Float16 => "float16",
-            Self::BFloat16 => "bfloat16",
-            Self::Float32 => "float32",
-            Self::Float64 => "float64",
-            Self::Int8 => "int8",
-            Self::UInt8 => "uint8",
-            Self::Int16 => "int16",
-            Self::UInt16 => "uint16",
-            Self::Int32 => "int32",
-            Self::UInt32 => "uint32",
-            Self::Int64 => "int64",
-            Self::UInt64 => "uint64",
-            Self::Bool => "bool",
-            Self::Float8E4M3 => "float8_e4m3",
-            Self::Float8E5M2 => "float8_e5m2",
-            Self::Float8E8M0 => "float8_e8m0",
-            Self::Float4E2M1 => "float4_e2m1",
-            Self::Float6E2M3 => "float6_e2m3",
-            Self::Float6E3M2 => "float6_e3m2",
-            Self::Float128 => "float128",
-            Self::Int4 => "int4",
-            Self::UInt4 => "uint4",
-            Self::Int2 => "int2",
-            Self::UInt2 => "uint2",
-            Self::Complex64 => "complex64",
-            Self::Complex128 => "complex128",
-            Self::Private(_) => "private",
-        }
-    }
-
     /// Whether this is an implementation-private type.
     #[must_use]
     #[inline]
