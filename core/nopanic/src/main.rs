@@ -218,6 +218,12 @@ fn view(acc: &mut u64, v: &TensorView<'_>) {
     if let Some(s) = v.strides(&mut strides) {
         s.iter().for_each(|x| mix(acc, *x as u64));
     }
+    // The field walker (name, byte range, value of every field).
+    v.for_each_field(|f| {
+        let range = f.range();
+        let value = f.value.as_u64().unwrap_or(f.bytes.len() as u64);
+        mix(acc, (range.start ^ range.end) as u64 ^ f.path.name.len() as u64 ^ value);
+    });
 }
 
 /// Folds everything a decoder returns into one word, so nothing is optimized out.
