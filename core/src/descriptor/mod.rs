@@ -374,9 +374,10 @@ impl<'a> TensorView<'a> {
         table_at: u32,
         statistics_at: u32,
     ) -> Result<(), DescriptorError> {
-        self.check_sections_allowed()?;
-        self.check_buffer_count(table_at)?;
-        self.check_byte_offset(byte_offset_at)?;
+        let family = self.layout.family();
+        self.check_sections_allowed(family)?;
+        self.check_buffer_count(table_at, family)?;
+        self.check_byte_offset(byte_offset_at, family)?;
         // Statistics nnz against a sparse layout's.
         let stats_nnz = self.statistics().and_then(|s| s.nnz());
         if stats_nnz.is_some() && self.layout.nnz().is_some() && stats_nnz != self.layout.nnz() {
@@ -404,9 +405,8 @@ impl<'a> TensorView<'a> {
 
     /// A virtual layout (composite head) has no quantization and is no
     /// member; a CSF or block-paged tensor is never a shard.
-    fn check_sections_allowed(&self) -> Result<(), DescriptorError> {
-        let layout_tag = self.layout.tag();
-        let refused = match self.layout.family() {
+    fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
+        let refused = match family {
             Family::Virtual if self.quantization.is_some() => "quantization",
             Family::Virtual if self.member_role.is_some() => "composite member",
             _ if self.shard.is_some()
@@ -418,16 +418,16 @@ impl<'a> TensorView<'a> {
         };
         let kind = DescriptorErrorKind::SectionNotAllowed {
             section: refused,
-            layout_tag,
+            layout_tag: self.layout.tag(),
         };
         Err(DescriptorError::new(header::at::FLAGS, kind))
     }
 
     /// Buffer count: the layout's own buffers plus the distinct parameter
     /// buffers of the quantization scheme, which come after them.
-    fn check_buffer_count(&self, table_at: u32) -> Result<(), DescriptorError> {
+    fn check_buffer_count(&self, table_at: u32, family: Family) -> Result<(), DescriptorError> {
         let err = |kind| Err(DescriptorError::new(table_at, kind));
-        let own = self.layout.layout_buffers(self.rank());
+        let own = self.layout.layout_buffers(family, self.rank());
         let count = self.buffers.len();
         #[allow(clippy::cast_possible_truncation)]
         let found = count as u8; // at most 255 entries
@@ -454,7 +454,7 @@ impl<'a> TensorView<'a> {
             Some(Scheme::Private { .. })
         );
         let expected = own.saturating_add(params);
-        let count_ok = match self.layout.family() {
+        let count_ok = match family {
             // Nothing is known of a private layout's or scheme's buffers
             // beyond the layout's minimum.
             Family::Extension => count >= 1,
@@ -469,8 +469,7 @@ impl<'a> TensorView<'a> {
 
     /// `byte_offset`: zero unless the layout is dense (or private); for a
     /// dense layout inside buffer 0 and aligned to the element type.
-    fn check_byte_offset(&self, at: u32) -> Result<(), DescriptorError> {
-        let family = self.layout.family();
+    fn check_byte_offset(&self, at: u32, family: Family) -> Result<(), DescriptorError> {
         let byte_offset = self.byte_offset;
         let kind = if family != Family::Dense && family != Family::Extension {
             if byte_offset == 0 {

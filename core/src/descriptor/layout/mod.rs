@@ -209,8 +209,8 @@ impl<'a> Layout<'a> {
     }
 
     /// Buffers the layout itself uses (quantization parameters come after).
-    pub(crate) const fn layout_buffers(&self, rank: u32) -> u32 {
-        match self.family() {
+    pub(crate) const fn layout_buffers(&self, family: Family, rank: u32) -> u32 {
+        match family {
             Family::Dense | Family::Extension => 1,
             Family::Virtual => 0,
             Family::Indirect => 3,
