@@ -20,6 +20,10 @@
 //! global allocator, off while timing). Then the same for encoding the
 //! benchmark shapes (ours into a reused buffer, which includes our encoder's
 //! read-back of its output; theirs into a new `Vec`, as its API returns).
+//!
+//! `race calls N decode|encode ours|theirs INDEX` runs exactly N calls of
+//! one side on one input (the order above) and prints nothing: for
+//! instruction counts under callgrind, which do not move with the load.
 
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../tests/differential/shapes.rs"]
@@ -165,6 +169,37 @@ fn main() {
         inputs.push((s.name.to_owned(), ours));
     }
     inputs.extend(shared_corpus());
+
+    // `race calls N (decode|encode) (ours|theirs) INDEX`: exactly N calls of
+    // one side on one input and nothing else, for counting instructions
+    // under `valgrind --tool=callgrind` (the difference between two N is
+    // independent of the machine's load).
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [mode, n, op, side, i] = &args[..] {
+        assert_eq!(mode, "calls", "usage: race [calls N decode|encode ours|theirs INDEX]");
+        let n: u32 = n.parse().expect("a call count");
+        let i: usize = i.parse().expect("an input index");
+        let d = shapes.get(i).map(shapes::Shape::ours);
+        let mut out = [0u8; 512];
+        for _ in 0..n {
+            match (op.as_str(), side.as_str()) {
+                ("decode", "ours") => {
+                    let _ = black_box(TensorView::parse(black_box(&inputs[i].1)));
+                }
+                ("decode", "theirs") => {
+                    let _ = black_box(reference::TensorDescriptor::decode(black_box(&inputs[i].1)));
+                }
+                ("encode", "ours") => {
+                    let _ = black_box(black_box(d.as_ref().expect("a shape")).encode(&mut out));
+                }
+                ("encode", "theirs") => {
+                    let _ = black_box(black_box(&shapes[i].reference).encode());
+                }
+                _ => panic!("unknown operation {op} {side}"),
+            }
+        }
+        return;
+    }
 
     let mut decode = Vec::new();
     for (name, bytes) in &inputs {
