@@ -176,7 +176,10 @@ fn main() {
     // independent of the machine's load).
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [mode, n, op, side, i] = &args[..] {
-        assert_eq!(mode, "calls", "usage: race [calls N decode|encode ours|theirs INDEX]");
+        assert_eq!(
+            mode, "calls",
+            "usage: race [calls N decode|encode ours|theirs INDEX]"
+        );
         let n: u32 = n.parse().expect("a call count");
         let i: usize = i.parse().expect("an input index");
         let d = shapes.get(i).map(shapes::Shape::ours);

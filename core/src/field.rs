@@ -204,7 +204,13 @@ pub(crate) use wire_fields;
 /// (`u32`; every wire struct is far smaller than 4 GiB).
 macro_rules! at {
     ($s:ident . $f:ident) => {
-        ::core::mem::offset_of!($s, $f) as u32
+        $crate::field::offset32(::core::mem::offset_of!($s, $f))
     };
 }
 pub(crate) use at;
+
+/// A field offset as a descriptor offset.
+#[allow(clippy::cast_possible_truncation)] // wire structs are under 100 bytes
+pub(crate) const fn offset32(offset: usize) -> u32 {
+    offset as u32
+}

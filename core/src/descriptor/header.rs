@@ -73,19 +73,14 @@ const_assert_eq!(core::mem::offset_of!(FixedHeader, rank), 16);
 /// Offsets of the header's fields, for errors (from the struct).
 pub(crate) mod at {
     use super::FixedHeader;
+    use crate::field::offset32;
     use core::mem::offset_of;
-    #[allow(clippy::cast_possible_truncation)]
-    pub(crate) const VERSION: u32 = offset_of!(FixedHeader, version_major) as u32;
-    #[allow(clippy::cast_possible_truncation)]
-    pub(crate) const LENGTH: u32 = offset_of!(FixedHeader, descriptor_length) as u32;
-    #[allow(clippy::cast_possible_truncation)]
-    pub(crate) const FLAGS: u32 = offset_of!(FixedHeader, flags) as u32;
-    #[allow(clippy::cast_possible_truncation)]
-    pub(crate) const TYPE_TAG: u32 = offset_of!(FixedHeader, type_tag) as u32;
-    #[allow(clippy::cast_possible_truncation)]
-    pub(crate) const LAYOUT_TAG: u32 = offset_of!(FixedHeader, layout_tag) as u32;
-    #[allow(clippy::cast_possible_truncation)]
-    pub(crate) const RANK: u32 = offset_of!(FixedHeader, rank) as u32;
+    pub(crate) const VERSION: u32 = offset32(offset_of!(FixedHeader, version_major));
+    pub(crate) const LENGTH: u32 = offset32(offset_of!(FixedHeader, descriptor_length));
+    pub(crate) const FLAGS: u32 = offset32(offset_of!(FixedHeader, flags));
+    pub(crate) const TYPE_TAG: u32 = offset32(offset_of!(FixedHeader, type_tag));
+    pub(crate) const LAYOUT_TAG: u32 = offset32(offset_of!(FixedHeader, layout_tag));
+    pub(crate) const RANK: u32 = offset32(offset_of!(FixedHeader, rank));
 }
 
 impl FixedHeader {

@@ -405,7 +405,7 @@ impl<'a> TensorView<'a> {
 
     /// A virtual layout (composite head) has no quantization and is no
     /// member; a CSF or block-paged tensor is never a shard.
-    fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
+    const fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
         let refused = match family {
             Family::Virtual if self.quantization.is_some() => "quantization",
             Family::Virtual if self.member_role.is_some() => "composite member",

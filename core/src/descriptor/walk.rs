@@ -115,7 +115,7 @@ impl<'a> Walk<'a, '_> {
         self.pos = end;
     }
 
-    fn enter(&mut self, part: &'static str, part_index: Option<u32>) {
+    const fn enter(&mut self, part: &'static str, part_index: Option<u32>) {
         self.part = part;
         self.part_index = part_index;
     }

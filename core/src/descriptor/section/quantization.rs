@@ -111,7 +111,7 @@ wire_fields! {
 /// Offset of a scheme field in the payload (after the 4-byte header).
 macro_rules! at {
     ($s:ident . $f:ident) => {
-        (size_of::<SchemeHeader>() + offset_of!($s, $f)) as u32
+        crate::field::offset32(size_of::<SchemeHeader>().saturating_add(offset_of!($s, $f)))
     };
 }
 
@@ -398,7 +398,7 @@ impl<'a> Quantization<'a> {
             return Err(invalid(0, "scheme_tag", u64::from(tag)));
         }
         if head.scheme_version != 1 {
-            let at = offset_of!(SchemeHeader, scheme_version) as u32;
+            let at = crate::field::at!(SchemeHeader.scheme_version);
             return Err(invalid(
                 at,
                 "scheme_version",
@@ -408,7 +408,7 @@ impl<'a> Quantization<'a> {
         let symmetric_allowed = matches!(tag, scheme_tag::PER_CHANNEL | scheme_tag::PER_BLOCK);
         let reserved_flags = flags & !(SYMMETRIC * u16::from(symmetric_allowed));
         if reserved_flags != 0 {
-            let at = offset_of!(SchemeHeader, flags) as u32;
+            let at = crate::field::at!(SchemeHeader.flags);
             return Err(err(
                 at,
                 DescriptorErrorKind::ReservedFlags(u32::from(reserved_flags)),
@@ -512,8 +512,8 @@ impl<'a> Quantization<'a> {
         };
         // Writer padding: whatever is left, all zero.
         if padding.iter().any(|&b| b != 0) {
-            #[allow(clippy::cast_possible_truncation)]
-            let at = payload.len().saturating_sub(padding.len()) as u32; // < quantization_length
+            #[allow(clippy::cast_possible_truncation)] // < quantization_length, a u32
+            let at = payload.len().saturating_sub(padding.len()) as u32;
             return Err(err(
                 at,
                 DescriptorErrorKind::ReservedNonZero {
