@@ -287,6 +287,20 @@ pub fn check_view(v: &TensorView<'_>) {
     }
     assert_eq!(buffers.get(buffers.len()), None);
 
+    // The field walker covers every byte once, in order, with no empty
+    // field, and names the shape as the view reports it.
+    let (mut at, mut shape) = (0usize, Vec::new());
+    v.for_each_field(|f| {
+        assert_eq!(f.offset, at, "{} is not where the last field ended", f.path);
+        assert!(!f.bytes.is_empty(), "{} is empty", f.path);
+        at = f.range().end;
+        if f.path.part.is_empty() && f.path.name == "shape" {
+            shape.push(f.value.as_u64().expect("a shape entry is a u64"));
+        }
+    });
+    assert_eq!(at, v.as_bytes().len(), "the fields end before the descriptor");
+    assert!(v.shape().iter().eq(shape));
+
     // Layout fields.
     let rank = v.shape().len();
     match v.layout() {
