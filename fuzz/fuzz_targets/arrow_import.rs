@@ -231,5 +231,4 @@ fuzz_target!(|input: Input| {
         assert_eq!(view.shape().len(), 1 + shape.len());
         assert_eq!(view.shape().get(0), u64::try_from(input.length).ok());
     }
-    drop((child_schemas, children, child_buffers, parent_buffers));
 });
