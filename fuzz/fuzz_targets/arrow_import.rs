@@ -126,7 +126,12 @@ fuzz_target!(|input: Input| {
     // Bit `b` of `corrupt` set: field `b` takes its arbitrary value.
     let bad = |b: u32| input.corrupt & (1 << b) != 0;
     let pick = |b: u32, good: i64, raw: i64| if bad(b) { raw } else { good };
-    let shape: Vec<u64> = input.shape.iter().take(8).map(|&d| u64::from(d % 9)).collect();
+    let shape: Vec<u64> = input
+        .shape
+        .iter()
+        .take(8)
+        .map(|&d| u64::from(d % 9))
+        .collect();
     let product: u64 = shape.iter().product();
     let list_size = input.list_size.map_or(product, u64::from);
     let list_format = c_string(&match (&input.list_format, bad(0)) {
@@ -174,7 +179,11 @@ fuzz_target!(|input: Input| {
 
     // The arrays: the list (validity only) and its values (validity, data).
     // A 64-byte-aligned address unless corrupted.
-    let address = if bad(8) { input.data } else { (input.data & 0xFFFF_FFC0) | 0x1000 };
+    let address = if bad(8) {
+        input.data
+    } else {
+        (input.data & 0xFFFF_FFC0) | 0x1000
+    };
     let data: *const c_void = ptr::without_provenance(address as usize);
     let validity: *const c_void = if bad(9) {
         ptr::without_provenance(64)
@@ -222,10 +231,9 @@ fuzz_target!(|input: Input| {
         .short_buffer
         .map_or(buf.capacity(), |n| usize::from(n) % buf.capacity());
     let out = &mut buf.as_mut_slice()[..cap];
-    let result = unsafe {
-        arrow::import_arrow(&mut device, &mut parent, out, &ImportOptions::DEFAULT)
-    }
-    .map(|i| i.descriptor().to_vec());
+    let result =
+        unsafe { arrow::import_arrow(&mut device, &mut parent, out, &ImportOptions::DEFAULT) }
+            .map(|i| i.descriptor().to_vec());
     let expected = before + 1 + usize::from(!released);
     assert_eq!(
         RELEASES.load(Ordering::SeqCst),

@@ -298,7 +298,11 @@ pub fn check_view(v: &TensorView<'_>) {
             shape.push(f.value.as_u64().expect("a shape entry is a u64"));
         }
     });
-    assert_eq!(at, v.as_bytes().len(), "the fields end before the descriptor");
+    assert_eq!(
+        at,
+        v.as_bytes().len(),
+        "the fields end before the descriptor"
+    );
     assert!(v.shape().iter().eq(shape));
 
     // Layout fields.
