@@ -9,7 +9,9 @@
 //! machine without a Vulkan driver (wgpu then takes GL, or finds nothing).
 //! With `HURRAY_REQUIRE_GPU=1` (CI on lavapipe, the H200 runs) a missing
 //! capability fails the test instead: there every GPU test must run.
-#![allow(dead_code)]
+// `pub` for the integration tests, which reach it through `common::gate`;
+// the unit tests and the facade include it privately.
+#![allow(dead_code, unreachable_pub)]
 
 use std::fmt::Display;
 use std::io::Write;
