@@ -1433,7 +1433,9 @@ fn statistics_out_of_range(field: &str, t: &theirs::TensorDescriptor, byte: Opti
                     && s.value_abs_max == s.value_min.abs().max(s.value_max.abs())
                     && !s.value_abs_max.is_nan())
         }
-        "value_stddev" => m.value_stats_valid() && (s.value_stddev.is_nan() || s.value_stddev < 0.0),
+        "value_stddev" => {
+            m.value_stats_valid() && (s.value_stddev.is_nan() || s.value_stddev < 0.0)
+        }
         "nm_n" => m.nm_sparsity_valid() && s.nm_n > s.nm_m,
         "has_nan" | "has_inf" => m.nan_inf_valid() && byte.is_some_and(|b| b > 1),
         _ => false,
