@@ -4,8 +4,11 @@
 //! derived from them (each breaks one rule), plus buffer handles and tables.
 //!
 //! Run from `fuzz/`: `cargo run --example make_seeds`. It first removes the
-//! seeds it owns (every file in the six corpus folders), so the corpus is
-//! exactly what this program writes.
+//! seeds it owns (every file in the seven corpus folders), so the corpus is
+//! exactly what this program writes. The two `arbitrary`-driven targets
+//! (`descriptor_structured`, `dlpack_import`) get a few shapes of raw bytes;
+//! `differential` reads the `descriptor` folder (and the conformance
+//! descriptors), so it has none of its own.
 
 use std::fs;
 use std::path::Path;
@@ -518,7 +521,8 @@ fn main() {
     write("descriptor", &all);
     write("descriptor_roundtrip", &all);
     write("descriptor_structured", &raw);
-    let total = handles.len() + tables.len() + both.len() + 2 * all.len() + raw.len();
+    write("dlpack_import", &raw);
+    let total = handles.len() + tables.len() + both.len() + 2 * all.len() + 2 * raw.len();
     println!(
         "wrote {total} seeds ({} valid descriptors, one per layout, scheme and section)",
         valid.len()
