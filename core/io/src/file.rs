@@ -279,7 +279,11 @@ impl<'n> PathWriter<'n> {
         drop(file);
         fs::rename(&self.temp, &self.dest)?;
         if let Some(dir) = self.dest.parent() {
-            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
             // Make the rename durable; not every platform can open a directory.
             if let Ok(d) = fs::File::open(dir) {
                 let _ = d.sync_all();

@@ -133,7 +133,11 @@ pub(crate) fn split_entry(index: &[u8], at: usize) -> Option<(&[u8], &EntryField
 /// [`FileErrorKind::IndexLength`] when the index ends inside the entry,
 /// [`FileErrorKind::EmptyName`], [`FileErrorKind::NotUtf8`],
 /// [`FileErrorKind::EntryFlags`].
-pub fn read_entry(index: &[u8], at: usize, base: u64) -> Result<(IndexEntry<'_>, usize), FileError> {
+pub fn read_entry(
+    index: &[u8],
+    at: usize,
+    base: u64,
+) -> Result<(IndexEntry<'_>, usize), FileError> {
     let pos = |o: usize| base.saturating_add(o as u64);
     let Some((name, fields, next)) = split_entry(index, at) else {
         return Err(FileError::new(pos(at), FileErrorKind::IndexLength));
@@ -142,12 +146,18 @@ pub fn read_entry(index: &[u8], at: usize, base: u64) -> Result<(IndexEntry<'_>,
         return Err(FileError::new(pos(at), FileErrorKind::EmptyName));
     }
     let Ok(name) = core::str::from_utf8(name) else {
-        return Err(FileError::new(pos(at.saturating_add(2)), FileErrorKind::NotUtf8));
+        return Err(FileError::new(
+            pos(at.saturating_add(2)),
+            FileErrorKind::NotUtf8,
+        ));
     };
     let flags = fields.flags.get();
     if flags != 0 {
         let at_flags = next.saturating_sub(4);
-        return Err(FileError::new(pos(at_flags), FileErrorKind::EntryFlags(flags)));
+        return Err(FileError::new(
+            pos(at_flags),
+            FileErrorKind::EntryFlags(flags),
+        ));
     }
     Ok((
         IndexEntry {

@@ -66,7 +66,10 @@ const_assert_eq!(core::mem::offset_of!(FileHeader, version_major), 8);
 const_assert_eq!(core::mem::offset_of!(FileHeader, reserved), 10);
 const_assert_eq!(core::mem::offset_of!(FileHeader, flags), 12);
 const_assert_eq!(core::mem::offset_of!(FileHeader, data_buffer_alignment), 16);
-const_assert_eq!(core::mem::offset_of!(FileHeader, first_descriptor_offset), 20);
+const_assert_eq!(
+    core::mem::offset_of!(FileHeader, first_descriptor_offset),
+    20
+);
 const_assert_eq!(core::mem::offset_of!(FileHeader, tensor_count_hint), 28);
 const_assert_eq!(core::mem::offset_of!(FileHeader, reserved_tail), 36);
 
@@ -181,8 +184,7 @@ impl FileHeader {
         };
         let alignment = self.data_buffer_alignment.get();
         if !alignment.is_power_of_two()
-            || alignment < MIN_DATA_ALIGNMENT
-            || alignment > MAX_DATA_ALIGNMENT
+            || !(MIN_DATA_ALIGNMENT..=MAX_DATA_ALIGNMENT).contains(&alignment)
         {
             return Err(FileError::new(
                 at!(data_buffer_alignment),
@@ -190,7 +192,7 @@ impl FileHeader {
             ));
         }
         let first = self.first_descriptor_offset.get();
-        if first < FILE_HEADER_LEN as u64 || first % 8 != 0 {
+        if first < FILE_HEADER_LEN as u64 || !first.is_multiple_of(8) {
             return Err(FileError::new(
                 at!(first_descriptor_offset),
                 FileErrorKind::BadFirstDescriptorOffset(first),

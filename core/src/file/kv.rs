@@ -163,7 +163,8 @@ impl<'a> KvArray<'a> {
     }
 
     /// The elements in order.
-    pub fn iter(&self) -> KvArrayIter<'a> {
+    #[must_use]
+    pub const fn iter(&self) -> KvArrayIter<'a> {
         KvArrayIter {
             array: *self,
             next: 0,
@@ -241,7 +242,8 @@ impl<'a> KvSection<'a> {
         }
         let mut at = 4;
         for i in 0..count {
-            let (key, _, next) = read_kv_entry(bytes, at).map_err(|(o, k)| FileError::new(pos(o), k))?;
+            let (key, _, next) =
+                read_kv_entry(bytes, at).map_err(|(o, k)| FileError::new(pos(o), k))?;
             // Keys are unique: compare with every earlier key (count is
             // capped, so this stays bounded).
             let mut prev = 4;
@@ -341,7 +343,9 @@ fn read_kv_entry(bytes: &[u8], at: usize) -> KvResult<(&[u8], KvValue<'_>, usize
     let value_at = tag_at.checked_add(1).ok_or(short)?;
     let (value, next) = if tag == tag::ARRAY {
         let elem_at = value_at;
-        let &elem = bytes.get(elem_at).ok_or((elem_at, FileErrorKind::KvLength))?;
+        let &elem = bytes
+            .get(elem_at)
+            .ok_or((elem_at, FileErrorKind::KvLength))?;
         if !(tag::STRING..=tag::BYTES).contains(&elem) {
             return Err((elem_at, FileErrorKind::KvValueTag(elem)));
         }
@@ -380,7 +384,9 @@ fn read_payload<'b>(bytes: &'b [u8], at: usize, tag: u8) -> KvResult<(KvValue<'b
     let short = (at, FileErrorKind::KvLength);
     let rest = bytes.get(at..).ok_or(short)?;
     let eight = |r: &[u8]| -> KvResult<u64> {
-        U64::read_from_prefix(r).map(|(v, _)| v.get()).map_err(|_| short)
+        U64::read_from_prefix(r)
+            .map(|(v, _)| v.get())
+            .map_err(|_| short)
     };
     let sized = |r: &'b [u8]| -> KvResult<(&'b [u8], usize)> {
         let (len, body) = U32::read_from_prefix(r).map_err(|_| short)?;
@@ -396,7 +402,8 @@ fn read_payload<'b>(bytes: &'b [u8], at: usize, tag: u8) -> KvResult<(KvValue<'b
     match tag {
         tag::STRING => {
             let (data, next) = sized(rest)?;
-            let s = core::str::from_utf8(data).map_err(|_| (at.saturating_add(4), FileErrorKind::NotUtf8))?;
+            let s = core::str::from_utf8(data)
+                .map_err(|_| (at.saturating_add(4), FileErrorKind::NotUtf8))?;
             Ok((KvValue::String(s), next))
         }
         #[allow(clippy::cast_possible_wrap)]

@@ -46,7 +46,9 @@ mod trailer;
 mod view;
 mod writer;
 
-pub use entry::{ENTRY_FIELDS_LEN, EntryFields, INDEX_COUNT_LEN, IndexEntry, MIN_ENTRY_LEN, read_entry};
+pub use entry::{
+    ENTRY_FIELDS_LEN, EntryFields, INDEX_COUNT_LEN, IndexEntry, MIN_ENTRY_LEN, read_entry,
+};
 pub use error::{FileError, FileErrorKind, Misuse, Section, WriteError};
 pub use header::{
     FILE_HEADER_LEN, FILE_MAGIC, FILE_VERSION_MAJOR, FILE_VERSION_MINOR, FileFlags, FileHeader,
@@ -78,6 +80,7 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 /// assert_eq!(crc32c_append(crc32c(b"1234"), b"56789"), crc32c(b"123456789"));
 /// ```
 #[must_use]
+#[allow(clippy::missing_const_for_fn)] // const only on newer compilers than the MSRV
 pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
     const CASTAGNOLI: crc::Crc<u32, crc::Table<16>> =
         crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);

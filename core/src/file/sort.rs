@@ -10,12 +10,12 @@ pub(crate) fn heapsort<T: Copy>(v: &mut [T], mut cmp: impl FnMut(T, T) -> Orderi
     let n = v.len();
     let mut start = n / 2;
     while start > 0 {
-        start -= 1;
+        start = start.saturating_sub(1);
         sift_down(v, start, n, &mut cmp);
     }
     let mut end = n;
     while end > 1 {
-        end -= 1;
+        end = end.saturating_sub(1);
         swap(v, 0, end);
         sift_down(v, 0, end, &mut cmp);
     }
@@ -54,7 +54,7 @@ fn sift_down<T: Copy>(
 }
 
 /// `v.swap(a, b)` with the bounds check in sight of the optimizer.
-fn swap<T>(v: &mut [T], a: usize, b: usize) {
+const fn swap<T>(v: &mut [T], a: usize, b: usize) {
     if a < v.len() && b < v.len() {
         v.swap(a, b);
     }

@@ -13,7 +13,9 @@ use super::kv::{DEFAULT_MAX_KV_ENTRIES, KvSection};
 use super::sort::heapsort;
 use super::trailer::{TRAILER_LEN, Trailer};
 use super::{align_up, crc32c_append};
-use crate::composite::{CompositeError, CompositeErrorKind, CompositeValidator, MAX_COMPOSITE_DEPTH};
+use crate::composite::{
+    CompositeError, CompositeErrorKind, CompositeValidator, MAX_COMPOSITE_DEPTH,
+};
 use crate::descriptor::{FixedHeader, HEADER_LEN, Layout, ReadOptions, TensorView};
 
 /// Indexes of at most this many entries are checked without a caller table
@@ -96,7 +98,7 @@ struct Layout0<'a> {
     stored_crc: u32,
 }
 
-fn at(offset: u64, kind: FileErrorKind) -> FileError {
+const fn at(offset: u64, kind: FileErrorKind) -> FileError {
     FileError::new(offset, kind)
 }
 
@@ -126,12 +128,24 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         ));
     }
     let Ok((header, _)) = FileHeader::ref_from_prefix(bytes) else {
-        return Err(at(0, FileErrorKind::Truncated { needed: minimum, available: len }));
+        return Err(at(
+            0,
+            FileErrorKind::Truncated {
+                needed: minimum,
+                available: len,
+            },
+        ));
     };
     let flags = header.check()?;
     let trailer_at = len.saturating_sub(TRAILER_LEN as u64);
     let Ok((_, trailer)) = Trailer::ref_from_suffix(bytes) else {
-        return Err(at(0, FileErrorKind::Truncated { needed: minimum, available: len }));
+        return Err(at(
+            0,
+            FileErrorKind::Truncated {
+                needed: minimum,
+                available: len,
+            },
+        ));
     };
     trailer.check(trailer_at)?;
     let stored_crc = trailer.index_crc32c.get();
@@ -145,8 +159,11 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     // The index: 8-aligned, after the header, before the trailer.
     let index_offset = trailer.index_offset.get();
     let index_length = trailer.index_length.get();
-    if index_offset % 8 != 0 {
-        return Err(at(trailer_at, FileErrorKind::SectionMisaligned(Section::Index)));
+    if !index_offset.is_multiple_of(8) {
+        return Err(at(
+            trailer_at,
+            FileErrorKind::SectionMisaligned(Section::Index),
+        ));
     }
     let index_end = index_offset.checked_add(index_length);
     let index_ok = index_offset >= first
@@ -156,7 +173,10 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     let index = match slice_at(bytes, index_offset, index_length) {
         Some(index) if index_ok => index,
         _ => {
-            return Err(at(trailer_at, FileErrorKind::SectionOutOfBounds(Section::Index)));
+            return Err(at(
+                trailer_at,
+                FileErrorKind::SectionOutOfBounds(Section::Index),
+            ));
         }
     };
     // The KV section: both location fields zero, or both set; the flag,
@@ -168,7 +188,7 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         (0, 0) if !flags.contains(FileFlags::HAS_KV_METADATA) => None,
         (0, _) | (_, 0) => return Err(at(kv_at, FileErrorKind::KvLocation)),
         (o, l) => {
-            if o % 8 != 0 {
+            if !o.is_multiple_of(8) {
                 return Err(at(kv_at, FileErrorKind::SectionMisaligned(Section::Kv)));
             }
             let fits = o >= first && o.checked_add(l).is_some_and(|e| e <= index_offset);
@@ -189,7 +209,9 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         return Err(at(index_offset, FileErrorKind::IndexLength));
     };
     let count = count.get();
-    let room = (index_length.saturating_sub(INDEX_COUNT_LEN as u64)) / MIN_ENTRY_LEN as u64;
+    let room = (index_length.saturating_sub(INDEX_COUNT_LEN as u64))
+        .checked_div(MIN_ENTRY_LEN as u64)
+        .unwrap_or(0);
     if count > room {
         return Err(at(index_offset, FileErrorKind::IndexLength));
     }
@@ -250,7 +272,7 @@ impl<'a> Tensor<'a> {
 
     /// The bytes of each buffer, in buffer-table order.
     #[must_use]
-    pub fn buffers(&self) -> Buffers<'a> {
+    pub const fn buffers(&self) -> Buffers<'a> {
         Buffers {
             tensor: *self,
             next: 0,
@@ -275,7 +297,10 @@ impl<'a> Iterator for Buffers<'a> {
         let size = handle.byte_size();
         let s = slice_at(self.tensor.data, self.at, size)?;
         self.next = self.next.saturating_add(1);
-        self.at = align_up(self.at.saturating_add(size), u64::from(self.tensor.alignment))?;
+        self.at = align_up(
+            self.at.saturating_add(size),
+            u64::from(self.tensor.alignment),
+        )?;
         Some(s)
     }
 }
@@ -435,7 +460,10 @@ impl<'a> FileIndex<'a> {
             } else if l.count <= SMALL_INDEX {
                 check_unique_pairwise(index, n, l.index_offset)?;
             } else {
-                return Err(at(l.index_offset, FileErrorKind::NeedsTable { entries: l.count }));
+                return Err(at(
+                    l.index_offset,
+                    FileErrorKind::NeedsTable { entries: l.count },
+                ));
             }
         }
         // File order: the index's, or sorted through the table, or found
@@ -457,7 +485,10 @@ impl<'a> FileIndex<'a> {
         } else if l.count <= SMALL_INDEX {
             None
         } else {
-            return Err(at(l.index_offset, FileErrorKind::NeedsTable { entries: l.count }));
+            return Err(at(
+                l.index_offset,
+                FileErrorKind::NeedsTable { entries: l.count },
+            ));
         };
         let view = FileIndex {
             bytes,
@@ -590,10 +621,11 @@ impl<'a> FileIndex<'a> {
             .map_err(|err| at(d_at, FileErrorKind::Descriptor(err)))?;
         let alignment = u64::from(self.alignment);
         let has_buffers = !view.buffers().is_empty();
-        if has_buffers && e.data_offset % alignment != 0 {
+        if has_buffers && !e.data_offset.is_multiple_of(alignment) {
             return Err(at(entry_at, FileErrorKind::DataPlacement));
         }
-        let expected = data_extent(&view, alignment).ok_or(at(entry_at, FileErrorKind::DataPlacement))?;
+        let expected =
+            data_extent(&view, alignment).ok_or(at(entry_at, FileErrorKind::DataPlacement))?;
         if expected != e.data_length {
             return Err(at(
                 entry_at,
@@ -613,7 +645,7 @@ impl<'a> FileIndex<'a> {
         })
     }
 
-    fn order(&self, scan: bool) -> FileOrder<'a> {
+    const fn order(&self, scan: bool) -> FileOrder<'a> {
         FileOrder {
             index: self.index,
             table: self.file_order,
@@ -673,7 +705,7 @@ impl<'a> FileIndex<'a> {
 
     /// The tensors in index order, each checked as by [`get`](Self::get).
     #[must_use]
-    pub fn iter(&self) -> Tensors<'a> {
+    pub const fn iter(&self) -> Tensors<'a> {
         Tensors {
             view: *self,
             order: FileOrder {
@@ -692,7 +724,7 @@ impl<'a> FileIndex<'a> {
     /// composite's head, then its members), each checked as by
     /// [`get`](Self::get).
     #[must_use]
-    pub fn iter_file_order(&self) -> Tensors<'a> {
+    pub const fn iter_file_order(&self) -> Tensors<'a> {
         Tensors {
             view: *self,
             order: self.order(self.needs_scan()),
@@ -761,7 +793,7 @@ fn check_entry_bounds(
 ) -> Result<(), FileError> {
     let d = e.descriptor_offset;
     let d_end = d.checked_add(u64::from(e.descriptor_length));
-    let desc_ok = d % 8 == 0
+    let desc_ok = d.is_multiple_of(8)
         && d >= first
         && e.descriptor_length as usize >= HEADER_LEN
         && d_end.is_some_and(|end| end <= region_end);
@@ -791,7 +823,10 @@ fn check_unique_pairwise(index: &[u8], n: usize, base: u64) -> Result<(), FileEr
                 break;
             };
             if other == name {
-                return Err(at(base.saturating_add(b as u64), FileErrorKind::DuplicateName));
+                return Err(at(
+                    base.saturating_add(b as u64),
+                    FileErrorKind::DuplicateName,
+                ));
             }
             b = after;
         }
@@ -990,4 +1025,3 @@ impl<'a> FileView<'a> {
         self.index.as_bytes()
     }
 }
-

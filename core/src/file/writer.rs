@@ -199,7 +199,7 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
             return Err(Misuse::TooLarge.into());
         };
         while self.offset < target {
-            let n = (target - self.offset).min(ZEROS.len() as u64);
+            let n = target.saturating_sub(self.offset).min(ZEROS.len() as u64);
             #[allow(clippy::cast_possible_truncation)]
             self.put(ZEROS.get(..n as usize).unwrap_or_default())?;
         }
@@ -319,7 +319,11 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
     /// given without `has_kv` ([`Misuse::BadKv`]), or the sink's error.
     pub fn finish(mut self, kv: &[(&str, KvValue<'_>)]) -> Res<W, W> {
         if self.depth > 0 {
-            let missing = self.open.get(self.depth.saturating_sub(1)).copied().unwrap_or(0);
+            let missing = self
+                .open
+                .get(self.depth.saturating_sub(1))
+                .copied()
+                .unwrap_or(0);
             return Err(Misuse::TornComposite { missing }.into());
         }
         if !kv.is_empty() && !self.options.has_kv {
@@ -331,11 +335,16 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
         // Names are unique: sort by name, compare neighbours, and restore
         // write order unless the index is to be sorted.
         heapsort(entries, |a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-        if entries.windows(2).any(|w| matches!(w, [a, b] if a.name == b.name)) {
+        if entries
+            .windows(2)
+            .any(|w| matches!(w, [a, b] if a.name == b.name))
+        {
             return Err(Misuse::DuplicateName.into());
         }
         if !self.options.sorted_index {
-            heapsort(entries, |a, b| a.descriptor_offset.cmp(&b.descriptor_offset));
+            heapsort(entries, |a, b| {
+                a.descriptor_offset.cmp(&b.descriptor_offset)
+            });
         }
 
         let (kv_offset, kv_length) = if self.options.has_kv {
@@ -434,7 +443,7 @@ fn check_kv(kv: &[(&str, KvValue<'_>)]) -> Result<u32, Misuse> {
         }
         let payload = payload_len(value).ok_or(Misuse::BadKv)?;
         total = total
-            .checked_add(2 + key.len() as u64 + 1)
+            .checked_add(3_u64.saturating_add(key.len() as u64))
             .and_then(|t| t.checked_add(payload))
             .ok_or(Misuse::BadKv)?;
     }
