@@ -156,6 +156,12 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         ));
     }
     let first = header.first_descriptor_offset.get();
+    if first > trailer_at {
+        return Err(at(
+            core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64,
+            FileErrorKind::BadFirstDescriptorOffset(first),
+        ));
+    }
     // The index: 8-aligned, after the header, before the trailer.
     let index_offset = trailer.index_offset.get();
     let index_length = trailer.index_length.get();
@@ -209,8 +215,9 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         return Err(at(index_offset, FileErrorKind::IndexLength));
     };
     let count = count.get();
+    // Entries take at least 34 bytes (an empty name is reported as such).
     let room = (index_length.saturating_sub(INDEX_COUNT_LEN as u64))
-        .checked_div(MIN_ENTRY_LEN as u64)
+        .checked_div(MIN_ENTRY_LEN.saturating_sub(1) as u64)
         .unwrap_or(0);
     if count > room {
         return Err(at(index_offset, FileErrorKind::IndexLength));
@@ -845,7 +852,7 @@ struct FileOrder<'a> {
     count: u32,
     pos: usize,
     i: u32,
-    last: Option<u64>,
+    last: Option<(u64, usize)>,
 }
 
 impl Iterator for FileOrder<'_> {
@@ -858,21 +865,22 @@ impl Iterator for FileOrder<'_> {
         let found = if let Some(t) = self.table {
             *t.get(self.i as usize)?
         } else if self.scan {
-            // The entry with the smallest descriptor offset above the last.
+            // The entry after the last in (descriptor offset, position)
+            // order: ties are visited too, so overlaps are seen.
             let mut best: Option<(u64, usize)> = None;
             let mut p = INDEX_COUNT_LEN;
             for _ in 0..self.count {
                 let (_, f, next) = split_entry(self.index, p)?;
-                let d = f.descriptor_offset.get();
-                let above = self.last.is_none_or(|l| d > l);
-                if above && best.is_none_or(|(b, _)| d < b) {
-                    best = Some((d, p));
+                let key = (f.descriptor_offset.get(), p);
+                let above = self.last.is_none_or(|l| key > l);
+                if above && best.is_none_or(|b| key < b) {
+                    best = Some(key);
                 }
                 p = next;
             }
-            let (d, p) = best?;
-            self.last = Some(d);
-            u32::try_from(p).ok()?
+            let key = best?;
+            self.last = Some(key);
+            u32::try_from(key.1).ok()?
         } else {
             let p = self.pos;
             let (_, _, next) = split_entry(self.index, p)?;
