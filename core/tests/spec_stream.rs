@@ -572,7 +572,6 @@ fn st_write_1_buffers_must_match_the_table() {
     w.write_data(&d[40..]).unwrap();
     w.end_tensor().unwrap();
     w.finish().unwrap();
-    drop(w);
     assert_eq!(out, cat(&[&t, &d, &t, &d]));
     assert_eq!(run(&out).1, Ok(()));
 }

@@ -50,8 +50,7 @@ const WORD: usize = 8;
 
 /// The open composites of a stream (see the module documentation).
 #[derive(Debug)]
-pub(crate) struct OpenComposites<'s> {
-    scratch: &'s mut [u8],
+pub(crate) struct OpenComposites {
     frames: [Option<Frame>; MAX_COMPOSITE_DEPTH as usize],
     depth: usize,
 }
@@ -125,11 +124,11 @@ impl<'m> BoxStore<'m> for Store<'_> {
     }
 }
 
-impl<'s> OpenComposites<'s> {
-    /// No composite open; `scratch` for heads' shapes and member boxes.
-    pub(crate) const fn new(scratch: &'s mut [u8]) -> Self {
+impl OpenComposites {
+    /// No composite open. Every method that keeps or reads heads' shapes
+    /// and member boxes takes the caller's scratch, always the same bytes.
+    pub(crate) const fn new() -> Self {
         Self {
-            scratch,
             frames: [None; MAX_COMPOSITE_DEPTH as usize],
             depth: 0,
         }
@@ -149,9 +148,13 @@ impl<'s> OpenComposites<'s> {
 
     /// Checks `view` as the next member of the innermost open composite
     /// (if any), then, when it is a head, opens a composite for it.
-    pub(crate) fn push(&mut self, view: &TensorView<'_>) -> Result<(), Overflow> {
+    pub(crate) fn push(
+        &mut self,
+        scratch: &mut [u8],
+        view: &TensorView<'_>,
+    ) -> Result<(), Overflow> {
         if let Some(mut f) = self.top() {
-            let (_, above) = self.scratch.split_at_mut(f.start.min(self.scratch.len()));
+            let (_, above) = scratch.split_at_mut(f.start.min(scratch.len()));
             let mut store = Store {
                 bytes: above,
                 rank: f.rank,
@@ -166,7 +169,7 @@ impl<'s> OpenComposites<'s> {
                     (Some((needed, _)), CompositeErrorKind::CapacityExceeded { .. }) => {
                         Overflow::Scratch {
                             needed: needed.saturating_add(f.start as u64),
-                            available: self.scratch.len() as u64,
+                            available: scratch.len() as u64,
                         }
                     }
                     _ => Overflow::Rule(e),
@@ -196,10 +199,10 @@ impl<'s> OpenComposites<'s> {
             0
         };
         let end = start.saturating_add(shape_len);
-        let Some(slot) = self.scratch.get_mut(start..end) else {
+        let Some(slot) = scratch.get_mut(start..end) else {
             return Err(Overflow::Scratch {
                 needed: end as u64,
-                available: self.scratch.len() as u64,
+                available: scratch.len() as u64,
             });
         };
         for (chunk, v) in slot.chunks_exact_mut(WORD).zip(view.shape().iter()) {
@@ -234,12 +237,12 @@ impl<'s> OpenComposites<'s> {
 
     /// Runs the close-time checks of the innermost composite and closes it;
     /// returns its member count.
-    pub(crate) fn close_top(&mut self) -> Result<u32, CompositeError> {
+    pub(crate) fn close_top(&mut self, scratch: &[u8]) -> Result<u32, CompositeError> {
         let Some(f) = self.top() else {
             return Ok(0);
         };
         let shape = dims(
-            self.scratch
+            scratch
                 .get(f.start..f.start.saturating_add(f.shape_len))
                 .unwrap_or_default(),
         );

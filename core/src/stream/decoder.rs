@@ -65,28 +65,48 @@ enum State {
     Close,
 }
 
-/// A step of the machine that borrows nothing (see `decode`).
-enum Step {
+/// What [`StreamDecoder::step`] found: an [`Event`] that borrows
+/// nothing, for shells that own their buffers (a refill loop cannot hand
+/// out a borrowing event it may have to drop). The descriptor is
+/// [`StreamDecoder::current`]; a `Data` piece is the last `len` bytes the
+/// call took from its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Step {
+    /// As [`Event::NeedMore`].
     NeedMore,
+    /// As [`Event::Descriptor`]: read it with [`StreamDecoder::current`].
     Descriptor,
+    /// As [`Event::Data`]: the bytes are `input[used - len..used]`.
     Data {
+        /// The buffer's index in the descriptor's table.
         buffer: u32,
+        /// Where in the buffer these bytes start.
         offset: u64,
+        /// How many bytes (never 0).
         len: usize,
     },
+    /// As [`Event::TensorEnd`].
     TensorEnd,
+    /// As [`Event::CompositeEnd`].
     CompositeEnd {
+        /// Its member count.
         members: u32,
     },
 }
 
 /// The sans-I/O stream decoder: see the [module documentation](super)
 /// for its contract and an example.
+///
+/// `D` holds the descriptor, `S` the open composites (`&mut [u8]`,
+/// `[u8; N]` or, on a host, `Vec<u8>`); `'o` is the lifetime of the reader
+/// options' private layout ids.
 #[derive(Debug)]
-pub struct StreamDecoder<'b> {
-    desc: &'b mut [u8],
-    composites: OpenComposites<'b>,
-    limits: StreamLimits<'b>,
+pub struct StreamDecoder<'o, D, S> {
+    desc: D,
+    scratch: S,
+    composites: OpenComposites,
+    limits: StreamLimits<'o>,
     state: State,
     failed: Option<StreamError>,
     /// The first bytes of the current descriptor, until its length is known.
@@ -117,27 +137,24 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(w)
 }
 
-impl<'b> StreamDecoder<'b> {
+impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecoder<'o, D, S> {
     /// A decoder with [`StreamLimits::DEFAULT`]: descriptors up to
     /// `descriptor.len()` bytes; `composites` holds open composites' heads'
     /// shapes and partition boxes (`8 × rank` bytes per partition or
     /// overlay head, `16 × rank` per partition member; `&mut []` when the
     /// stream has no partition or overlay).
     #[must_use]
-    pub const fn new(descriptor: &'b mut [u8], composites: &'b mut [u8]) -> Self {
+    pub const fn new(descriptor: D, composites: S) -> Self {
         Self::with_limits(descriptor, composites, StreamLimits::DEFAULT)
     }
 
     /// A decoder with the caller's `limits`.
     #[must_use]
-    pub const fn with_limits(
-        descriptor: &'b mut [u8],
-        composites: &'b mut [u8],
-        limits: StreamLimits<'b>,
-    ) -> Self {
+    pub const fn with_limits(descriptor: D, composites: S, limits: StreamLimits<'o>) -> Self {
         Self {
             desc: descriptor,
-            composites: OpenComposites::new(composites),
+            scratch: composites,
+            composites: OpenComposites::new(),
             limits,
             state: State::Descriptor,
             failed: None,
@@ -191,7 +208,7 @@ impl<'b> StreamDecoder<'b> {
         if self.state == State::Descriptor || self.failed.is_some() {
             return None;
         }
-        let bytes = self.desc.get(..self.len)?;
+        let bytes = self.desc.as_ref().get(..self.len)?;
         TensorView::parse_with(bytes, &self.limits.read).ok()
     }
 
@@ -205,7 +222,7 @@ impl<'b> StreamDecoder<'b> {
         let at = (buffer as usize)
             .saturating_mul(ENTRY_LEN)
             .saturating_add(self.table_at);
-        read_u64(self.desc, at)
+        read_u64(self.desc.as_ref(), at)
     }
 
     /// Bytes of the current tensor's data not yet handed out.
@@ -263,13 +280,15 @@ impl<'b> StreamDecoder<'b> {
         let tensor = self.tensors.saturating_sub(1);
         let Self {
             desc,
+            scratch,
             composites,
             limits,
             failed,
             ..
         } = self;
-        let bytes: &'d [u8] = desc.get(..len).unwrap_or_default();
-        let checked = check(bytes, start, composites, limits);
+        let desc: &'d D = desc;
+        let bytes: &'d [u8] = desc.as_ref().get(..len).unwrap_or_default();
+        let checked = check(bytes, start, composites, scratch.as_mut(), limits);
         match checked {
             Ok((view, table_at)) => {
                 let buffers = u32::try_from(view.buffers().len()).unwrap_or(u32::MAX);
@@ -288,7 +307,47 @@ impl<'b> StreamDecoder<'b> {
         }
     }
 
-    /// The machine: everything but building the borrowed event.
+    /// As [`decode`](Self::decode), but the event borrows nothing (see
+    /// [`Step`]). A `Descriptor` step has been validated in full.
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode).
+    pub fn step(&mut self, input: &[u8]) -> Result<(usize, Step), StreamError> {
+        let (used, step) = self.advance(input)?;
+        if step == Step::Descriptor {
+            let start = self.start;
+            let tensor = self.tensors.saturating_sub(1);
+            let bytes = self.desc.as_ref().get(..self.len).unwrap_or_default();
+            match check(
+                bytes,
+                start,
+                &mut self.composites,
+                self.scratch.as_mut(),
+                &self.limits,
+            ) {
+                Ok((view, table_at)) => {
+                    let buffers = u32::try_from(view.buffers().len()).unwrap_or(u32::MAX);
+                    self.enter_data(table_at, buffers);
+                }
+                Err((offset, kind)) => {
+                    let e = StreamError::new(offset, tensor, kind);
+                    self.failed = Some(e);
+                    return Err(e);
+                }
+            }
+        }
+        Ok((used, step))
+    }
+
+    const fn enter_data(&mut self, table_at: usize, buffers: u32) {
+        self.table_at = table_at;
+        self.buffers = buffers;
+        self.buffer = 0;
+        self.offset = 0;
+        self.state = State::Data;
+    }
+
+    /// The machine: everything but checking and handing out a descriptor.
     fn advance(&mut self, input: &[u8]) -> Result<(usize, Step), StreamError> {
         if let Some(e) = self.failed {
             return Err(e);
@@ -325,7 +384,10 @@ impl<'b> StreamDecoder<'b> {
                     }
                     let take = self.len.saturating_sub(self.have).min(rest.len());
                     let (src, _) = rest.split_at(take);
-                    if let Some(dst) = self.desc.get_mut(self.have..self.have.saturating_add(take))
+                    if let Some(dst) = self
+                        .desc
+                        .as_mut()
+                        .get_mut(self.have..self.have.saturating_add(take))
                     {
                         dst.copy_from_slice(src);
                     }
@@ -369,7 +431,7 @@ impl<'b> StreamDecoder<'b> {
                 State::Close => {
                     if self.composites.top_is_complete() {
                         let pos = self.pos;
-                        return match self.composites.close_top() {
+                        return match self.composites.close_top(self.scratch.as_ref()) {
                             Ok(members) => Ok((used, Step::CompositeEnd { members })),
                             Err(e) => Err(self.fail(pos, StreamErrorKind::Composite(e))),
                         };
@@ -406,7 +468,7 @@ impl<'b> StreamDecoder<'b> {
             };
             return Err(self.fail(at_len, desc_err(6, kind)));
         }
-        let room = u32::try_from(self.desc.len()).unwrap_or(u32::MAX);
+        let room = u32::try_from(self.desc.as_ref().len()).unwrap_or(u32::MAX);
         let limit = self.limits.max_descriptor_len.min(room);
         if length > limit {
             return Err(self.fail(at_len, StreamErrorKind::DescriptorTooLong { length, limit }));
@@ -419,7 +481,7 @@ impl<'b> StreamDecoder<'b> {
             };
             return Err(self.fail(at_len, kind));
         }
-        if let Some(dst) = self.desc.get_mut(..PREFIX_LEN) {
+        if let Some(dst) = self.desc.as_mut().get_mut(..PREFIX_LEN) {
             dst.copy_from_slice(&p);
         }
         self.len = length as usize;
@@ -450,7 +512,7 @@ impl<'b> StreamDecoder<'b> {
             _ => {}
         }
         while self.composites.top_is_complete() {
-            if let Err(e) = self.composites.close_top() {
+            if let Err(e) = self.composites.close_top(self.scratch.as_ref()) {
                 return Err(self.fail(self.pos, StreamErrorKind::Composite(e)));
             }
         }
@@ -471,7 +533,8 @@ impl<'b> StreamDecoder<'b> {
 fn check<'d>(
     bytes: &'d [u8],
     start: u64,
-    composites: &mut OpenComposites<'_>,
+    composites: &mut OpenComposites,
+    scratch: &mut [u8],
     limits: &StreamLimits<'_>,
 ) -> Result<(TensorView<'d>, usize), (u64, StreamErrorKind)> {
     let view = TensorView::parse_with(bytes, &limits.read).map_err(|e| {
@@ -514,7 +577,7 @@ fn check<'d>(
             return Err((at, kind));
         }
     }
-    composites.push(&view).map_err(|o| {
+    composites.push(scratch, &view).map_err(|o| {
         let kind = match o {
             Overflow::Rule(e) => StreamErrorKind::Composite(e),
             Overflow::Scratch { needed, available } => {

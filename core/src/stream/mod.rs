@@ -79,7 +79,7 @@ mod error;
 mod limits;
 mod writer;
 
-pub use decoder::{Event, PREFIX_LEN, StreamDecoder};
+pub use decoder::{Event, PREFIX_LEN, Step, StreamDecoder};
 pub use error::{Phase, StreamError, StreamErrorKind, WriteError};
 pub use limits::StreamLimits;
 pub use writer::StreamWriter;

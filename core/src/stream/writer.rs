@@ -40,23 +40,25 @@ use super::error::WriteError;
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct StreamWriter<'s, W: Write> {
+pub struct StreamWriter<W: Write, S: AsMut<[u8]>> {
     sink: W,
-    composites: OpenComposites<'s>,
+    scratch: S,
+    composites: OpenComposites,
     /// Data bytes the open tensor still takes (`None`: no tensor open).
     open: Option<u64>,
     pos: u64,
     tensors: u64,
 }
 
-impl<'s, W: Write> StreamWriter<'s, W> {
+impl<W: Write, S: AsMut<[u8]>> StreamWriter<W, S> {
     /// A writer to `sink`; `composites` is scratch for the composite rules
     /// (as [`StreamDecoder::new`](super::StreamDecoder::new); `&mut []`
     /// when no partition or overlay is written).
-    pub const fn new(sink: W, composites: &'s mut [u8]) -> Self {
+    pub const fn new(sink: W, composites: S) -> Self {
         Self {
             sink,
-            composites: OpenComposites::new(composites),
+            scratch: composites,
+            composites: OpenComposites::new(),
             open: None,
             pos: 0,
             tensors: 0,
@@ -85,6 +87,20 @@ impl<'s, W: Write> StreamWriter<'s, W> {
     /// Gives back the sink (whatever was written stays written).
     pub fn into_inner(self) -> W {
         self.sink
+    }
+
+    /// Composites open around the next tensor (0 at top level).
+    #[must_use]
+    #[inline]
+    pub const fn depth(&self) -> usize {
+        self.composites.depth()
+    }
+
+    /// Whether a tensor is open for data.
+    #[must_use]
+    #[inline]
+    pub const fn in_tensor(&self) -> bool {
+        self.open.is_some()
     }
 
     fn put(&mut self, mut bytes: &[u8]) -> Result<(), WriteError<W::Error>> {
@@ -152,12 +168,14 @@ impl<'s, W: Write> StreamWriter<'s, W> {
             .buffers()
             .iter()
             .fold(0u64, |n, h| n.saturating_add(h.byte_size()));
-        self.composites.push(view).map_err(|o| match o {
-            Overflow::Rule(e) => WriteError::Composite(e),
-            Overflow::Scratch { needed, available } => {
-                WriteError::ScratchTooSmall { needed, available }
-            }
-        })?;
+        self.composites
+            .push(self.scratch.as_mut(), view)
+            .map_err(|o| match o {
+                Overflow::Rule(e) => WriteError::Composite(e),
+                Overflow::Scratch { needed, available } => {
+                    WriteError::ScratchTooSmall { needed, available }
+                }
+            })?;
         self.tensors = self.tensors.saturating_add(1);
         self.open = Some(data);
         self.put(view.as_bytes())
@@ -193,7 +211,9 @@ impl<'s, W: Write> StreamWriter<'s, W> {
             Some(remaining) => return Err(WriteError::DataIncomplete { remaining }),
         }
         while self.composites.top_is_complete() {
-            self.composites.close_top().map_err(WriteError::Composite)?;
+            self.composites
+                .close_top(self.scratch.as_mut())
+                .map_err(WriteError::Composite)?;
         }
         Ok(())
     }
