@@ -97,7 +97,10 @@ pub fn ours(bytes: &[u8]) -> (Vec<Read>, Result<(), StreamError>) {
     (out, end)
 }
 
-fn flatten(item: StreamItem, out: &mut Vec<(theirs::TensorDescriptor, Vec<Vec<u8>>)>) {
+/// A tensor the reference read: its descriptor value and buffers.
+pub type TheirRead = (theirs::TensorDescriptor, Vec<Vec<u8>>);
+
+fn flatten(item: StreamItem, out: &mut Vec<TheirRead>) {
     match item {
         StreamItem::Tensor(t) => {
             out.push((t.descriptor, t.buffers.iter().map(|b| b.to_vec()).collect()))
@@ -113,12 +116,7 @@ fn flatten(item: StreamItem, out: &mut Vec<(theirs::TensorDescriptor, Vec<Vec<u8
 
 /// The reference's reader over `bytes` (`next_item`, composites
 /// validated), its sizes bounded by the input's length.
-pub fn reference(
-    bytes: &[u8],
-) -> (
-    Vec<(theirs::TensorDescriptor, Vec<Vec<u8>>)>,
-    Result<(), reference_io::Error>,
-) {
+pub fn reference(bytes: &[u8]) -> (Vec<TheirRead>, Result<(), reference_io::Error>) {
     let options = StreamReaderOptions {
         max_descriptor_bytes: bytes.len() as u64,
         max_buffer_bytes: bytes.len() as u64,
