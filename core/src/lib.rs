@@ -81,6 +81,7 @@ mod error;
 pub mod file;
 mod handle;
 pub mod interop;
+pub mod stream;
 mod table;
 
 pub use builder::{BuilderLayout, DescriptorBuilder};
