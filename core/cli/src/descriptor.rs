@@ -17,12 +17,9 @@
 
 use std::fmt::Write as _;
 
-use hurray_core as hurray;
 use hurray::layout::{Layout, name_of};
-use hurray::{
-    BufferHandle, ElementType, MemberRole, Packing, Scheme, TensorView,
-    is_private_code,
-};
+use hurray::{BufferHandle, ElementType, MemberRole, Packing, Scheme, TensorView, is_private_code};
+use hurray_core as hurray;
 use serde::Serialize;
 
 /// A code byte with its name.
@@ -1195,4 +1192,3 @@ pub fn dump(file: &str, view: &TensorView<'_>) -> Result<String, String> {
     );
     Ok(out)
 }
-

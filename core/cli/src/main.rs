@@ -227,8 +227,8 @@ fn inspect(
         Input::File(b) => {
             let options = container::file_options(read.options());
             let mut table = Vec::new();
-            let view = container::file_view(file_bytes(&b), &options, &mut table)
-                .map_err(file_error)?;
+            let view =
+                container::file_view(file_bytes(&b), &options, &mut table).map_err(file_error)?;
             let record = container::file_record(name, &view, &progress);
             if json {
                 let mut s = serde_json::to_string(&record)
@@ -328,8 +328,8 @@ fn ls(path: &Path, name: &str, read: &ReadArgs, out: &mut dyn Write) -> Result<(
         Input::File(b) => {
             let options = container::file_options(read.options());
             let mut table = Vec::new();
-            let view = container::file_view(file_bytes(&b), &options, &mut table)
-                .map_err(file_error)?;
+            let view =
+                container::file_view(file_bytes(&b), &options, &mut table).map_err(file_error)?;
             // Index order (by name when the index is sorted); no data is read.
             view.iter()
                 .map(|t| {
@@ -394,8 +394,8 @@ fn cat(path: &Path, name: &str, read: &ReadArgs, tensor: &str) -> Result<(), Fai
         Input::File(b) => {
             let options = container::file_options(read.options());
             let mut table = Vec::new();
-            let view = container::file_view(file_bytes(&b), &options, &mut table)
-                .map_err(file_error)?;
+            let view =
+                container::file_view(file_bytes(&b), &options, &mut table).map_err(file_error)?;
             let t = view
                 .get(tensor)
                 .ok_or_else(|| Failure::Usage(format!("no tensor named `{tensor}`")))?;
