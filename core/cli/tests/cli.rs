@@ -3,7 +3,7 @@
 //! and from standard input, with its exit status (0 valid, 1 bad input,
 //! 2 usage), what goes to stdout and what to stderr.
 
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
