@@ -312,3 +312,34 @@ fn broken_streams_are_rejected_by_both() {
         );
     }
 }
+
+#[test]
+fn the_committed_stream_fuzz_seeds_agree_or_are_documented() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/stream_differential");
+    let mut verdicts = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let verdict = stream_differ(&bytes).unwrap_or_else(|f| panic!("{}: {f}", path.display()));
+        let key = match verdict {
+            StreamVerdict::Agree(_) => "agree",
+            StreamVerdict::BothReject => "both reject",
+            StreamVerdict::Stricter(_) => "stricter",
+        };
+        *verdicts.entry(key).or_insert(0) += 1;
+    }
+    // Valid streams, broken ones and the nesting case are all there.
+    assert!(
+        verdicts.get("agree").copied().unwrap_or(0) > 30,
+        "{verdicts:?}"
+    );
+    assert!(
+        verdicts.get("both reject").copied().unwrap_or(0) >= 5,
+        "{verdicts:?}"
+    );
+    assert!(
+        verdicts.get("stricter").copied().unwrap_or(0) >= 1,
+        "{verdicts:?}"
+    );
+}

@@ -270,6 +270,7 @@ fn exercise(bytes: &[u8], ids: &[u64]) -> u64 {
         view(&mut acc, &v);
     }
     mix(&mut acc, ffi(bytes, ids));
+    mix(&mut acc, stream(bytes, black_box(7)));
     let code = acc as i32;
     mix(
         &mut acc,
@@ -285,6 +286,76 @@ fn exercise(bytes: &[u8], ids: &[u64]) -> u64 {
         interop::from_dlpack_dtype(c, b, u16::from_le_bytes([l0, l1]))
             .map_or(17, |t| u64::from(t.code())),
     );
+    acc
+}
+
+/// The stream decoder over the same bytes, in chunks of a size the
+/// optimizer cannot see, through `decode` (borrowed events) and `step`
+/// (the std shells' path), with limits, then the end of the input.
+#[inline(never)]
+fn stream(bytes: &[u8], chunk: usize) -> u64 {
+    use hurray_core::stream::{Event, Step, StreamDecoder, StreamLimits};
+    let mut acc = 0u64;
+    let (mut desc, mut scratch) = ([0u8; 512], [0u8; 256]);
+    let limits = StreamLimits::DEFAULT
+        .max_buffer_bytes(black_box(1 << 20))
+        .max_total_bytes(black_box(1 << 30))
+        .require_producer_synced();
+    let mut dec = StreamDecoder::with_limits(&mut desc[..], &mut scratch[..], limits);
+    'feed: for piece in bytes.chunks(chunk.max(1)) {
+        let mut input = piece;
+        loop {
+            match dec.decode(input) {
+                Ok((used, event)) => {
+                    input = input.get(used..).unwrap_or_default();
+                    match event {
+                        Event::NeedMore => break,
+                        Event::Descriptor(v) => view(&mut acc, &v),
+                        Event::Data {
+                            buffer,
+                            offset,
+                            bytes,
+                        } => mix(
+                            &mut acc,
+                            u64::from(buffer)
+                                ^ offset
+                                ^ bytes.len() as u64
+                                ^ u64::from(bytes.first().copied().unwrap_or(0)),
+                        ),
+                        Event::TensorEnd => mix(&mut acc, 1),
+                        Event::CompositeEnd { members } => mix(&mut acc, u64::from(members)),
+                        _ => mix(&mut acc, 2),
+                    }
+                }
+                Err(e) => {
+                    mix(&mut acc, e.offset() ^ e.tensor());
+                    break 'feed;
+                }
+            }
+        }
+    }
+    mix(
+        &mut acc,
+        dec.finish().map_or(5, |()| 6) ^ dec.position() ^ dec.tensors(),
+    );
+    mix(&mut acc, dec.depth() as u64);
+    let (mut desc, mut scratch) = ([0u8; 256], [0u8; 64]);
+    let mut dec = StreamDecoder::new(&mut desc, &mut scratch);
+    let mut input = bytes;
+    while let Ok((used, step)) = dec.step(input) {
+        input = input.get(used..).unwrap_or_default();
+        match step {
+            Step::NeedMore => break,
+            Step::Descriptor => {
+                if let Some(v) = dec.current() {
+                    view(&mut acc, &v);
+                }
+            }
+            Step::Data { len, .. } => mix(&mut acc, len as u64),
+            _ => mix(&mut acc, 7),
+        }
+    }
+    mix(&mut acc, dec.finish().map_or(8, |()| 9));
     acc
 }
 
@@ -383,11 +454,33 @@ mod encoders {
         MemoryClass, Scheme, Statistics, SyncMode, TensorDescriptor, TensorView,
     };
 
+    /// The stream writer over a byte-slice sink (which fills up): every
+    /// call with opaque descriptors and data.
+    #[inline(never)]
+    fn stream_writer(bytes: &[u8], cut: usize) -> u64 {
+        use hurray_core::stream::StreamWriter;
+        let mut out = [0u8; 256];
+        let mut sink = &mut out[..];
+        let mut scratch = [0u8; 128];
+        let mut w = StreamWriter::new(&mut sink, &mut scratch[..]);
+        let mut acc = 0u64;
+        let mut rest = bytes;
+        while let Ok((v, next)) = TensorView::parse_prefix(rest) {
+            let (data, after) = next.split_at(cut.min(next.len()));
+            acc ^= u64::from(w.write_tensor(&v, &[data]).is_ok());
+            acc ^= u64::from(w.begin_tensor(&v).is_ok());
+            acc ^= u64::from(w.write_data(data).is_ok());
+            acc ^= u64::from(w.end_tensor().is_ok());
+            rest = after;
+        }
+        acc ^ u64::from(w.finish().is_ok()) ^ w.position() ^ w.tensors()
+    }
+
     /// Every core and C encoder over values the optimizer cannot see.
     #[inline(never)]
     pub(crate) fn exercise(bytes: &[u8]) -> u64 {
         let mut out = [0u8; 512];
-        let mut acc = 0u64;
+        let mut acc = stream_writer(bytes, black_box(48));
         let word = |i: usize| {
             bytes
                 .get(i..i.saturating_add(8))

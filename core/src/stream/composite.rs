@@ -66,6 +66,16 @@ struct Store<'x> {
     short: Option<(u64, u64)>,
 }
 
+/// Writes `values` little-endian into the 8-byte words of `slot` (as many
+/// as both have; byte by byte, so no length can mismatch).
+fn put_words(slot: &mut [u8], values: impl Iterator<Item = u64>) {
+    for (chunk, v) in slot.chunks_exact_mut(WORD).zip(values) {
+        for (d, b) in chunk.iter_mut().zip(v.to_le_bytes()) {
+            *d = b;
+        }
+    }
+}
+
 fn dims(bytes: &[u8]) -> Dims<'_> {
     // Any whole number of 8-byte words is a `[U64]` (unaligned): the
     // callers pass exact multiples, and an error can only give an empty run.
@@ -116,9 +126,7 @@ impl<'m> BoxStore<'m> for Store<'_> {
             return Err(*self.boxes);
         };
         let values = b.offset.iter().chain(b.shape.iter());
-        for (chunk, v) in slot.chunks_exact_mut(WORD).zip(values) {
-            chunk.copy_from_slice(&v.to_le_bytes());
-        }
+        put_words(slot, values);
         *self.boxes = self.boxes.saturating_add(1);
         Ok(())
     }
@@ -205,9 +213,7 @@ impl OpenComposites {
                 available: scratch.len() as u64,
             });
         };
-        for (chunk, v) in slot.chunks_exact_mut(WORD).zip(view.shape().iter()) {
-            chunk.copy_from_slice(&v.to_le_bytes());
-        }
+        put_words(slot, view.shape().iter());
         if let Some(f) = self.frames.get_mut(self.depth) {
             *f = Some(Frame {
                 progress,

@@ -130,11 +130,18 @@ pub struct StreamDecoder<'o, D, S> {
 }
 
 fn read_u64(bytes: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    if let Some(s) = at.checked_add(8).and_then(|end| bytes.get(at..end)) {
-        w.copy_from_slice(s);
+    bytes
+        .get(at..)
+        .and_then(<[u8]>::first_chunk::<8>)
+        .map_or(0, |w| u64::from_le_bytes(*w))
+}
+
+/// Copies `src` to the start of `dst`, as far as both go (element by
+/// element: no length check that could panic; it compiles to a `memcpy`).
+fn copy(dst: &mut [u8], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
     }
-    u64::from_le_bytes(w)
 }
 
 impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecoder<'o, D, S> {
@@ -366,12 +373,12 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
                     }
                     if self.len == 0 {
                         let take = PREFIX_LEN.saturating_sub(self.have).min(rest.len());
-                        let (src, _) = rest.split_at(take);
+                        let src = rest.get(..take).unwrap_or_default();
                         if let Some(dst) = self
                             .prefix
                             .get_mut(self.have..self.have.saturating_add(take))
                         {
-                            dst.copy_from_slice(src);
+                            copy(dst, src);
                         }
                         self.have = self.have.saturating_add(take);
                         used = used.saturating_add(take);
@@ -383,13 +390,13 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
                         continue;
                     }
                     let take = self.len.saturating_sub(self.have).min(rest.len());
-                    let (src, _) = rest.split_at(take);
+                    let src = rest.get(..take).unwrap_or_default();
                     if let Some(dst) = self
                         .desc
                         .as_mut()
                         .get_mut(self.have..self.have.saturating_add(take))
                     {
-                        dst.copy_from_slice(src);
+                        copy(dst, src);
                     }
                     self.have = self.have.saturating_add(take);
                     used = used.saturating_add(take);
@@ -482,7 +489,7 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
             return Err(self.fail(at_len, kind));
         }
         if let Some(dst) = self.desc.as_mut().get_mut(..PREFIX_LEN) {
-            dst.copy_from_slice(&p);
+            copy(dst, &p);
         }
         self.len = length as usize;
         Ok(())
