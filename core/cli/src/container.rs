@@ -4,8 +4,9 @@
 //! * A file is validated whole first ([`FileView`]: every reader MUST of
 //!   the file format, every descriptor, every composite), then read in
 //!   place; a tensor's bytes are slices of the mapped file.
-//! * A stream is read once, front to back, through the core's sans-I/O
-//!   decoder ([`StreamDecoder`]) in a fixed input buffer: the decoder
+//! * A stream is read once, front to back, through `hurray_io`'s
+//!   [`StreamReader`] (the core's sans-I/O decoder in a fixed input
+//!   buffer): the decoder
 //!   checks every stream MUST (composites included) and hands out buffer
 //!   bytes as slices of that buffer, so memory does not grow with the
 //!   stream. [`walk_stream`] accepts the end of the input only where the
@@ -30,7 +31,8 @@ use std::ops::ControlFlow;
 
 use hurray_core::file::{FileError, FileIndex, FileOptions, FileView, KvValue, Tensor};
 use hurray_core::layout::Layout;
-use hurray_core::stream::{Event, StreamDecoder, StreamError, StreamLimits};
+use hurray_core::stream::{Event, StreamError, StreamLimits};
+use hurray_io::stream::{ReadError, StreamReader};
 use hurray_core::{ReadOptions, TensorView};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -273,7 +275,9 @@ pub enum Item<'b> {
     End,
 }
 
-/// Reads a stream front to back, checking every rule, and reports each
+/// Reads a stream front to back through the std layer's
+/// [`StreamReader`] (the core's decoder over a fixed input buffer), checking
+/// every rule, and reports each
 /// tensor, its bytes and its end to `on`; `on` may stop the walk early
 /// ([`ControlFlow::Break`]), which skips the check of the rest.
 ///
@@ -285,46 +289,43 @@ pub fn walk_stream(
     progress: &Progress,
     mut on: impl FnMut(Item<'_>) -> ControlFlow<()>,
 ) -> Result<(), StreamFailure> {
-    let limits = StreamLimits {
-        read,
-        ..StreamLimits::DEFAULT
+    let options = hurray_io::stream::Options {
+        input_buffer: READ_CHUNK,
+        descriptor_buffer: MAX_STREAM_DESCRIPTOR,
+        composite_scratch: COMPOSITE_SCRATCH,
+        limits: StreamLimits {
+            read,
+            ..StreamLimits::DEFAULT
+        },
     };
-    let mut dec = StreamDecoder::with_limits(
-        vec![0u8; MAX_STREAM_DESCRIPTOR],
-        vec![0u8; COMPOSITE_SCRATCH],
-        limits,
-    );
-    let mut buf = vec![0u8; READ_CHUNK];
+    // The std layer's reader: the core decoder over a fixed input buffer.
+    let mut r = StreamReader::with_options(reader, options);
     let mut index = 0u64;
+    let mut shown = 0u64;
     loop {
-        let n = match reader.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(StreamFailure::Io(e)),
+        let event = match r.next_event() {
+            Ok(Some(e)) => e,
+            Ok(None) => return Ok(()),
+            Err(ReadError::Io(e)) => return Err(StreamFailure::Io(e)),
+            Err(ReadError::Stream(e)) => return Err(StreamFailure::Invalid(e)),
+            Err(e) => return Err(StreamFailure::Io(io::Error::other(e.to_string()))),
         };
-        if n == 0 {
-            return dec.finish().map_err(StreamFailure::Invalid);
-        }
-        progress.add(n);
-        let mut input = &buf[..n];
-        loop {
-            let (used, event) = dec.decode(input).map_err(StreamFailure::Invalid)?;
-            input = input.get(used..).unwrap_or_default();
-            let flow = match event {
-                Event::NeedMore => break,
-                Event::Descriptor(view) => {
-                    let r = TensorRecord::from_view(&view);
-                    index += 1;
-                    on(Item::Tensor(index - 1, r))
-                }
-                Event::Data { bytes, .. } => on(Item::Data(bytes)),
-                Event::TensorEnd => on(Item::End),
-                _ => ControlFlow::Continue(()),
-            };
-            if flow.is_break() {
-                return Ok(());
+        let flow = match event {
+            Event::Descriptor(view) => {
+                let t = TensorRecord::from_view(&view);
+                index += 1;
+                on(Item::Tensor(index - 1, t))
             }
+            Event::Data { bytes, .. } => on(Item::Data(bytes)),
+            Event::TensorEnd => on(Item::End),
+            _ => ControlFlow::Continue(()),
+        };
+        if flow.is_break() {
+            return Ok(());
         }
+        let at = r.decoder().position();
+        progress.add(usize::try_from(at - shown).unwrap_or(usize::MAX));
+        shown = at;
     }
 }
 
