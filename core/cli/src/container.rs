@@ -32,8 +32,8 @@ use std::ops::ControlFlow;
 use hurray_core::file::{FileError, FileIndex, FileOptions, FileView, KvValue, Tensor};
 use hurray_core::layout::Layout;
 use hurray_core::stream::{Event, StreamError, StreamLimits};
-use hurray_io::stream::{ReadError, StreamReader};
 use hurray_core::{ReadOptions, TensorView};
+use hurray_io::stream::{ReadError, StreamReader};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 

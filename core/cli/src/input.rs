@@ -3,8 +3,8 @@
 //! * `HRRYFILE` — a hurray **file**: mapped into memory when it is a
 //!   regular file (nothing is read but what the checks and the command
 //!   need), read whole otherwise (standard input, a pipe).
-//! * `HRRY` followed by a `descriptor_length` equal to the input's length —
-//!   one tensor **descriptor** (the bytes are read to at most
+//! * `HRRY` followed by a `descriptor_length` equal to the input's length,
+//!   or longer (a truncated descriptor) — one tensor **descriptor** (the bytes are read to at most
 //!   [`DESCRIPTOR_READ_AHEAD`] + 1 bytes to find out, never more).
 //! * Anything else — a **stream** (the canonical multi-tensor encoding:
 //!   descriptors each followed by their buffers' bytes), read sequentially
@@ -166,7 +166,11 @@ pub fn open(path: &Path, forced: Option<Kind>) -> io::Result<Input> {
                     (&mut reader)
                         .take(u64::from(declared) + 1 - 10)
                         .read_to_end(&mut ahead)?;
-                    if ahead.len() == declared as usize {
+                    // Exactly its length: one descriptor. Shorter: a
+                    // truncated descriptor (a stream cannot end inside its
+                    // first one either), which the descriptor reader
+                    // reports most precisely.
+                    if ahead.len() <= declared as usize {
                         return Ok(Input::Descriptor(ahead));
                     }
                     return Ok(Input::Stream(

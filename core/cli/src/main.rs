@@ -27,7 +27,7 @@ use hurray_core::{DescriptorError, ReadOptions, TensorView};
     about = "Inspect, list, verify and extract hurray tensor descriptors, streams and .hrry files",
     long_about = "Inspect, list, verify and extract hurray tensor descriptors, streams and .hrry \
                   files.\n\nAn input is told apart by its first bytes: \"HRRYFILE\" is a file, \
-                  \"HRRY\" with a descriptor_length equal to the input's length is one \
+                  \"HRRY\" with a descriptor_length at least the input's length is one \
                   descriptor, anything else is read as a stream. `-` is standard input.\n\n\
                   Exit status: 0 when every input is valid, 1 when one is not (the error and its \
                   byte offset on standard error), 2 on a usage error."
