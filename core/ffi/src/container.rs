@@ -688,11 +688,11 @@ pub struct hurray_stream_writer {
 /// # Safety
 /// `buffers` and `lens` address `count` values each; each buffer pointer
 /// addresses its length in readable bytes. `out` has room for `count`.
-unsafe fn gather<'a>(
+unsafe fn gather(
     buffers: *const *const u8,
     lens: *const usize,
     count: usize,
-    out: &mut [&'a [u8]; 255],
+    out: &mut [&[u8]; 255],
 ) -> Result<usize, hurray_status> {
     if count > out.len() {
         return Err(HURRAY_E_CAPACITY_EXCEEDED);
@@ -1018,7 +1018,7 @@ unsafe fn entries_of<'a>(
     let raw = unsafe { slice_out(slots, count) }?;
     let first = raw.as_mut_ptr().cast::<IndexEntry<'static>>();
     // The slots are u64-aligned, which is enough for an entry (asserted).
-    let n = (count * size_of::<hurray_file_slot>()) / size_of::<IndexEntry<'static>>();
+    let n = count.saturating_mul(size_of::<hurray_file_slot>()) / size_of::<IndexEntry<'static>>();
     for i in 0..n {
         // SAFETY: entry `i` lies inside the `count` slots (`n` entries fit
         // in their bytes) and is aligned (the array is u64-aligned, entries

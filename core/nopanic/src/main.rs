@@ -270,6 +270,7 @@ fn exercise(bytes: &[u8], ids: &[u64]) -> u64 {
         view(&mut acc, &v);
     }
     mix(&mut acc, ffi(bytes, ids));
+    mix(&mut acc, ffi_containers(bytes));
     mix(&mut acc, stream(bytes, black_box(7)));
     let code = acc as i32;
     mix(
@@ -357,6 +358,78 @@ fn stream(bytes: &[u8], chunk: usize) -> u64 {
     }
     mix(&mut acc, dec.finish().map_or(8, |()| 9));
     acc
+}
+
+/// The C ABI's file view and stream decoder over the same bytes.
+#[inline(never)]
+fn ffi_containers(bytes: &[u8]) -> u64 {
+    use hurray_ffi::*;
+    let mut err = hurray_error::default();
+    let (ptr, len) = (bytes.as_ptr(), bytes.len());
+    let mut table = [0u32; 16];
+    let mut n = 0usize;
+    let mut file = core::mem::MaybeUninit::<hurray_file>::uninit();
+    let mut tensor = core::mem::MaybeUninit::<hurray_file_tensor>::uninit();
+    let mut dec = hurray_stream_decoder {
+        magic: 0,
+        storage: [0; HURRAY_STREAM_DECODER_WORDS],
+    };
+    let mut desc = [0u8; 256];
+    let mut scratch = [0u8; 64];
+    let mut event = core::mem::MaybeUninit::<hurray_stream_event>::uninit();
+    let (mut data, mut size) = (core::ptr::null::<u8>(), 0u64);
+    // SAFETY: `ptr`/`len` describe a live slice; every output points to a
+    // local of the right type; `file`, `tensor` and `event` are read only
+    // after a call returned `HURRAY_OK` (which initialised them); the
+    // decoder's buffers outlive it.
+    unsafe {
+        let mut acc = hurray_file_table_len(ptr, len, &mut n, &mut err) as u64;
+        let t = table.len().min(n);
+        if hurray_file_open(ptr, len, table.as_mut_ptr(), t, file.as_mut_ptr(), &mut err)
+            == HURRAY_OK
+        {
+            let f = file.as_ptr();
+            acc ^= hurray_file_find(f, ptr, len.min(8), tensor.as_mut_ptr(), &mut err) as u64;
+            if hurray_file_tensor_at(f, acc % 3, (acc & 1) as u8, tensor.as_mut_ptr()) == HURRAY_OK
+            {
+                acc ^=
+                    hurray_file_buffer(f, tensor.as_ptr(), 0, &mut data, &mut size) as u64 ^ size;
+            }
+        }
+        acc ^= hurray_stream_init(
+            &mut dec,
+            desc.as_mut_ptr(),
+            desc.len(),
+            scratch.as_mut_ptr(),
+            scratch.len(),
+        ) as u64;
+        let mut input = bytes;
+        while !input.is_empty() {
+            let step = 1 + (acc as usize % 7);
+            let chunk = input.get(..step).unwrap_or(input);
+            input = input.get(step..).unwrap_or(&[]);
+            let mut at = chunk;
+            let mut used = 0usize;
+            while hurray_stream_decode(
+                &mut dec,
+                at.as_ptr(),
+                at.len(),
+                &mut used,
+                event.as_mut_ptr(),
+                &mut err,
+            ) == HURRAY_OK
+            {
+                let e = event.as_ptr();
+                acc ^= u64::from((*e).kind) ^ (*e).offset;
+                at = at.get(used..).unwrap_or(&[]);
+                if (*e).kind == HURRAY_EVENT_NEED_MORE {
+                    break;
+                }
+            }
+        }
+        acc ^= hurray_stream_finish(&mut dec, &mut err) as u64;
+        acc ^ err.value ^ n as u64
+    }
 }
 
 /// The C ABI over the same bytes: no panic can reach the boundary either.
