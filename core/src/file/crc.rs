@@ -8,7 +8,11 @@
 /// a byte followed by `k` zero bytes.
 static T: [[u32; 256]; 8] = tables();
 
-#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
 const fn tables() -> [[u32; 256]; 8] {
     // Evaluated at compile time: an out-of-bounds index here is a build
     // error, not a run-time panic.
