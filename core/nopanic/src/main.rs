@@ -677,8 +677,106 @@ pub extern "C" fn _start() -> ! {
     black_box(result);
     #[cfg(feature = "encoders")]
     black_box(encoders::exercise(bytes));
+    #[cfg(feature = "files")]
+    black_box(files::exercise(bytes));
     loop {
         core::hint::spin_loop();
+    }
+}
+
+/// The `.hrry` file decoders (and, with `encoders`, the writer) on
+/// arbitrary bytes.
+#[cfg(feature = "files")]
+mod files {
+    use core::hint::black_box;
+
+    use hurray_core::file::{
+        FileIndex, FileOptions, FileView, KvValue, SeqEvent, SequentialReader,
+    };
+
+    fn kv(acc: &mut u64, v: KvValue<'_>) {
+        *acc ^= match v {
+            KvValue::String(s) => s.len() as u64,
+            KvValue::Bytes(b) => b.len() as u64,
+            KvValue::Int64(i) => i as u64,
+            KvValue::Uint64(u) => u,
+            KvValue::Float64(f) => f.to_bits(),
+            KvValue::Bool(b) => u64::from(b),
+            KvValue::Array(a) => a.iter().fold(a.len() as u64, |x, e| {
+                x ^ match e {
+                    KvValue::Uint64(u) => u,
+                    _ => 1,
+                }
+            }),
+        };
+    }
+
+    #[inline(never)]
+    pub(crate) fn exercise(bytes: &'static [u8]) -> u64 {
+        let mut acc = 0u64;
+        let table: &'static mut [u32] = black_box(&mut []);
+        match FileIndex::parse_with(bytes, &FileOptions::STRICT, table) {
+            Ok(idx) => {
+                acc ^= u64::from(idx.len()) ^ u64::from(idx.alignment());
+                for (k, v) in idx.kv().iter() {
+                    acc ^= k.len() as u64;
+                    kv(&mut acc, v);
+                }
+                if let Ok(Some(t)) = idx.get(black_box("w")) {
+                    acc ^= t.data().len() as u64;
+                    for b in t.buffers() {
+                        acc ^= b.len() as u64;
+                    }
+                }
+                for t in idx.iter_file_order().flatten() {
+                    acc ^= t.entry().descriptor_offset;
+                }
+                match idx.verify() {
+                    Ok(v) => acc ^= v.iter().map(|t| t.name().len() as u64).sum::<u64>(),
+                    Err(e) => acc ^= e.offset(),
+                }
+            }
+            Err(e) => acc ^= e.offset(),
+        }
+        if let Ok(v) = FileView::parse(bytes) {
+            acc ^= u64::from(v.len());
+        }
+        let mut buf = [0u8; 256];
+        let mut r = SequentialReader::new(&mut buf, black_box(Some(4096)));
+        let mut input = bytes;
+        for _ in 0..black_box(64) {
+            match r.feed(input) {
+                Ok((used, ev)) => {
+                    acc ^= match ev {
+                        Some(SeqEvent::Data { bytes, .. }) => bytes.len() as u64,
+                        Some(SeqEvent::Descriptor { offset, .. }) => offset,
+                        Some(_) => 1,
+                        None => 2,
+                    };
+                    input = input.get(used..).unwrap_or_default();
+                }
+                Err(e) => {
+                    acc ^= e.offset();
+                    break;
+                }
+            }
+        }
+        #[cfg(feature = "encoders")]
+        {
+            use hurray_core::TensorView;
+            use hurray_core::file::{FileWriter, WriterOptions};
+            let out: &mut [u8] = black_box(&mut []);
+            let mut index = [hurray_core::file::IndexEntry::default(); 4];
+            if let (Ok(mut w), Ok(d)) = (
+                FileWriter::new(out, WriterOptions::default(), &mut index),
+                TensorView::parse(bytes.get(..61).unwrap_or_default()),
+            ) {
+                let _ = w.write_tensor("w", &d, &[bytes.get(..192).unwrap_or_default()]);
+                acc ^= w.position();
+                let _ = w.finish(&[("k", KvValue::Bool(true))]);
+            }
+        }
+        acc
     }
 }
 

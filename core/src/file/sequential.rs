@@ -387,7 +387,10 @@ impl<'b> SequentialReader<'b> {
                 },
             ));
         };
-        dst.copy_from_slice(src);
+        // (Element by element: `copy_from_slice` keeps a length-check panic.)
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
         self.filled = self.filled.saturating_add(n);
         self.offset = self.offset.saturating_add(n as u64);
         Ok(n)

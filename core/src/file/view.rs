@@ -404,7 +404,11 @@ impl<'a> FileIndex<'a> {
         let alignment = l.header.data_buffer_alignment.get();
         let first = l.header.first_descriptor_offset.get();
         let sorted = l.flags.contains(FileFlags::SORTED_INDEX);
-        let (names, rest) = table.split_at_mut(if use_table { n } else { 0 });
+        let mid = if use_table { n } else { 0 };
+        let (names, rest) = match table.split_at_mut_checked(mid) {
+            Some(halves) => halves,
+            None => (&mut [][..], &mut [][..]),
+        };
 
         // One pass over the index: each entry alone, the name order, and
         // whether index order is file order.
@@ -453,8 +457,9 @@ impl<'a> FileIndex<'a> {
         if !sorted {
             if use_table {
                 heapsort(names, |a, b| name_of(a).cmp(name_of(b)));
-                for w in names.windows(2) {
-                    if let [a, b] = *w {
+                // (Pairs by hand: `windows` keeps a panic path at opt-level "s".)
+                for i in 1..names.len() {
+                    if let (Some(&a), Some(&b)) = (names.get(i.wrapping_sub(1)), names.get(i)) {
                         if name_of(a) == name_of(b) {
                             let off = a.max(b);
                             return Err(at(
