@@ -112,7 +112,10 @@ fn corpus_stream() -> Vec<u8> {
     };
     let b = [BufferHandle::new(32, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
     let member = |offset: &[u64]| {
-        enc(&TensorDescriptor::row_major(ElementType::Float32, &[4, 2], &b).with_shard(&[4, 4], offset))
+        enc(
+            &TensorDescriptor::row_major(ElementType::Float32, &[4, 2], &b)
+                .with_shard(&[4, 4], offset),
+        )
     };
     let mut descriptors: Vec<Vec<u8>> = write_vectors::corpus()
         .strict
@@ -134,8 +137,10 @@ fn corpus_stream() -> Vec<u8> {
     let written = {
         let mut sink = &mut out[..];
         let mut w = StreamWriter::new(&mut sink, &mut scratch);
-        let views: Vec<TensorView<'_>> =
-            descriptors.iter().map(|d| TensorView::parse(d).unwrap()).collect();
+        let views: Vec<TensorView<'_>> = descriptors
+            .iter()
+            .map(|d| TensorView::parse(d).unwrap())
+            .collect();
         let ((), n) = count(|| {
             for v in &views {
                 w.begin_tensor(v).unwrap();
@@ -194,5 +199,8 @@ fn no_stream_makes_our_stream_decoder_allocate() {
         decodes += 1;
         m[at] ^= 0x81;
     }
-    assert!(accepted > 0 && accepted < decodes, "{accepted} of {decodes}");
+    assert!(
+        accepted > 0 && accepted < decodes,
+        "{accepted} of {decodes}"
+    );
 }
