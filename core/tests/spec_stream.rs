@@ -82,7 +82,16 @@ fn run_split(
         let mut input = &stream[prev..end.max(prev)];
         prev = end.max(prev);
         loop {
-            match dec.decode(input) {
+            // `ready` foretells exactly whether this call gives NeedMore.
+            let ready = dec.ready(input);
+            let result = dec.decode(input);
+            assert_eq!(
+                ready,
+                !matches!(result, Ok((_, Event::NeedMore))),
+                "ready() at stream byte {}",
+                prev - input.len()
+            );
+            match result {
                 Ok((used, Event::NeedMore)) => {
                     assert_eq!(used, input.len(), "NeedMore must take every byte");
                     break;
@@ -723,5 +732,29 @@ proptest! {
         let mut h = b"HRRY\x01\x00".to_vec();
         h.extend_from_slice(&bytes);
         prop_assert_eq!(run_split(&h, &cuts, StreamLimits::DEFAULT, 4096), run(&h));
+    }
+}
+
+#[test]
+fn st_eof_1_the_end_right_after_a_descriptor_event() {
+    // `finish` straight after the Descriptor event of a tensor without data
+    // (a group head of 0 members, an empty tensor) is a clean end; after
+    // one with data still owed it is not.
+    for (t, ok) in [
+        (head(GROUP, 0, 0, &[1]), true),
+        (
+            Desc::new(ty::F32, lay::ROW, &[0])
+                .buffers(&[cpu(0)])
+                .bytes(),
+            true,
+        ),
+        (dense(&[2]), false),
+    ] {
+        let mut desc = [0u8; 256];
+        let mut dec = StreamDecoder::new(&mut desc, &mut []);
+        let (used, ev) = dec.decode(&t).unwrap();
+        assert_eq!(used, t.len());
+        assert!(matches!(ev, Event::Descriptor(_)));
+        assert_eq!(dec.finish().is_ok(), ok, "{t:02x?}");
     }
 }

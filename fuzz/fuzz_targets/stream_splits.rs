@@ -1,7 +1,8 @@
 //! Any bytes through the stream decoder, fed whole and in chunks cut where
 //! the input says: never a panic, and the same events (data joined per
 //! buffer) and the same verdict — error kind, stream offset, tensor —
-//! whatever the cuts; the borrow-free `step` path agrees with `decode`;
+//! whatever the cuts; `ready` foretells every `NeedMore`; the borrow-free
+//! `step` path agrees with `decode`;
 //! and a stream the decoder accepts is written back by our writer to the
 //! same bytes.
 //!
@@ -53,7 +54,10 @@ fn run(stream: &[u8], cuts: &[usize]) -> (Vec<Ev>, Result<(), StreamError>) {
     for chunk in chunks(stream, cuts) {
         let mut input = chunk;
         loop {
-            match dec.decode(input) {
+            let ready = dec.ready(input);
+            let result = dec.decode(input);
+            assert_eq!(ready, !matches!(result, Ok((_, Event::NeedMore))), "ready() was wrong");
+            match result {
                 Ok((used, Event::NeedMore)) => {
                     assert_eq!(used, input.len());
                     break;

@@ -306,6 +306,7 @@ fn stream(bytes: &[u8], chunk: usize) -> u64 {
     'feed: for piece in bytes.chunks(chunk.max(1)) {
         let mut input = piece;
         loop {
+            mix(&mut acc, u64::from(dec.ready(input)));
             match dec.decode(input) {
                 Ok((used, event)) => {
                     input = input.get(used..).unwrap_or_default();

@@ -48,6 +48,9 @@ pub(crate) enum Overflow {
 /// Bytes of one kept value.
 const WORD: usize = 8;
 
+/// The composite layout's tag.
+const COMPOSITE_TAG: u8 = 0x0B;
+
 /// The open composites of a stream (see the module documentation).
 #[derive(Debug)]
 pub(crate) struct OpenComposites {
@@ -161,6 +164,11 @@ impl OpenComposites {
         scratch: &mut [u8],
         view: &TensorView<'_>,
     ) -> Result<(), Overflow> {
+        // The common case, a tensor outside any composite that is no head:
+        // nothing to check or keep.
+        if self.depth == 0 && view.header().layout_tag != COMPOSITE_TAG {
+            return Ok(());
+        }
         if let Some(mut f) = self.top() {
             let (_, above) = scratch.split_at_mut(f.start.min(scratch.len()));
             let mut store = Store {

@@ -136,11 +136,13 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
         .map_or(0, |w| u64::from_le_bytes(*w))
 }
 
-/// Copies `src` to the start of `dst`, as far as both go (element by
-/// element: no length check that could panic; it compiles to a `memcpy`).
+/// Copies `src` to the start of `dst` when it fits (it always does where
+/// it is called). The slice taken is exactly `src.len()` long, so the
+/// optimizer sees the lengths agree and `copy_from_slice` has no reachable
+/// panic (the link-time proof checks this).
 fn copy(dst: &mut [u8], src: &[u8]) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = *s;
+    if let Some(d) = dst.get_mut(..src.len()) {
+        d.copy_from_slice(src);
     }
 }
 
@@ -234,11 +236,70 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
 
     /// Bytes of the current tensor's data not yet handed out.
     fn data_left(&self) -> u64 {
-        let mut left = self.size_of(self.buffer).saturating_sub(self.offset);
-        for i in self.buffer.saturating_add(1)..self.buffers {
-            left = left.saturating_add(self.size_of(i));
+        (self.buffer..self.buffers)
+            .fold(0u64, |n, i| n.saturating_add(self.size_of(i)))
+            .saturating_sub(self.offset)
+    }
+
+    /// Whether [`decode`](Self::decode) would report something other than
+    /// [`Event::NeedMore`] for `input` (an event, or an error), without
+    /// taking anything in.
+    ///
+    /// A shell that owns its input buffer uses it to refill until the
+    /// next `decode` is sure to hand out an event, and so can return that
+    /// borrowing event from its loop (`hurray_io::stream::StreamReader`).
+    #[must_use]
+    pub fn ready(&self, input: &[u8]) -> bool {
+        if self.failed.is_some() {
+            return true;
         }
-        left
+        match self.state {
+            State::Data => self.data_left() == 0 || !input.is_empty(),
+            State::Close if self.composites.top_is_complete() => true,
+            State::Close => self.descriptor_ready(0, 0, input),
+            State::Descriptor => self.descriptor_ready(self.have, self.len, input),
+        }
+    }
+
+    /// Whether `input` completes (or breaks) the descriptor being collected:
+    /// `have` bytes of it taken, its length `len` (0 while unknown).
+    fn descriptor_ready(&self, have: usize, len: usize, input: &[u8]) -> bool {
+        if len > 0 {
+            return input.len() >= len.saturating_sub(have);
+        }
+        let missing = PREFIX_LEN.saturating_sub(have);
+        if input.len() < missing {
+            return false;
+        }
+        // The prefix is complete with this input: its length field, or an
+        // error from `check_prefix`, decides.
+        let mut p = [0u8; PREFIX_LEN];
+        copy(&mut p, self.prefix.get(..have).unwrap_or_default());
+        if let Some(rest) = p.get_mut(have..) {
+            let n = rest.len();
+            copy(rest, input.get(..n).unwrap_or_default());
+        }
+        let [m0, m1, m2, m3, major, _, l0, l1, l2, l3] = p;
+        let length = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
+        let room = self
+            .desc
+            .as_ref()
+            .len()
+            .min(self.limits.max_descriptor_len as usize);
+        if [m0, m1, m2, m3] != DESCRIPTOR_MAGIC
+            || major != VERSION_MAJOR
+            || length < HEADER_LEN
+            || length > room
+            || self.start_if_new(have).saturating_add(length as u64) > self.limits.max_total_bytes
+        {
+            return true; // `check_prefix` rejects it
+        }
+        input.len() >= length.saturating_sub(have)
+    }
+
+    /// Where a descriptor with `have` bytes taken starts.
+    const fn start_if_new(&self, have: usize) -> u64 {
+        if have == 0 { self.pos } else { self.start }
     }
 
     /// Takes in `input` and reports the next event, with the number of
@@ -249,6 +310,7 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
     /// # Errors
     /// The first fault of the stream ([`StreamErrorKind`]); the decoder
     /// then stays failed and returns the same error.
+    #[inline]
     pub fn decode<'d, 'i>(
         &'d mut self,
         input: &'i [u8],
@@ -281,6 +343,7 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
 
     /// Reads the complete descriptor now in the buffer, checks it against
     /// the limits and the open composites, and hands it out.
+    #[inline(always)]
     fn accept<'d, 'i>(&'d mut self, used: usize) -> Result<(usize, Event<'d, 'i>), StreamError> {
         let start = self.start;
         let len = self.len;
@@ -537,6 +600,7 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
 /// buffer against the limits, the stream's total, and the open composites.
 /// Returns the view and where its buffer table lies; on error the stream
 /// offset and kind.
+#[inline(always)]
 fn check<'d>(
     bytes: &'d [u8],
     start: u64,
@@ -555,27 +619,29 @@ fn check<'d>(
     // the two addresses (no pointer is dereferenced).
     let table_at = (table.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
     let mut total = start.saturating_add(bytes.len() as u64);
-    for (i, h) in (0u32..).zip(view.buffers().iter()) {
+    // The raw entries: already validated, read without decoding again.
+    for (i, e) in (0u32..).zip(view.buffers().entries()) {
         let entry = (i as usize)
             .saturating_mul(ENTRY_LEN)
             .saturating_add(table_at);
         let at = start.saturating_add(entry as u64);
-        if limits.require_producer_synced && h.sync_mode() != SyncMode::ProducerSynced {
+        let size = e.byte_size.get();
+        if limits.require_producer_synced && e.sync_mode != SyncMode::ProducerSynced.code() {
             let kind = StreamErrorKind::NotProducerSynced {
                 buffer: i,
-                sync_mode: h.sync_mode().code(),
+                sync_mode: e.sync_mode,
             };
             return Err((at.saturating_add(13), kind));
         }
-        if h.byte_size() > limits.max_buffer_bytes {
+        if size > limits.max_buffer_bytes {
             let kind = StreamErrorKind::BufferTooLarge {
                 buffer: i,
-                size: h.byte_size(),
+                size,
                 limit: limits.max_buffer_bytes,
             };
             return Err((at, kind));
         }
-        total = total.saturating_add(h.byte_size());
+        total = total.saturating_add(size);
         if total > limits.max_total_bytes {
             let kind = StreamErrorKind::TotalTooLarge {
                 needed: total,

@@ -189,47 +189,28 @@ impl<'o, R: Read> StreamReader<'o, R> {
         if self.done {
             return Ok(None);
         }
-        loop {
+        // Refill until the decoder is sure to give an event for the window
+        // (or an error): that one `decode` call, outside the loop, can hand
+        // out an event that borrows the window and the descriptor buffer.
+        while !self
+            .dec
+            .ready(self.buf.get(self.start..self.end).unwrap_or_default())
+        {
             let window = self.buf.get(self.start..self.end).unwrap_or_default();
-            let (used, step) = self.dec.step(window)?;
+            // Not ready: the decoder takes the whole window in (a partial
+            // descriptor) and asks for more.
+            let (used, _) = self.dec.step(window)?;
             self.start = self.start.saturating_add(used);
-            match step {
-                Step::NeedMore => {
-                    if !self.refill()? {
-                        self.dec.finish()?;
-                        self.done = true;
-                        return Ok(None);
-                    }
-                }
-                Step::Descriptor => {
-                    // Validated by `step`; reading it again cannot fail.
-                    let view = self.dec.current().ok_or_else(|| {
-                        io::Error::other("hurray_io: a validated descriptor failed to re-parse")
-                    })?;
-                    return Ok(Some(Event::Descriptor(view)));
-                }
-                Step::Data {
-                    buffer,
-                    offset,
-                    len,
-                } => {
-                    let bytes = self
-                        .buf
-                        .get(self.start.saturating_sub(len)..self.start)
-                        .unwrap_or_default();
-                    return Ok(Some(Event::Data {
-                        buffer,
-                        offset,
-                        bytes,
-                    }));
-                }
-                Step::TensorEnd => return Ok(Some(Event::TensorEnd)),
-                Step::CompositeEnd { members } => {
-                    return Ok(Some(Event::CompositeEnd { members }));
-                }
-                _ => return Err(io::Error::other("hurray_io: an unknown step").into()),
+            if !self.refill()? {
+                self.dec.finish()?;
+                self.done = true;
+                return Ok(None);
             }
         }
+        let window = self.buf.get(self.start..self.end).unwrap_or_default();
+        let (used, event) = self.dec.decode(window)?;
+        self.start = self.start.saturating_add(used);
+        Ok(Some(event))
     }
 
     /// The next whole tensor, its buffers copied out (bounded by the

@@ -5,7 +5,7 @@
 use std::io;
 
 use hurray_core::TensorView;
-use hurray_core::stream::{self, Event, Step, StreamDecoder, WriteError};
+use hurray_core::stream::{self, Event, StreamDecoder, WriteError};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::read::{Options, ReadError};
@@ -76,50 +76,32 @@ impl<'o, R: AsyncRead + Unpin> AsyncStreamReader<'o, R> {
         if self.done {
             return Ok(None);
         }
-        loop {
+        // Refill until the decoder is sure to give an event for the window
+        // (or an error): that one `decode` call, outside the loop, can hand
+        // out an event that borrows the window and the descriptor buffer.
+        while !self
+            .dec
+            .ready(self.buf.get(self.start..self.end).unwrap_or_default())
+        {
             let window = self.buf.get(self.start..self.end).unwrap_or_default();
-            let (used, step) = self.dec.step(window)?;
+            // Not ready: the decoder takes the whole window in (a partial
+            // descriptor) and asks for more.
+            let (used, _) = self.dec.step(window)?;
             self.start = self.start.saturating_add(used);
-            match step {
-                Step::NeedMore => {
-                    self.start = 0;
-                    self.end = 0;
-                    let n = self.inner.read(&mut self.buf).await?;
-                    self.end = n.min(self.buf.len());
-                    if n == 0 {
-                        self.dec.finish()?;
-                        self.done = true;
-                        return Ok(None);
-                    }
-                }
-                Step::Descriptor => {
-                    let view = self.dec.current().ok_or_else(|| {
-                        io::Error::other("hurray_io: a validated descriptor failed to re-parse")
-                    })?;
-                    return Ok(Some(Event::Descriptor(view)));
-                }
-                Step::Data {
-                    buffer,
-                    offset,
-                    len,
-                } => {
-                    let bytes = self
-                        .buf
-                        .get(self.start.saturating_sub(len)..self.start)
-                        .unwrap_or_default();
-                    return Ok(Some(Event::Data {
-                        buffer,
-                        offset,
-                        bytes,
-                    }));
-                }
-                Step::TensorEnd => return Ok(Some(Event::TensorEnd)),
-                Step::CompositeEnd { members } => {
-                    return Ok(Some(Event::CompositeEnd { members }));
-                }
-                _ => return Err(io::Error::other("hurray_io: an unknown step").into()),
+            self.start = 0;
+            self.end = 0;
+            let n = self.inner.read(&mut self.buf).await?;
+            self.end = n.min(self.buf.len());
+            if n == 0 {
+                self.dec.finish()?;
+                self.done = true;
+                return Ok(None);
             }
         }
+        let window = self.buf.get(self.start..self.end).unwrap_or_default();
+        let (used, event) = self.dec.decode(window)?;
+        self.start = self.start.saturating_add(used);
+        Ok(Some(event))
     }
 }
 
