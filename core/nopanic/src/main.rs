@@ -270,6 +270,7 @@ fn exercise(bytes: &[u8], ids: &[u64]) -> u64 {
         view(&mut acc, &v);
     }
     mix(&mut acc, ffi(bytes, ids));
+    #[cfg(feature = "files")]
     mix(&mut acc, ffi_containers(bytes));
     mix(&mut acc, stream(bytes, black_box(7)));
     let code = acc as i32;
@@ -361,7 +362,9 @@ fn stream(bytes: &[u8], chunk: usize) -> u64 {
     acc
 }
 
-/// The C ABI's file view and stream decoder over the same bytes.
+/// The C ABI's file view and stream decoder over the same bytes (with the
+/// core's file decoders, feature `files`).
+#[cfg(feature = "files")]
 #[inline(never)]
 fn ffi_containers(bytes: &[u8]) -> u64 {
     use hurray_ffi::*;
