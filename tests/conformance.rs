@@ -1,6 +1,6 @@
 //! Conformance: every descriptor of a conformance manifest decodes to the
 //! properties under its `expect`, re-encodes to the same bytes, and the
-//! `inspect` tool reports the same values.
+//! `hurray inspect` command reports the same values.
 //!
 //! * Our own corpus, `tests/conformance/` (written by
 //!   `examples/write_vectors.rs`), always; and the committed copy must be
@@ -18,7 +18,7 @@ mod common;
 #[path = "../examples/write_vectors.rs"]
 mod write_vectors;
 
-/// The `hurray` command's descriptor inspection (`hurray inspect`).
+// The `hurray` command's descriptor inspection (`hurray inspect`).
 use hurray_cli::descriptor as inspect;
 
 use std::collections::{BTreeMap, BTreeSet};
