@@ -2,7 +2,7 @@
 //!
 //! The std layer of hurray: thin shells that move bytes between the
 //! operating system and the sans-I/O machines of
-//! [`hurray_core`](hurray_core) — no format rule lives here.
+//! [`hurray_core`] — no format rule lives here.
 //!
 //! * [`stream`] — read a hurray stream from any [`std::io::Read`] as events
 //!   (a bounded input buffer, data handed out as slices of it), and write
