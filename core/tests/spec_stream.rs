@@ -760,3 +760,29 @@ fn st_eof_1_the_end_right_after_a_descriptor_event() {
         assert_eq!(dec.finish().is_ok(), ok, "{t:02x?}");
     }
 }
+
+#[test]
+fn an_accepted_stream_is_written_back_to_the_same_bytes() {
+    // The writer, fed the decoder's events (data in the pieces they came
+    // in), reproduces the stream byte for byte.
+    let s = sample();
+    let (events, end) = run_split(&s, &[5, 77, 78, 200, 301], StreamLimits::DEFAULT, 4096);
+    end.unwrap();
+    let mut out = Vec::new();
+    let mut sink = embedded_sink(&mut out);
+    let mut scratch = [0u8; 256];
+    let mut w = StreamWriter::new(&mut sink, &mut scratch);
+    for ev in &events {
+        match ev {
+            Ev::Descriptor(d) => w.begin_tensor(&TensorView::parse(d).unwrap()).unwrap(),
+            Ev::Data { bytes, .. } => w.write_data(bytes).unwrap(),
+            Ev::TensorEnd => w.end_tensor().unwrap(),
+            Ev::CompositeEnd(_) => {}
+        }
+        if let Ev::CompositeEnd(_) = ev {
+            assert!(w.depth() < 2);
+        }
+    }
+    w.finish().unwrap();
+    assert_eq!(out, s);
+}
