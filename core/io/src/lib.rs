@@ -1,7 +1,8 @@
 //! # hurray-rs-io (library `hurray_io`)
 //!
 //! std I/O for hurray-rs, thin shells that move bytes between the
-//! operating system and the `no_std` core — no format rule lives here:
+//! operating system and the `no_std` [`hurray_core`] — no format rule lives
+//! here:
 //!
 //! * [`file`] — `.hrry` files by path: opened through a memory map and
 //!   validated by the core's [`FileIndex`](hurray_core::file::FileIndex) /
