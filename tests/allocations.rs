@@ -204,3 +204,113 @@ fn no_stream_makes_our_stream_decoder_allocate() {
         "{accepted} of {decodes}"
     );
 }
+
+/// A small file from our writer: dense, multi-buffer and composite tensors,
+/// KV of every scalar type, a sorted index.
+fn small_file(index: &mut [hurray_core::file::IndexEntry<'static>], out: &mut [u8]) -> usize {
+    use hurray::layout::{CombineOp, CompositeHead, CompositionRule};
+    use hurray::{BufferHandle, DeviceTag, ElementType, LayoutSpec, SyncMode};
+    use hurray_core::file::{FileWriter, KvValue, WriterOptions};
+    let h = [BufferHandle::new(16, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
+    let mut d = [0u8; 128];
+    let n = TensorDescriptor::row_major(ElementType::Float32, &[2, 2], &h)
+        .encode(&mut d)
+        .unwrap();
+    let mut g = [0u8; 128];
+    let gn = TensorDescriptor::new(
+        ElementType::Float32,
+        &[4],
+        LayoutSpec::Composite(CompositeHead {
+            rule: CompositionRule::Group,
+            combine_op: CombineOp::None,
+            member_count: 1,
+        }),
+        &[],
+    )
+    .encode(&mut g)
+    .unwrap();
+    let options = WriterOptions {
+        sorted_index: true,
+        has_kv: true,
+        ..Default::default()
+    };
+    let total = out.len();
+    let mut sink: &mut [u8] = out;
+    let mut w = FileWriter::new(&mut sink, options, index).unwrap();
+    w.write_tensor("g", &TensorView::parse(&g[..gn]).unwrap(), &[])
+        .unwrap();
+    w.write_tensor("w", &TensorView::parse(&d[..n]).unwrap(), &[&[1; 16]])
+        .unwrap();
+    w.write_tensor("b", &TensorView::parse(&d[..n]).unwrap(), &[&[2; 16]])
+        .unwrap();
+    w.finish(&[
+        ("s", KvValue::String("x")),
+        ("i", KvValue::Int64(-1)),
+        ("t", KvValue::Bool(true)),
+    ])
+    .unwrap();
+    total - sink.len()
+}
+
+#[test]
+fn the_file_writer_view_and_sequential_reader_allocate_nothing() {
+    use hurray_core::file::{
+        FileIndex, FileOptions, FileView, IndexEntry, SeqEvent, SequentialReader,
+    };
+    let mut out = vec![0u8; 1 << 16];
+    let mut index = [IndexEntry::default(); 4];
+    let (len, writes) = count(|| small_file(&mut index, &mut out));
+    assert_eq!(writes, 0, "the writer allocates");
+    let file = &out[..len];
+    let (names, opens) = count(|| {
+        let view = FileView::parse(file).unwrap();
+        let mut n = 0;
+        for t in view.iter_file_order() {
+            n += t.buffers().count() + t.name().len();
+        }
+        n += view.kv().iter().count();
+        n
+    });
+    assert!(names > 0);
+    assert_eq!(opens, 0, "the view allocates");
+    let mut table = [0u32; 8];
+    let (found, lookups) = count(|| {
+        let idx = FileIndex::parse_with(file, &FileOptions::STRICT, &mut table).unwrap();
+        idx.get("w").unwrap().map(|t| t.data().len())
+    });
+    assert_eq!(found, Some(16));
+    assert_eq!(lookups, 0, "a lookup allocates");
+    let end = {
+        let t = file.len() - 40;
+        u64::from_le_bytes(file[t + 16..t + 24].try_into().unwrap())
+    };
+    let mut buf = [0u8; 256];
+    let (events, reads) = count(|| {
+        let mut r = SequentialReader::new(&mut buf, Some(end));
+        let mut input = file;
+        let mut events = 0;
+        while let Ok((used, ev)) = r.feed(&input[..input.len().min(100)]) {
+            input = &input[used..];
+            let end = matches!(ev, Some(SeqEvent::End { .. }));
+            if ev.is_some() {
+                events += 1;
+            } else if used == 0 {
+                break;
+            }
+            if end {
+                break;
+            }
+        }
+        events
+    });
+    assert!(events >= 7, "{events}");
+    assert_eq!(reads, 0, "the sequential reader allocates");
+    // Every single-byte mutant of the file opens without allocating.
+    let mut m = file.to_vec();
+    for i in (0..m.len()).step_by(if cfg!(miri) { 997 } else { 7 }) {
+        m[i] ^= 0x5A;
+        let (_, n) = count(|| FileView::parse(&m).map(|v| v.len()));
+        assert_eq!(n, 0, "mutant at {i} allocates");
+        m[i] ^= 0x5A;
+    }
+}
