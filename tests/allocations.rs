@@ -84,3 +84,233 @@ fn no_input_makes_our_decoder_allocate() {
     }
     assert!(accepted > 0 && accepted < decodes);
 }
+
+/// A stream of every strict corpus descriptor that stands alone with small
+/// data, then a group holding a partition: written by our writer into a
+/// caller's buffer (counted: nothing).
+fn corpus_stream() -> Vec<u8> {
+    use hurray::layout::{CombineOp, CompositeHead, CompositionRule};
+    use hurray::stream::StreamWriter;
+    use hurray::{BufferHandle, DeviceTag, ElementType, LayoutSpec, SyncMode};
+    let enc = |d: &TensorDescriptor<'_>| {
+        let mut out = vec![0u8; d.encoded_len()];
+        let n = d.encode(&mut out).unwrap();
+        out.truncate(n);
+        out
+    };
+    let head = |rule, n, shape: &[u64]| {
+        enc(&TensorDescriptor::new(
+            ElementType::Float32,
+            shape,
+            LayoutSpec::Composite(CompositeHead {
+                rule,
+                combine_op: CombineOp::None,
+                member_count: n,
+            }),
+            &[],
+        ))
+    };
+    let b = [BufferHandle::new(32, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
+    let member = |offset: &[u64]| {
+        enc(
+            &TensorDescriptor::row_major(ElementType::Float32, &[4, 2], &b)
+                .with_shard(&[4, 4], offset),
+        )
+    };
+    let mut descriptors: Vec<Vec<u8>> = write_vectors::corpus()
+        .strict
+        .iter()
+        .filter(|v| v.bytes[15] != 0x0B)
+        .filter(|v| {
+            let view = TensorView::parse(&v.bytes).unwrap();
+            view.buffers().iter().map(|h| h.byte_size()).sum::<u64>() <= 4096
+        })
+        .map(|v| v.bytes.clone())
+        .collect();
+    descriptors.push(head(CompositionRule::Group, 1, &[1]));
+    descriptors.push(head(CompositionRule::Partition, 2, &[4, 4]));
+    descriptors.push(member(&[0, 0]));
+    descriptors.push(member(&[0, 2]));
+    let data = vec![0x5Au8; 4096];
+    let mut out = vec![0u8; 1 << 20];
+    let mut scratch = [0u8; 256];
+    let written = {
+        let mut sink = &mut out[..];
+        let mut w = StreamWriter::new(&mut sink, &mut scratch);
+        let views: Vec<TensorView<'_>> = descriptors
+            .iter()
+            .map(|d| TensorView::parse(d).unwrap())
+            .collect();
+        let ((), n) = count(|| {
+            for v in &views {
+                w.begin_tensor(v).unwrap();
+                let size: u64 = v.buffers().iter().map(|h| h.byte_size()).sum();
+                w.write_data(&data[..size as usize]).unwrap();
+                w.end_tensor().unwrap();
+            }
+            w.finish().unwrap();
+        });
+        assert_eq!(n, 0, "our stream writer allocates");
+        w.position() as usize
+    };
+    out.truncate(written);
+    out
+}
+
+/// Our stream decoder over `bytes` in chunks of `chunk`: whether it
+/// accepted them, and how many events it gave.
+fn decode_stream(bytes: &[u8], chunk: usize) -> (bool, u64) {
+    use hurray::stream::{Event, StreamDecoder};
+    let (mut desc, mut scratch) = ([0u8; 4096], [0u8; 256]);
+    let mut dec = StreamDecoder::new(&mut desc, &mut scratch);
+    let mut events = 0;
+    for piece in bytes.chunks(chunk) {
+        let mut input = piece;
+        loop {
+            match dec.decode(input) {
+                Ok((_, Event::NeedMore)) => break,
+                Ok((used, _)) => {
+                    input = &input[used..];
+                    events += 1;
+                }
+                Err(_) => return (false, events),
+            }
+        }
+    }
+    (dec.finish().is_ok(), events)
+}
+
+#[test]
+fn no_stream_makes_our_stream_decoder_allocate() {
+    let stream = corpus_stream();
+    for chunk in [1, 7, 64, 4096, stream.len()] {
+        let ((ok, events), n) = count(|| decode_stream(&stream, chunk));
+        assert!(ok && events > 300, "chunk {chunk}");
+        assert_eq!(n, 0, "chunk {chunk}: the stream decoder allocates");
+    }
+    // Every byte flipped (the accepted and the rejected alike).
+    let mut m = stream.clone();
+    let (mut accepted, mut decodes) = (0u64, 0u64);
+    for at in (0..m.len()).step_by(3) {
+        m[at] ^= 0x81;
+        let ((ok, _), n) = count(|| decode_stream(&m, 97));
+        assert_eq!(n, 0, "byte {at}: the stream decoder allocates");
+        accepted += u64::from(ok);
+        decodes += 1;
+        m[at] ^= 0x81;
+    }
+    assert!(
+        accepted > 0 && accepted < decodes,
+        "{accepted} of {decodes}"
+    );
+}
+
+/// A small file from our writer: dense, multi-buffer and composite tensors,
+/// KV of every scalar type, a sorted index.
+fn small_file(index: &mut [hurray_core::file::IndexEntry<'static>], out: &mut [u8]) -> usize {
+    use hurray::layout::{CombineOp, CompositeHead, CompositionRule};
+    use hurray::{BufferHandle, DeviceTag, ElementType, LayoutSpec, SyncMode};
+    use hurray_core::file::{FileWriter, KvValue, WriterOptions};
+    let h = [BufferHandle::new(16, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
+    let mut d = [0u8; 128];
+    let n = TensorDescriptor::row_major(ElementType::Float32, &[2, 2], &h)
+        .encode(&mut d)
+        .unwrap();
+    let mut g = [0u8; 128];
+    let gn = TensorDescriptor::new(
+        ElementType::Float32,
+        &[4],
+        LayoutSpec::Composite(CompositeHead {
+            rule: CompositionRule::Group,
+            combine_op: CombineOp::None,
+            member_count: 1,
+        }),
+        &[],
+    )
+    .encode(&mut g)
+    .unwrap();
+    let options = WriterOptions {
+        sorted_index: true,
+        has_kv: true,
+        ..Default::default()
+    };
+    let total = out.len();
+    let mut sink: &mut [u8] = out;
+    let mut w = FileWriter::new(&mut sink, options, index).unwrap();
+    w.write_tensor("g", &TensorView::parse(&g[..gn]).unwrap(), &[])
+        .unwrap();
+    w.write_tensor("w", &TensorView::parse(&d[..n]).unwrap(), &[&[1; 16]])
+        .unwrap();
+    w.write_tensor("b", &TensorView::parse(&d[..n]).unwrap(), &[&[2; 16]])
+        .unwrap();
+    w.finish(&[
+        ("s", KvValue::String("x")),
+        ("i", KvValue::Int64(-1)),
+        ("t", KvValue::Bool(true)),
+    ])
+    .unwrap();
+    total - sink.len()
+}
+
+#[test]
+fn the_file_writer_view_and_sequential_reader_allocate_nothing() {
+    use hurray_core::file::{
+        FileIndex, FileOptions, FileView, IndexEntry, SeqEvent, SequentialReader,
+    };
+    let mut out = vec![0u8; 1 << 16];
+    let mut index = [IndexEntry::default(); 4];
+    let (len, writes) = count(|| small_file(&mut index, &mut out));
+    assert_eq!(writes, 0, "the writer allocates");
+    let file = &out[..len];
+    let (names, opens) = count(|| {
+        let view = FileView::parse(file).unwrap();
+        let mut n = 0;
+        for t in view.iter_file_order() {
+            n += t.buffers().count() + t.name().len();
+        }
+        n += view.kv().iter().count();
+        n
+    });
+    assert!(names > 0);
+    assert_eq!(opens, 0, "the view allocates");
+    let mut table = [0u32; 8];
+    let (found, lookups) = count(|| {
+        let idx = FileIndex::parse_with(file, &FileOptions::STRICT, &mut table).unwrap();
+        idx.get("w").unwrap().map(|t| t.data().len())
+    });
+    assert_eq!(found, Some(16));
+    assert_eq!(lookups, 0, "a lookup allocates");
+    let end = {
+        let t = file.len() - 40;
+        u64::from_le_bytes(file[t + 16..t + 24].try_into().unwrap())
+    };
+    let mut buf = [0u8; 256];
+    let (events, reads) = count(|| {
+        let mut r = SequentialReader::new(&mut buf, Some(end));
+        let mut input = file;
+        let mut events = 0;
+        while let Ok((used, ev)) = r.feed(&input[..input.len().min(100)]) {
+            input = &input[used..];
+            let end = matches!(ev, Some(SeqEvent::End { .. }));
+            if ev.is_some() {
+                events += 1;
+            } else if used == 0 {
+                break;
+            }
+            if end {
+                break;
+            }
+        }
+        events
+    });
+    assert!(events >= 7, "{events}");
+    assert_eq!(reads, 0, "the sequential reader allocates");
+    // Every single-byte mutant of the file opens without allocating.
+    let mut m = file.to_vec();
+    for i in (0..m.len()).step_by(if cfg!(miri) { 997 } else { 7 }) {
+        m[i] ^= 0x5A;
+        let (_, n) = count(|| FileView::parse(&m).map(|v| v.len()));
+        assert_eq!(n, 0, "mutant at {i} allocates");
+        m[i] ^= 0x5A;
+    }
+}

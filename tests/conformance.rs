@@ -1,6 +1,6 @@
 //! Conformance: every descriptor of a conformance manifest decodes to the
 //! properties under its `expect`, re-encodes to the same bytes, and the
-//! `inspect` tool reports the same values. Our corpus' manifest also states
+//! `hurray inspect` command reports the same values. Our corpus' manifest also states
 //! each descriptor's layout, quantization and statistics fields, written by
 //! the generator from the values it built the vector with (not from the
 //! encoder's bytes), and the decoded ones must hold them.
@@ -21,9 +21,8 @@ mod common;
 #[path = "../examples/write_vectors.rs"]
 mod write_vectors;
 
-#[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../examples/inspect.rs"]
-mod inspect;
+// The `hurray` command's descriptor inspection (`hurray inspect`).
+use hurray_cli::descriptor as inspect;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -482,28 +481,6 @@ fn the_generators_type_table_is_the_librarys() {
             assert_eq!(t.storage_bytes(n), Some(write_vectors::spec_bytes(bits, n)));
         }
     }
-}
-
-#[test]
-fn inspect_reads_its_command_line() {
-    let args = |v: &[&str]| inspect::parse_args(v.iter().map(Into::into));
-    let a = args(&[
-        "--json",
-        "--extension-layout",
-        "0x10",
-        "--private-schemes",
-        "a.bin",
-    ])
-    .expect("valid");
-    assert!(a.json && a.private_schemes && !a.private_composition_rules);
-    assert_eq!(a.extension_layouts, [0x10]);
-    assert_eq!(a.files, [PathBuf::from("a.bin")]);
-    let a = args(&["--", "--json"]).expect("a file named --json");
-    assert!(!a.json);
-    assert_eq!(a.files, [PathBuf::from("--json")]);
-    assert!(args(&[]).is_err());
-    assert!(args(&["--jsn", "a.bin"]).is_err());
-    assert!(args(&["--extension-layout", "zz", "a.bin"]).is_err());
 }
 
 /// A file name that needs escaping comes back intact from the JSON line.

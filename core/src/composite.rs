@@ -184,14 +184,14 @@ impl core::error::Error for CompositeError {}
 
 /// One member's box in the head's index space.
 #[derive(Debug, Clone, Copy)]
-struct MemberBox<'a> {
-    offset: Dims<'a>,
-    shape: Dims<'a>,
+pub(crate) struct MemberBox<'a> {
+    pub(crate) offset: Dims<'a>,
+    pub(crate) shape: Dims<'a>,
 }
 
 impl MemberBox<'_> {
     /// Whether two boxes share an element: they overlap on every axis.
-    fn overlaps(&self, other: &Self) -> bool {
+    pub(crate) fn overlaps(&self, other: &MemberBox<'_>) -> bool {
         let axes = self
             .offset
             .iter()
@@ -208,30 +208,43 @@ impl MemberBox<'_> {
     }
 
     fn volume(&self) -> u128 {
-        self.shape
-            .iter()
-            .fold(1u128, |v, n| v.saturating_mul(u128::from(n)))
+        volume(self.shape)
     }
 }
 
-/// Checks the members of one composite head as they arrive; see the module
-/// documentation for the rules. `N` bounds the partition boxes it keeps.
-#[derive(Debug, Clone)]
-pub struct CompositeValidator<'a, const N: usize> {
+/// The number of elements of `shape`, saturating.
+fn volume(shape: Dims<'_>) -> u128 {
+    shape
+        .iter()
+        .fold(1u128, |v, n| v.saturating_mul(u128::from(n)))
+}
+
+/// Where the head's shape and the earlier partition boxes of one open
+/// composite are kept: borrowed from the descriptors
+/// ([`CompositeValidator`]), or copied into a caller's scratch bytes by a
+/// reader that holds one descriptor at a time (the stream decoder).
+pub(crate) trait BoxStore<'m> {
+    /// The head's shape.
+    fn head_shape(&self) -> Dims<'_>;
+    /// The first kept box that overlaps `b`, by member index.
+    fn find_overlap(&self, b: &MemberBox<'_>) -> Option<u32>;
+    /// Keeps `b`; `Err(capacity)` when there is no room.
+    fn keep(&mut self, b: MemberBox<'m>) -> Result<(), u32>;
+}
+
+/// The progress of one open composite, apart from where its boxes are kept:
+/// the one place the rules of the module documentation are written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Progress {
     head: CompositeHead,
     head_type: ElementType,
-    head_shape: Dims<'a>,
-    boxes: Vec<MemberBox<'a>, N>,
     seen: u32,
     volume: u128,
 }
 
-impl<'a, const N: usize> CompositeValidator<'a, N> {
-    /// Starts checking the members of `head`.
-    ///
-    /// # Errors
-    /// [`CompositeErrorKind::NotAHead`] when `head` is not a composite head.
-    pub const fn new(head: &TensorView<'a>) -> Result<Self, CompositeError> {
+impl Progress {
+    /// The progress of `head`, or `NotAHead`.
+    pub(crate) const fn new(head: &TensorView<'_>) -> Result<Self, CompositeError> {
         let Layout::Composite(h) = head.layout() else {
             return Err(CompositeError {
                 member: u32::MAX,
@@ -241,24 +254,40 @@ impl<'a, const N: usize> CompositeValidator<'a, N> {
         Ok(Self {
             head: h,
             head_type: head.element_type(),
-            head_shape: head.shape(),
-            boxes: Vec::new(),
             seen: 0,
             volume: 0,
         })
     }
 
+    /// The head's layout fields.
+    pub(crate) const fn head(&self) -> CompositeHead {
+        self.head
+    }
+
+    /// Members checked so far.
+    pub(crate) const fn seen(&self) -> u32 {
+        self.seen
+    }
+
     /// Members still expected.
-    #[must_use]
-    pub const fn remaining(&self) -> u32 {
+    pub(crate) const fn remaining(&self) -> u32 {
         self.head.member_count.saturating_sub(self.seen)
     }
 
-    /// Checks the next member.
-    ///
-    /// # Errors
-    /// The first rule the member breaks.
-    pub fn push(&mut self, member: &TensorView<'a>) -> Result<(), CompositeError> {
+    /// Whether the rule needs the head's shape (partition and overlay).
+    pub(crate) const fn needs_head_shape(&self) -> bool {
+        matches!(
+            self.head.rule,
+            CompositionRule::Partition | CompositionRule::Overlay
+        )
+    }
+
+    /// Checks the next member against the head and the kept boxes.
+    pub(crate) fn push<'m>(
+        &mut self,
+        member: &TensorView<'m>,
+        store: &mut impl BoxStore<'m>,
+    ) -> Result<(), CompositeError> {
         let index = self.seen;
         let fail = |kind| {
             Err(CompositeError {
@@ -270,11 +299,7 @@ impl<'a, const N: usize> CompositeValidator<'a, N> {
             return fail(CompositeErrorKind::TooManyMembers);
         }
         self.seen = self.seen.saturating_add(1);
-        let spatial = matches!(
-            self.head.rule,
-            CompositionRule::Partition | CompositionRule::Overlay
-        );
-        if !spatial {
+        if !self.needs_head_shape() {
             // Group: members are independent; only the member section is
             // out of place.
             if member.member_role().is_some() && self.head.rule == CompositionRule::Group {
@@ -285,7 +310,7 @@ impl<'a, const N: usize> CompositeValidator<'a, N> {
         let Some(shard) = member.shard() else {
             return fail(CompositeErrorKind::MissingShard);
         };
-        if !shard.parent_shape.iter().eq(self.head_shape.iter()) {
+        if !shard.parent_shape.iter().eq(store.head_shape().iter()) {
             return fail(CompositeErrorKind::ParentShapeMismatch);
         }
         let head_tag = self.head_type.code();
@@ -316,7 +341,7 @@ impl<'a, const N: usize> CompositeValidator<'a, N> {
                 (_, None) => return fail(CompositeErrorKind::MissingRole),
                 (0, Some(MemberRole::Base)) => {
                     let spans = b.offset.iter().all(|o| o == 0)
-                        && b.shape.iter().eq(self.head_shape.iter());
+                        && b.shape.iter().eq(store.head_shape().iter());
                     if !spans {
                         return fail(CompositeErrorKind::BaseDoesNotSpan);
                     }
@@ -332,26 +357,18 @@ impl<'a, const N: usize> CompositeValidator<'a, N> {
         if member.member_role().is_some() {
             return fail(CompositeErrorKind::UnexpectedRole);
         }
-        for (other, prev) in (0u32..).zip(self.boxes.iter()) {
-            if prev.overlaps(&b) {
-                return fail(CompositeErrorKind::Overlap { other });
-            }
+        if let Some(other) = store.find_overlap(&b) {
+            return fail(CompositeErrorKind::Overlap { other });
         }
         self.volume = self.volume.saturating_add(b.volume());
-        if self.boxes.push(b).is_err() {
-            #[allow(clippy::cast_possible_truncation)]
-            let capacity = N.min(u32::MAX as usize) as u32;
+        if let Err(capacity) = store.keep(b) {
             return fail(CompositeErrorKind::CapacityExceeded { capacity });
         }
         Ok(())
     }
 
     /// The verdict once every member has been pushed.
-    ///
-    /// # Errors
-    /// [`CompositeErrorKind::Torn`] if members are missing;
-    /// [`CompositeErrorKind::CoverageGap`] if a partition leaves a gap.
-    pub fn finish(self) -> Result<(), CompositeError> {
+    pub(crate) fn finish(&self, head_shape: Dims<'_>) -> Result<(), CompositeError> {
         if self.remaining() > 0 {
             return Err(CompositeError {
                 member: self.seen,
@@ -361,21 +378,91 @@ impl<'a, const N: usize> CompositeValidator<'a, N> {
                 },
             });
         }
-        if self.head.rule == CompositionRule::Partition {
-            let head_volume = self
-                .head_shape
-                .iter()
-                .fold(1u128, |v, n| v.saturating_mul(u128::from(n)));
-            // Disjoint boxes inside the head cover it exactly when their
-            // volumes add up to its volume.
-            if self.volume != head_volume {
-                return Err(CompositeError {
-                    member: self.seen,
-                    kind: CompositeErrorKind::CoverageGap,
-                });
-            }
+        // Disjoint boxes inside the head cover it exactly when their
+        // volumes add up to its volume.
+        if self.head.rule == CompositionRule::Partition && self.volume != volume(head_shape) {
+            return Err(CompositeError {
+                member: self.seen,
+                kind: CompositeErrorKind::CoverageGap,
+            });
         }
         Ok(())
+    }
+}
+
+/// The boxes of a [`CompositeValidator`]: borrowed from its members.
+#[derive(Debug, Clone)]
+struct Borrowed<'a, const N: usize> {
+    head_shape: Dims<'a>,
+    boxes: Vec<MemberBox<'a>, N>,
+}
+
+impl<'a, const N: usize> BoxStore<'a> for Borrowed<'a, N> {
+    fn head_shape(&self) -> Dims<'_> {
+        self.head_shape
+    }
+
+    fn find_overlap(&self, b: &MemberBox<'_>) -> Option<u32> {
+        (0u32..)
+            .zip(self.boxes.iter())
+            .find_map(|(i, prev)| prev.overlaps(b).then_some(i))
+    }
+
+    fn keep(&mut self, b: MemberBox<'a>) -> Result<(), u32> {
+        #[allow(clippy::cast_possible_truncation)]
+        let capacity = N.min(u32::MAX as usize) as u32;
+        self.boxes.push(b).map_err(|_| capacity)
+    }
+}
+
+/// Checks the members of one composite head as they arrive; see the module
+/// documentation for the rules. `N` bounds the partition boxes it keeps.
+#[derive(Debug, Clone)]
+pub struct CompositeValidator<'a, const N: usize> {
+    progress: Progress,
+    store: Borrowed<'a, N>,
+}
+
+impl<'a, const N: usize> CompositeValidator<'a, N> {
+    /// Starts checking the members of `head`.
+    ///
+    /// # Errors
+    /// [`CompositeErrorKind::NotAHead`] when `head` is not a composite head.
+    pub const fn new(head: &TensorView<'a>) -> Result<Self, CompositeError> {
+        let progress = match Progress::new(head) {
+            Ok(p) => p,
+            Err(e) => return Err(e),
+        };
+        Ok(Self {
+            progress,
+            store: Borrowed {
+                head_shape: head.shape(),
+                boxes: Vec::new(),
+            },
+        })
+    }
+
+    /// Members still expected.
+    #[must_use]
+    pub const fn remaining(&self) -> u32 {
+        self.progress.remaining()
+    }
+
+    /// Checks the next member.
+    ///
+    /// # Errors
+    /// The first rule the member breaks.
+    pub fn push(&mut self, member: &TensorView<'a>) -> Result<(), CompositeError> {
+        self.progress.push(member, &mut self.store)
+    }
+
+    /// The verdict once every member has been pushed.
+    ///
+    /// # Errors
+    /// [`CompositeErrorKind::Torn`] if members are missing;
+    /// [`CompositeErrorKind::CoverageGap`] if a partition leaves a gap.
+    pub fn finish(self) -> Result<(), CompositeError> {
+        self.progress.finish(self.store.head_shape)
     }
 }
 
@@ -410,7 +497,7 @@ fn read_level<'a, const N: usize>(
         .map_err(|e| head_err(CompositeErrorKind::Member(e)))?;
     let mut v = CompositeValidator::<N>::new(&head)?;
     while v.remaining() > 0 {
-        let index = v.seen;
+        let index = v.progress.seen();
         if rest.is_empty() {
             break;
         }

@@ -79,8 +79,10 @@ mod descriptor;
 mod element;
 mod error;
 pub mod field;
+pub mod file;
 mod handle;
 pub mod interop;
+pub mod stream;
 mod table;
 
 pub use builder::{BuilderLayout, DescriptorBuilder};

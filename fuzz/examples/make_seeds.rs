@@ -483,6 +483,97 @@ fn tables() -> Vec<(String, Vec<u8>)> {
     ]
 }
 
+/// The parts, back to back.
+fn join<T: AsRef<[u8]>>(parts: &[T]) -> Vec<u8> {
+    parts.iter().flat_map(|p| p.as_ref().iter().copied()).collect()
+}
+
+/// Streams (`docs/spec/stream.md`): each small valid descriptor with its
+/// data, runs of three, composites of each rule (nested), and broken ones
+/// (cut inside a descriptor, inside data, a torn composite, padding).
+fn streams(valid: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
+    use hurray_core::TensorView;
+    let with_data = |bytes: &[u8]| -> Option<Vec<u8>> {
+        let view = TensorView::parse(bytes).ok()?;
+        if view.layout().tag() == 0x0B {
+            return None;
+        }
+        let data: u64 = view.buffers().iter().map(|h| h.byte_size()).sum();
+        if data > 1024 {
+            return None;
+        }
+        let mut s = bytes.to_vec();
+        s.extend((0..data).map(|i| (i as u8).wrapping_mul(29)));
+        Some(s)
+    };
+    let singles: Vec<(String, Vec<u8>)> = valid
+        .iter()
+        .filter_map(|(name, d)| Some((format!("one-{name}"), with_data(d)?)))
+        .collect();
+    let mut v = singles.clone();
+    for (i, w) in singles.windows(3).enumerate().step_by(4) {
+        v.push((format!("three-{i}"), join(&[&w[0].1, &w[1].1, &w[2].1])));
+    }
+    let head = |rule, op, n, shape: &[u64]| {
+        encode(&TensorDescriptor::new(
+            ElementType::Float32,
+            shape,
+            LayoutSpec::Composite(CompositeHead {
+                rule,
+                combine_op: op,
+                member_count: n,
+            }),
+            &[],
+        ))
+    };
+    let member = |shape: &[u64], offset: &[u64], role: Option<MemberRole>| {
+        let n: u64 = shape.iter().product();
+        let b = [cpu(n * 4)];
+        let mut d = TensorDescriptor::row_major(ElementType::Float32, shape, &b)
+            .with_shard(&[4, 4], offset);
+        d.member_role = role;
+        let mut s = encode(&d);
+        s.extend((0..n * 4).map(|i| i as u8));
+        s
+    };
+    let p = [4u64, 4];
+    let partition = join(&[
+        &head(CompositionRule::Partition, CombineOp::None, 2, &p),
+        &member(&[4, 2], &[0, 0], None),
+        &member(&[4, 2], &[0, 2], None),
+    ]);
+    let overlay = join(&[
+        &head(CompositionRule::Overlay, CombineOp::Replace, 2, &p),
+        &member(&p, &[0, 0], Some(MemberRole::Base)),
+        &member(&[2, 2], &[1, 1], Some(MemberRole::Correction)),
+    ]);
+    let group = join(&[
+        &head(CompositionRule::Group, CombineOp::None, 2, &[1]),
+        &partition,
+        &overlay,
+    ]);
+    let nested = join(&[
+        &head(CompositionRule::Group, CombineOp::None, 1, &[1]).repeat(8),
+        &singles[0].1,
+    ]);
+    v.push(("partition".into(), partition.clone()));
+    v.push(("overlay".into(), overlay));
+    v.push(("group-nested".into(), group.clone()));
+    v.push(("eight-deep".into(), nested.clone()));
+    v.push((
+        "nine-deep".into(),
+        join(&[&head(CompositionRule::Group, CombineOp::None, 1, &[1]), &nested]),
+    ));
+    v.push(("torn".into(), group[..group.len() - 40].to_vec()));
+    v.push(("gap".into(), join(&[&head(CompositionRule::Partition, CombineOp::None, 1, &p), &member(&[4, 2], &[0, 0], None)])));
+    v.push(("cut-in-descriptor".into(), singles[1].1[..30].to_vec()));
+    let one = &singles[1].1;
+    v.push(("cut-in-data".into(), one[..one.len() - 1].to_vec()));
+    v.push(("padded".into(), join(&[one, &vec![0; 8], one])));
+    v.push(("empty".into(), Vec::new()));
+    v
+}
+
 fn write(target: &str, seeds: &[(String, Vec<u8>)]) {
     let dir = Path::new("corpus").join(target);
     if dir.exists() {
@@ -522,7 +613,29 @@ fn main() {
     write("descriptor_roundtrip", &all);
     write("descriptor_structured", &raw);
     write("dlpack_import", &raw);
-    let total = handles.len() + tables.len() + both.len() + 2 * all.len() + 2 * raw.len();
+    // The stream targets: the differential one reads the stream as is; the
+    // split one reads a cut count and cuts first (none, or a few).
+    let streams = streams(&valid);
+    write("stream_differential", &streams);
+    let split: Vec<(String, Vec<u8>)> = streams
+        .iter()
+        .flat_map(|(name, s)| {
+            let third = (s.len() / 3) as u16;
+            let cuts = join(&[[2u8].as_slice(), &third.to_le_bytes(), &(2 * third).to_le_bytes()]);
+            [
+                (format!("whole-{name}"), join(&[[0u8].as_slice(), s])),
+                (format!("thirds-{name}"), join(&[cuts.as_slice(), s])),
+            ]
+        })
+        .collect();
+    write("stream_splits", &split);
+    let total = handles.len()
+        + tables.len()
+        + both.len()
+        + 2 * all.len()
+        + 2 * raw.len()
+        + streams.len()
+        + split.len();
     println!(
         "wrote {total} seeds ({} valid descriptors, one per layout, scheme and section)",
         valid.len()

@@ -13,6 +13,48 @@
 // Version of the C ABI: `major << 16 | minor`. See `docs/impl/c-ffi.md` § Versioning.
 #define HURRAY_ABI_VERSION (2 << 16)
 
+// The file's index carries a CRC-32C.
+#define HURRAY_FILE_FLAG_INDEX_CRC32C 1
+
+// The file's index is sorted by name.
+#define HURRAY_FILE_FLAG_SORTED_INDEX 2
+
+// The file has a KV metadata section.
+#define HURRAY_FILE_FLAG_KV_METADATA 4
+
+// 64-bit words of a `hurray_stream_decoder`'s storage.
+#define HURRAY_STREAM_DECODER_WORDS 96
+
+// 64-bit words of a `hurray_stream_writer`'s storage.
+#define HURRAY_STREAM_WRITER_WORDS 76
+
+// 64-bit words of a `hurray_file_writer`'s storage.
+#define HURRAY_FILE_WRITER_WORDS 24
+
+// 64-bit words of one `hurray_file_slot`.
+#define HURRAY_FILE_SLOT_WORDS 6
+
+// KV string.
+#define HURRAY_KV_STRING 1
+
+// KV signed integer.
+#define HURRAY_KV_INT64 2
+
+// KV unsigned integer.
+#define HURRAY_KV_UINT64 3
+
+// KV float.
+#define HURRAY_KV_FLOAT64 4
+
+// KV bool.
+#define HURRAY_KV_BOOL 5
+
+// KV bytes.
+#define HURRAY_KV_BYTES 6
+
+// The most KV entries `hurray_file_writer_finish` takes.
+#define HURRAY_KV_MAX 32
+
 // Rows of `HURRAY_DEVICE_MAPPINGS`: every (named device, named class) pair
 // the per-device validity table allows.
 #define HURRAY_DEVICE_MAPPING_COUNT 29
@@ -373,6 +415,29 @@ typedef struct hurray_table {
   size_t count;
 } hurray_table;
 
+// A validated hurray file over the caller's bytes (`hurray_file_open`).
+// Holds no Rust state: the lookups re-open the index from these fields.
+typedef struct hurray_file {
+  // First byte of the file.
+  const uint8_t *bytes;
+  // Its length.
+  size_t len;
+  // The caller's name table (`hurray_file_table_len` slots), or null.
+  uint32_t *table;
+  // Its slots.
+  size_t table_len;
+  // Tensors in the index.
+  uint64_t tensor_count;
+  // `data_buffer_alignment`.
+  uint32_t alignment;
+  // The header's flags (`HURRAY_FILE_FLAG_*`).
+  uint32_t flags;
+  // Container major version.
+  uint8_t version_major;
+  // Container minor version.
+  uint8_t version_minor;
+} hurray_file;
+
 // What a reader accepts beyond the format's public codes (`NULL` where a
 // function takes one: the strict default).
 typedef struct hurray_read_options {
@@ -469,6 +534,115 @@ typedef struct hurray_tensor_view {
   // `HURRAY_MEMBER_*` role, or `HURRAY_MEMBER_NONE`.
   uint8_t member_role;
 } hurray_tensor_view;
+
+// One tensor of a file.
+typedef struct hurray_file_tensor {
+  // Its name (UTF-8, not NUL-terminated).
+  const uint8_t *name;
+  // The name's length in bytes.
+  size_t name_len;
+  // Its validated descriptor (borrows the file's bytes).
+  struct hurray_tensor_view descriptor;
+  // Absolute offset of its descriptor.
+  uint64_t descriptor_offset;
+  // Absolute offset of its first buffer.
+  uint64_t data_offset;
+  // Bytes from its first buffer's start to its last one's end.
+  uint64_t data_length;
+} hurray_file_tensor;
+
+// A stream decoder's state, in the caller's memory (`hurray_stream_init`).
+// Opaque: only the library reads or writes it. It borrows the descriptor
+// buffer and scratch given to `hurray_stream_init`.
+typedef struct hurray_stream_decoder {
+  // Set by `hurray_stream_init`.
+  uint64_t magic;
+  // The decoder.
+  uint64_t storage[HURRAY_STREAM_DECODER_WORDS];
+} hurray_stream_decoder;
+
+// What `hurray_stream_decode` found.
+typedef uint32_t hurray_event_kind;
+
+// One event of the stream decoder.
+typedef struct hurray_stream_event {
+  // `HURRAY_EVENT_*`.
+  hurray_event_kind kind;
+  // `DATA`: the buffer's index in the table.
+  uint32_t buffer;
+  // `DATA`: where in the buffer `data` starts.
+  uint64_t offset;
+  // `DATA`: the bytes, inside the caller's input.
+  const uint8_t *data;
+  // `DATA`: how many.
+  size_t len;
+  // `COMPOSITE_END`: its member count.
+  uint32_t members;
+  // `DESCRIPTOR`: the descriptor, in the decoder's descriptor buffer.
+  struct hurray_tensor_view descriptor;
+} hurray_stream_event;
+
+// A stream writer's state, in the caller's memory (opaque).
+typedef struct hurray_stream_writer {
+  // Set by `hurray_stream_writer_init`.
+  uint64_t magic;
+  // The writer.
+  uint64_t storage[HURRAY_STREAM_WRITER_WORDS];
+} hurray_stream_writer;
+
+// A file writer's state, in the caller's memory (opaque).
+typedef struct hurray_file_writer {
+  // Set by `hurray_file_writer_init`.
+  uint64_t magic;
+  // The writer.
+  uint64_t storage[HURRAY_FILE_WRITER_WORDS];
+  // The number of slots it was given.
+  size_t slots;
+  // The output buffer's capacity.
+  size_t cap;
+} hurray_file_writer;
+
+// Writer options: `alignment` (0: 4096), `sorted_index` (nonzero: write
+// the index sorted by name), `has_kv` (nonzero: a KV section follows at
+// `hurray_file_writer_finish`).
+typedef struct hurray_file_writer_options {
+  // `data_buffer_alignment`: 0 for the default (4096), else a power of
+  // two in 4096..=2097152.
+  uint32_t alignment;
+  // Sort the index by name.
+  uint8_t sorted_index;
+  // A KV section will be written.
+  uint8_t has_kv;
+} hurray_file_writer_options;
+
+// One tensor's index entry, kept by the file writer until it finishes
+// (opaque; the caller provides one per tensor to come).
+typedef struct hurray_file_slot {
+  // The entry.
+  uint64_t storage[HURRAY_FILE_SLOT_WORDS];
+} hurray_file_slot;
+
+// One KV entry for `hurray_file_writer_finish`: `tag` picks the value
+// (`HURRAY_KV_*`).
+typedef struct hurray_kv {
+  // The key (UTF-8, not NUL-terminated).
+  const uint8_t *key;
+  // Its length.
+  size_t key_len;
+  // `HURRAY_KV_STRING` (`bytes` as UTF-8), `_INT64` (`i`), `_UINT64`
+  // (`u`), `_FLOAT64` (`f`), `_BOOL` (`u` != 0), `_BYTES` (`bytes`).
+  uint8_t tag;
+  // Signed value.
+  int64_t i;
+  // Unsigned value.
+  uint64_t u;
+  // Float value.
+  double f;
+  // String or bytes.
+  const uint8_t *bytes;
+  // Their length.
+  size_t bytes_len;
+} hurray_kv;
 
 // One level of a tiled layout (its arrays: `hurray_tensor_tile_*`).
 typedef struct hurray_tile_level {
@@ -696,6 +870,21 @@ typedef struct hurray_dtype_mapping {
   uint8_t bits;
 } hurray_dtype_mapping;
 
+// Every input byte was taken in: feed more, or call `hurray_stream_finish`.
+#define HURRAY_EVENT_NEED_MORE 0
+
+// A descriptor was read and validated: `descriptor` (valid until the next call).
+#define HURRAY_EVENT_DESCRIPTOR 1
+
+// Bytes of buffer `buffer` at `offset`: `data`, `len` (a slice of the input).
+#define HURRAY_EVENT_DATA 2
+
+// The current tensor's data is complete.
+#define HURRAY_EVENT_TENSOR_END 3
+
+// The innermost composite closed (its `members`), its rules checked.
+#define HURRAY_EVENT_COMPOSITE_END 4
+
 // Success.
 #define HURRAY_OK 0
 
@@ -910,9 +1099,26 @@ typedef struct hurray_dtype_mapping {
 // the code.
 #define HURRAY_E_UNKNOWN_INTEROP_CODE -57
 
+// The file breaks a rule of the file format. `value`: the absolute byte
+// offset of the field at fault (`offset`: the same, saturated to 32 bits).
+#define HURRAY_E_INVALID_FILE -58
+
+// The stream breaks a rule of the stream format. `value`: the stream's byte
+// offset of the field at fault (`offset`: saturated); `index`: the tensor
+// (from 0, composite heads and members counted).
+#define HURRAY_E_INVALID_STREAM -59
+
+// The file has no tensor of that name.
+#define HURRAY_E_NOT_FOUND -60
+
+// A writer refused what it was given (buffers that do not match the
+// table, a composite rule, a bad or duplicate name, more tensors than
+// slots, KV without `has_kv`); nothing was written.
+#define HURRAY_E_WRITER_MISUSE -61
+
 // The most negative status this ABI version returns: every status is in
 // `HURRAY_STATUS_MIN ..= HURRAY_OK`.
-#define HURRAY_STATUS_MIN -57
+#define HURRAY_STATUS_MIN -61
 
 #if !defined(HURRAY_NO_STD)
 // The tensor cannot be exported: a layout other than row-major,
@@ -1143,6 +1349,200 @@ hurray_status hurray_table_encode(const struct hurray_buffer_handle *handles,
                                   uint8_t *out,
                                   size_t out_len,
                                   struct hurray_error *err);
+
+// Slots of the name table `hurray_file_open` needs for O(log n) lookups
+// and for an index in any order (twice the entry count); read after the
+// header, trailer and index bounds are checked.
+//
+// # Safety
+// `bytes` addresses `len` readable bytes (or is null with `len == 0`);
+// `out` is null or storage for one `size_t`; `err` is null or storage for
+// one `hurray_error`.
+hurray_status hurray_file_table_len(const uint8_t *bytes,
+                                    size_t len,
+                                    size_t *out,
+                                    struct hurray_error *err);
+
+// Validates a whole file — every reader rule of the file format, every
+// descriptor (strict), every composite — and fills `out`. `table` may be
+// null when the index is sorted by name, in file order, or has at most 64
+// entries; otherwise it must hold `hurray_file_table_len` slots, and is
+// used again by every lookup.
+//
+// # Safety
+// `bytes` addresses `len` readable bytes that stay alive and unmodified
+// while `out` is used; `table` is null or addresses `table_len` writable
+// `u32`s kept for the file's lookups (one call at a time); `out` is null
+// or storage for one `hurray_file`; `err` is null or storage for one
+// `hurray_error`.
+hurray_status hurray_file_open(const uint8_t *bytes,
+                               size_t len,
+                               uint32_t *table,
+                               size_t table_len,
+                               struct hurray_file *out,
+                               struct hurray_error *err);
+
+// Finds the tensor named `name` (`name_len` bytes of UTF-8, no NUL
+// needed): O(log n) with a sorted index or a table. `HURRAY_E_NOT_FOUND`
+// when the file has none.
+//
+// # Safety
+// `file` is null or points to a file `hurray_file_open` filled, whose
+// bytes and table are still alive (and the bytes unmodified); `name`
+// addresses `name_len` readable bytes; `out` is null or storage for one
+// `hurray_file_tensor`; `err` is null or storage for one `hurray_error`.
+hurray_status hurray_file_find(const struct hurray_file *file,
+                               const uint8_t *name,
+                               size_t name_len,
+                               struct hurray_file_tensor *out,
+                               struct hurray_error *err);
+
+// Tensor `i` of the file: in index order (by name when the index is
+// sorted) when `file_order` is 0, in the order of the bytes otherwise
+// (a composite's head before its members). O(n) per call.
+//
+// # Safety
+// As `hurray_file_find`, without `name`.
+hurray_status hurray_file_tensor_at(const struct hurray_file *file,
+                                    uint64_t i,
+                                    uint8_t file_order,
+                                    struct hurray_file_tensor *out);
+
+// The bytes of buffer `i` (table order) of a tensor of `file`: a pointer
+// into the file's bytes and its length.
+//
+// # Safety
+// `file` as in `hurray_file_find`; `tensor` is null or points to a tensor
+// of this file; `data` and `len` are null or storage for one pointer and
+// one `uint64_t`.
+hurray_status hurray_file_buffer(const struct hurray_file *file,
+                                 const struct hurray_file_tensor *tensor,
+                                 uint32_t i,
+                                 const uint8_t **data,
+                                 uint64_t *len);
+
+// Sets up a stream decoder in `d`: descriptors up to `descriptor_len`
+// bytes are collected in `descriptor` (its length is the longest
+// descriptor accepted), and open composites use `scratch` (may be null
+// with 0: no partition or overlay composite).
+//
+// # Safety
+// `d` is null or storage for one decoder; `descriptor` and `scratch`
+// address writable bytes that stay alive, and are touched by nothing
+// else, while the decoder is used.
+hurray_status hurray_stream_init(struct hurray_stream_decoder *d,
+                                 uint8_t *descriptor,
+                                 size_t descriptor_len,
+                                 uint8_t *scratch,
+                                 size_t scratch_len);
+
+// Feeds `len` input bytes: reports how many were taken (`*used`) and the
+// event found. Call again with the rest of the input until the event is
+// `HURRAY_EVENT_NEED_MORE`. The same bytes give the same events however
+// they are split. After an error the decoder stays failed.
+//
+// # Safety
+// `d` as set up by `hurray_stream_init`; `input` addresses `len` readable
+// bytes (a `DATA` event points into them); `used` and `event` are storage
+// for one value each; `err` is null or storage for one `hurray_error`.
+hurray_status hurray_stream_decode(struct hurray_stream_decoder *d,
+                                   const uint8_t *input_bytes,
+                                   size_t len,
+                                   size_t *used,
+                                   struct hurray_stream_event *event,
+                                   struct hurray_error *err);
+
+// The input has ended: `HURRAY_OK` only between two top-level tensors.
+//
+// # Safety
+// As `hurray_stream_decode`, for `d` and `err`.
+hurray_status hurray_stream_finish(struct hurray_stream_decoder *d, struct hurray_error *err);
+
+// Sets up a stream writer in `w` that writes into `out` (`cap` bytes);
+// `scratch` (may be null with 0) holds open composites.
+//
+// # Safety
+// `w` is null or storage for one writer; `out` and `scratch` address
+// writable bytes alive, and touched by nothing else, while `w` is used.
+hurray_status hurray_stream_writer_init(struct hurray_stream_writer *w,
+                                        uint8_t *out,
+                                        size_t cap,
+                                        uint8_t *scratch,
+                                        size_t scratch_len);
+
+// Writes one tensor: `view`'s descriptor, then its `count` buffers
+// (`buffers[i]`, `lens[i]` bytes, each exactly its table size). Nothing is
+// written when the buffers or the composite rules refuse it
+// (`HURRAY_E_WRITER_MISUSE`); `HURRAY_E_OUTPUT_TOO_SMALL` when the output
+// is full.
+//
+// # Safety
+// `w` as set up; `view` points to a view this library produced (bytes
+// alive); `buffers` and `lens` address `count` values, each buffer its
+// length in readable bytes; `err` is null or storage for one detail.
+hurray_status hurray_stream_write_tensor(struct hurray_stream_writer *w,
+                                         const struct hurray_tensor_view *view,
+                                         const uint8_t *const *buffers,
+                                         const size_t *lens,
+                                         size_t count,
+                                         struct hurray_error *err);
+
+// Checks the stream ends between tensors (no composite open) and reports
+// the bytes written.
+//
+// # Safety
+// `w` as set up; `written` is storage for one `size_t`; `err` as above.
+hurray_status hurray_stream_writer_finish(struct hurray_stream_writer *w,
+                                          size_t *written,
+                                          struct hurray_error *err);
+
+// Sets up a file writer in `w` writing into `out` (`cap` bytes), keeping
+// one index entry per tensor in `slots` (`slot_count` of them: the most
+// tensors the file can hold). Writes the header.
+//
+// # Safety
+// `w` is null or storage for one writer; `options` is null (defaults) or
+// an initialised struct; `out` and `slots` address writable memory alive,
+// and touched by nothing else, while `w` is used; every name given to
+// `hurray_file_write_tensor` stays alive until `hurray_file_writer_finish`.
+hurray_status hurray_file_writer_init(struct hurray_file_writer *w,
+                                      const struct hurray_file_writer_options *options,
+                                      uint8_t *out,
+                                      size_t cap,
+                                      struct hurray_file_slot *slots,
+                                      size_t slot_count,
+                                      struct hurray_error *err);
+
+// Writes one named tensor (its descriptor, its buffers on the file's
+// alignment). `HURRAY_E_WRITER_MISUSE` for a bad or duplicate name,
+// buffers that do not match the table, a composite rule, or more tensors
+// than slots.
+//
+// # Safety
+// `w` as set up; `name` addresses `name_len` bytes alive until
+// `hurray_file_writer_finish`; `view`, `buffers`, `lens`, `count`, `err`
+// as in `hurray_stream_write_tensor`.
+hurray_status hurray_file_write_tensor(struct hurray_file_writer *w,
+                                       const uint8_t *name,
+                                       size_t name_len,
+                                       const struct hurray_tensor_view *view,
+                                       const uint8_t *const *buffers,
+                                       const size_t *lens,
+                                       size_t count,
+                                       struct hurray_error *err);
+
+// Writes the KV section (`kv_count` entries, at most `HURRAY_KV_MAX`;
+// only when the options said `has_kv`), the index and the trailer, and
+// reports the file's length. The writer cannot be used afterwards.
+//
+// # Safety
+// `w` as set up; `kv` addresses `kv_count` initialised entries (or is
+// null with 0); `written` is storage for one `size_t`; `err` as above.
+hurray_status hurray_file_writer_finish(struct hurray_file_writer *w,
+                                        const struct hurray_kv *kv,
+                                        size_t kv_count,
+                                        size_t *written,
+                                        struct hurray_error *err);
 
 // Parses and validates exactly one tensor descriptor: `len` must equal its
 // `descriptor_length` (`HURRAY_E_TRAILING_BYTES` otherwise). Private

@@ -38,7 +38,7 @@ pub struct hurray_read_options {
 
 impl hurray_read_options {
     /// The strict default: no private layout, scheme or composition rule.
-    const STRICT: Self = Self {
+    pub(crate) const STRICT: Self = Self {
         extension_layouts: core::ptr::null(),
         extension_layout_count: 0,
         private_schemes: 0,
@@ -90,6 +90,31 @@ pub struct hurray_layout {
     /// Nesting levels (1 to 8); filled by the parse, ignored by the
     /// encoder (which counts `tile_levels`): tiled.
     pub tile_depth: u8,
+}
+
+impl hurray_tensor_view {
+    /// No descriptor (what a non-descriptor stream event carries).
+    pub(crate) const EMPTY: Self = Self {
+        bytes: core::ptr::null(),
+        len: 0,
+        table: crate::hurray_table {
+            bytes: core::ptr::null(),
+            count: 0,
+        },
+        options: hurray_read_options::STRICT,
+        byte_offset: 0,
+        element_count: 0,
+        layout: hurray_layout::ZERO,
+        flags: 0,
+        rank: 0,
+        element_bits: 0,
+        buffer_count: 0,
+        version_major: 0,
+        version_minor: 0,
+        element_type: 0,
+        is_dynamic: 0,
+        member_role: 0,
+    };
 }
 
 impl hurray_layout {
@@ -321,7 +346,7 @@ const fn packing_bits(p: Packing) -> u32 {
 }
 
 /// The C view of a validated descriptor.
-fn view_of(v: &TensorView<'_>, options: hurray_read_options) -> hurray_tensor_view {
+pub(crate) fn view_of(v: &TensorView<'_>, options: hurray_read_options) -> hurray_tensor_view {
     let (version_major, version_minor) = v.version();
     let count = v.element_count();
     hurray_tensor_view {
@@ -456,7 +481,7 @@ pub unsafe extern "C" fn hurray_tensor_parse_prefix_with(
 /// # Safety
 /// `view` is null or points to a view this library produced, whose bytes
 /// and option ids are still alive and unmodified.
-unsafe fn with_view(
+pub(crate) unsafe fn with_view(
     view: *const hurray_tensor_view,
     f: impl FnOnce(&TensorView<'_>) -> hurray_status,
 ) -> hurray_status {

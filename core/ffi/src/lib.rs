@@ -42,11 +42,13 @@ use core::mem::{align_of, size_of};
 
 use hurray_core::{BufferHandle, BufferHandleEntry, BufferTable, DeviceTag, Error, MemoryClass};
 
+mod container;
 mod descriptor;
 mod encode;
 mod interop;
 mod status;
 
+pub use container::*;
 pub use descriptor::*;
 pub use encode::*;
 pub use interop::*;

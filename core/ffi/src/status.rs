@@ -193,9 +193,24 @@ pub const HURRAY_E_NO_INTEROP_CODE: hurray_status = -56;
 /// the code.
 pub const HURRAY_E_UNKNOWN_INTEROP_CODE: hurray_status = -57;
 
+// --- files and streams -----------------------------------------------------------------
+/// The file breaks a rule of the file format. `value`: the absolute byte
+/// offset of the field at fault (`offset`: the same, saturated to 32 bits).
+pub const HURRAY_E_INVALID_FILE: hurray_status = -58;
+/// The stream breaks a rule of the stream format. `value`: the stream's byte
+/// offset of the field at fault (`offset`: saturated); `index`: the tensor
+/// (from 0, composite heads and members counted).
+pub const HURRAY_E_INVALID_STREAM: hurray_status = -59;
+/// The file has no tensor of that name.
+pub const HURRAY_E_NOT_FOUND: hurray_status = -60;
+/// A writer refused what it was given (buffers that do not match the
+/// table, a composite rule, a bad or duplicate name, more tensors than
+/// slots, KV without `has_kv`); nothing was written.
+pub const HURRAY_E_WRITER_MISUSE: hurray_status = -61;
+
 /// The most negative status this ABI version returns: every status is in
 /// `HURRAY_STATUS_MIN ..= HURRAY_OK`.
-pub const HURRAY_STATUS_MIN: hurray_status = -57;
+pub const HURRAY_STATUS_MIN: hurray_status = -61;
 
 // --- wire codes ----------------------------------------------------------------------------
 /// Device tag: host memory.
@@ -793,6 +808,10 @@ pub(crate) const fn message(status: hurray_status) -> &'static CStr {
         HURRAY_E_CAPACITY_EXCEEDED => c"more entries than the encoder can write",
         HURRAY_E_NO_INTEROP_CODE => c"no DLPack/Arrow code for this value",
         HURRAY_E_UNKNOWN_INTEROP_CODE => c"DLPack/Arrow code is not mapped",
+        HURRAY_E_INVALID_FILE => c"the file breaks a rule of the file format",
+        HURRAY_E_INVALID_STREAM => c"the stream breaks a rule of the stream format",
+        HURRAY_E_NOT_FOUND => c"no tensor of that name",
+        HURRAY_E_WRITER_MISUSE => c"the writer refused the tensor or the KV entry",
         _ => c"unknown status code",
     }
 }

@@ -276,6 +276,9 @@ fn exercise(bytes: &[u8], ids: &[u64]) -> u64 {
         view(&mut acc, &v);
     }
     mix(&mut acc, ffi(bytes, ids));
+    #[cfg(feature = "files")]
+    mix(&mut acc, ffi_containers(bytes));
+    mix(&mut acc, stream(bytes, black_box(7)));
     let code = acc as i32;
     mix(
         &mut acc,
@@ -292,6 +295,151 @@ fn exercise(bytes: &[u8], ids: &[u64]) -> u64 {
             .map_or(17, |t| u64::from(t.code())),
     );
     acc
+}
+
+/// The stream decoder over the same bytes, in chunks of a size the
+/// optimizer cannot see, through `decode` (borrowed events) and `step`
+/// (the std shells' path), with limits, then the end of the input.
+#[inline(never)]
+fn stream(bytes: &[u8], chunk: usize) -> u64 {
+    use hurray_core::stream::{Event, Step, StreamDecoder, StreamLimits};
+    let mut acc = 0u64;
+    let (mut desc, mut scratch) = ([0u8; 512], [0u8; 256]);
+    let limits = StreamLimits::DEFAULT
+        .max_buffer_bytes(black_box(1 << 20))
+        .max_total_bytes(black_box(1 << 30))
+        .require_producer_synced();
+    let mut dec = StreamDecoder::with_limits(&mut desc[..], &mut scratch[..], limits);
+    'feed: for piece in bytes.chunks(chunk.max(1)) {
+        let mut input = piece;
+        loop {
+            mix(&mut acc, u64::from(dec.ready(input)));
+            match dec.decode(input) {
+                Ok((used, event)) => {
+                    input = input.get(used..).unwrap_or_default();
+                    match event {
+                        Event::NeedMore => break,
+                        Event::Descriptor(v) => view(&mut acc, &v),
+                        Event::Data {
+                            buffer,
+                            offset,
+                            bytes,
+                        } => mix(
+                            &mut acc,
+                            u64::from(buffer)
+                                ^ offset
+                                ^ bytes.len() as u64
+                                ^ u64::from(bytes.first().copied().unwrap_or(0)),
+                        ),
+                        Event::TensorEnd => mix(&mut acc, 1),
+                        Event::CompositeEnd { members } => mix(&mut acc, u64::from(members)),
+                        _ => mix(&mut acc, 2),
+                    }
+                }
+                Err(e) => {
+                    mix(&mut acc, e.offset() ^ e.tensor());
+                    break 'feed;
+                }
+            }
+        }
+    }
+    mix(
+        &mut acc,
+        dec.finish().map_or(5, |()| 6) ^ dec.position() ^ dec.tensors(),
+    );
+    mix(&mut acc, dec.depth() as u64);
+    let (mut desc, mut scratch) = ([0u8; 256], [0u8; 64]);
+    let mut dec = StreamDecoder::new(&mut desc, &mut scratch);
+    let mut input = bytes;
+    while let Ok((used, step)) = dec.step(input) {
+        input = input.get(used..).unwrap_or_default();
+        match step {
+            Step::NeedMore => break,
+            Step::Descriptor => {
+                if let Some(v) = dec.current() {
+                    view(&mut acc, &v);
+                }
+            }
+            Step::Data { len, .. } => mix(&mut acc, len as u64),
+            _ => mix(&mut acc, 7),
+        }
+    }
+    mix(&mut acc, dec.finish().map_or(8, |()| 9));
+    acc
+}
+
+/// The C ABI's file view and stream decoder over the same bytes (with the
+/// core's file decoders, feature `files`).
+#[cfg(feature = "files")]
+#[inline(never)]
+fn ffi_containers(bytes: &[u8]) -> u64 {
+    use hurray_ffi::*;
+    let mut err = hurray_error::default();
+    let (ptr, len) = (bytes.as_ptr(), bytes.len());
+    let mut table = [0u32; 16];
+    let mut n = 0usize;
+    let mut file = core::mem::MaybeUninit::<hurray_file>::uninit();
+    let mut tensor = core::mem::MaybeUninit::<hurray_file_tensor>::uninit();
+    let mut dec = hurray_stream_decoder {
+        magic: 0,
+        storage: [0; HURRAY_STREAM_DECODER_WORDS],
+    };
+    let mut desc = [0u8; 256];
+    let mut scratch = [0u8; 64];
+    let mut event = core::mem::MaybeUninit::<hurray_stream_event>::uninit();
+    let (mut data, mut size) = (core::ptr::null::<u8>(), 0u64);
+    // SAFETY: `ptr`/`len` describe a live slice; every output points to a
+    // local of the right type; `file`, `tensor` and `event` are read only
+    // after a call returned `HURRAY_OK` (which initialised them); the
+    // decoder's buffers outlive it.
+    unsafe {
+        let mut acc = hurray_file_table_len(ptr, len, &mut n, &mut err) as u64;
+        let t = table.len().min(n);
+        if hurray_file_open(ptr, len, table.as_mut_ptr(), t, file.as_mut_ptr(), &mut err)
+            == HURRAY_OK
+        {
+            let f = file.as_ptr();
+            acc ^= hurray_file_find(f, ptr, len.min(8), tensor.as_mut_ptr(), &mut err) as u64;
+            if hurray_file_tensor_at(f, acc % 3, (acc & 1) as u8, tensor.as_mut_ptr()) == HURRAY_OK
+            {
+                acc ^=
+                    hurray_file_buffer(f, tensor.as_ptr(), 0, &mut data, &mut size) as u64 ^ size;
+            }
+        }
+        acc ^= hurray_stream_init(
+            &mut dec,
+            desc.as_mut_ptr(),
+            desc.len(),
+            scratch.as_mut_ptr(),
+            scratch.len(),
+        ) as u64;
+        let mut input = bytes;
+        while !input.is_empty() {
+            let step = 1 + (acc as usize % 7);
+            let chunk = input.get(..step).unwrap_or(input);
+            input = input.get(step..).unwrap_or(&[]);
+            let mut at = chunk;
+            let mut used = 0usize;
+            while hurray_stream_decode(
+                &mut dec,
+                at.as_ptr(),
+                at.len(),
+                &mut used,
+                event.as_mut_ptr(),
+                &mut err,
+            ) == HURRAY_OK
+            {
+                let e = event.as_ptr();
+                acc ^= u64::from((*e).kind) ^ (*e).offset;
+                at = at.get(used..).unwrap_or(&[]);
+                if (*e).kind == HURRAY_EVENT_NEED_MORE {
+                    break;
+                }
+            }
+        }
+        acc ^= hurray_stream_finish(&mut dec, &mut err) as u64;
+        acc ^ err.value ^ n as u64
+    }
 }
 
 /// The C ABI over the same bytes: no panic can reach the boundary either.
@@ -389,11 +537,33 @@ mod encoders {
         MemoryClass, Scheme, Statistics, SyncMode, TensorDescriptor, TensorView,
     };
 
+    /// The stream writer over a byte-slice sink (which fills up): every
+    /// call with opaque descriptors and data.
+    #[inline(never)]
+    fn stream_writer(bytes: &[u8], cut: usize) -> u64 {
+        use hurray_core::stream::StreamWriter;
+        let mut out = [0u8; 256];
+        let mut sink = &mut out[..];
+        let mut scratch = [0u8; 128];
+        let mut w = StreamWriter::new(&mut sink, &mut scratch[..]);
+        let mut acc = 0u64;
+        let mut rest = bytes;
+        while let Ok((v, next)) = TensorView::parse_prefix(rest) {
+            let (data, after) = next.split_at(cut.min(next.len()));
+            acc ^= u64::from(w.write_tensor(&v, &[data]).is_ok());
+            acc ^= u64::from(w.begin_tensor(&v).is_ok());
+            acc ^= u64::from(w.write_data(data).is_ok());
+            acc ^= u64::from(w.end_tensor().is_ok());
+            rest = after;
+        }
+        acc ^ u64::from(w.finish().is_ok()) ^ w.position() ^ w.tensors()
+    }
+
     /// Every core and C encoder over values the optimizer cannot see.
     #[inline(never)]
     pub(crate) fn exercise(bytes: &[u8]) -> u64 {
         let mut out = [0u8; 512];
-        let mut acc = 0u64;
+        let mut acc = stream_writer(bytes, black_box(48));
         let word = |i: usize| {
             bytes
                 .get(i..i.saturating_add(8))
@@ -517,8 +687,106 @@ pub extern "C" fn _start() -> ! {
     black_box(result);
     #[cfg(feature = "encoders")]
     black_box(encoders::exercise(bytes));
+    #[cfg(feature = "files")]
+    black_box(files::exercise(bytes));
     loop {
         core::hint::spin_loop();
+    }
+}
+
+/// The `.hrry` file decoders (and, with `encoders`, the writer) on
+/// arbitrary bytes.
+#[cfg(feature = "files")]
+mod files {
+    use core::hint::black_box;
+
+    use hurray_core::file::{
+        FileIndex, FileOptions, FileView, KvValue, SeqEvent, SequentialReader,
+    };
+
+    fn kv(acc: &mut u64, v: KvValue<'_>) {
+        *acc ^= match v {
+            KvValue::String(s) => s.len() as u64,
+            KvValue::Bytes(b) => b.len() as u64,
+            KvValue::Int64(i) => i as u64,
+            KvValue::Uint64(u) => u,
+            KvValue::Float64(f) => f.to_bits(),
+            KvValue::Bool(b) => u64::from(b),
+            KvValue::Array(a) => a.iter().fold(a.len() as u64, |x, e| {
+                x ^ match e {
+                    KvValue::Uint64(u) => u,
+                    _ => 1,
+                }
+            }),
+        };
+    }
+
+    #[inline(never)]
+    pub(crate) fn exercise(bytes: &'static [u8]) -> u64 {
+        let mut acc = 0u64;
+        let table: &'static mut [u32] = black_box(&mut []);
+        match FileIndex::parse_with(bytes, &FileOptions::STRICT, table) {
+            Ok(idx) => {
+                acc ^= u64::from(idx.len()) ^ u64::from(idx.alignment());
+                for (k, v) in idx.kv().iter() {
+                    acc ^= k.len() as u64;
+                    kv(&mut acc, v);
+                }
+                if let Ok(Some(t)) = idx.get(black_box("w")) {
+                    acc ^= t.data().len() as u64;
+                    for b in t.buffers() {
+                        acc ^= b.len() as u64;
+                    }
+                }
+                for t in idx.iter_file_order().flatten() {
+                    acc ^= t.entry().descriptor_offset;
+                }
+                match idx.verify() {
+                    Ok(v) => acc ^= v.iter().map(|t| t.name().len() as u64).sum::<u64>(),
+                    Err(e) => acc ^= e.offset(),
+                }
+            }
+            Err(e) => acc ^= e.offset(),
+        }
+        if let Ok(v) = FileView::parse(bytes) {
+            acc ^= u64::from(v.len());
+        }
+        let mut buf = [0u8; 256];
+        let mut r = SequentialReader::new(&mut buf, black_box(Some(4096)));
+        let mut input = bytes;
+        for _ in 0..black_box(64) {
+            match r.feed(input) {
+                Ok((used, ev)) => {
+                    acc ^= match ev {
+                        Some(SeqEvent::Data { bytes, .. }) => bytes.len() as u64,
+                        Some(SeqEvent::Descriptor { offset, .. }) => offset,
+                        Some(_) => 1,
+                        None => 2,
+                    };
+                    input = input.get(used..).unwrap_or_default();
+                }
+                Err(e) => {
+                    acc ^= e.offset();
+                    break;
+                }
+            }
+        }
+        #[cfg(feature = "encoders")]
+        {
+            use hurray_core::TensorView;
+            use hurray_core::file::{FileWriter, WriterOptions};
+            let out: &mut [u8] = black_box(&mut []);
+            let mut index = [hurray_core::file::IndexEntry::default(); 4];
+            if let (Ok(mut w), Ok(d)) = (
+                FileWriter::new(out, WriterOptions::default(), &mut index),
+                TensorView::parse(bytes.get(..61).unwrap_or_default()),
+            ) {
+                let _ = w.write_tensor("w", &d, &[bytes.get(..192).unwrap_or_default()]);
+                acc ^= w.position();
+                let _ = w.finish(&[("k", KvValue::Bool(true))]);
+            }
+        }
+        acc
     }
 }
 

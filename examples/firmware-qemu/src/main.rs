@@ -17,7 +17,10 @@
 //!    frame too large for the buffer;
 //! 5. measures the decode path's stack high-water mark (painting) and its
 //!    instructions per decode (SysTick under `-icount`);
-//! 6. checks the stack stayed clear of the MPU guard, prints one summary line
+//! 6. writes a stream and a file of five tensors, sends them to the host
+//!    and decodes them on the target ([`containers`]), with their stack and
+//!    instruction counts;
+//! 7. checks the stack stayed clear of the MPU guard, prints one summary line
 //!    and exits through semihosting: 0 when every check passed.
 //!
 //! Exit status: 0 all passed, 1 a check failed, 2 panic, 3 HardFault,
@@ -29,6 +32,7 @@
 #![no_main]
 
 mod cases;
+mod containers;
 mod count;
 mod stack;
 mod stream;
@@ -128,6 +132,9 @@ fn run(p: &mut cortex_m::Peripherals) -> ! {
     streams(&mut t);
     let stack_decode = decode_stack(&mut t);
     let (dense, csr) = instructions(&mut t, &mut p.SYST);
+    // Streams and files (src/containers.rs): their own checks and measurements.
+    let counter = count::Counter::calibrate(&mut p.SYST);
+    containers::run(&mut t, counter.as_ref());
 
     let (peak, size) = stack::program_peak();
     let clear = stack::clear_of_guard();

@@ -1,38 +1,29 @@
-//! Decodes hurray tensor descriptors from files and shows what they say.
+//! Descriptors: the JSON record ([`record`]) and the annotated dump
+//! ([`annotate`], [`dump`]) of one `HRRY` tensor descriptor.
 //!
-//! Run: `cargo run --example inspect -- [--json] [OPTIONS] FILE...`
+//! * [`record`]: one JSON object holding the public conformance manifest's
+//!   keys (`version_major`, `version_minor`, `element_type_tag`,
+//!   `element_type`, `shape` with `u64::MAX` for a dynamic dimension,
+//!   `byte_offset`, `layout_tag`, `buffer_byte_sizes`, `has_quantization`,
+//!   `has_shard`) plus `file`, the layout and its fields, every buffer
+//!   handle (device, sync mode and memory class as names and codes) and the
+//!   content of every optional section.
+//! * [`dump`]: every field in wire order — offset, bytes (hex), field name,
+//!   meaning — then a one-line summary.
 //!
-//! Each file must hold exactly one descriptor; it is validated by the strict
-//! reader ([`TensorView::parse_with`]).
-//!
-//! * Without `--json`: an annotated dump of every field in wire order —
-//!   offset, bytes (hex), field name, meaning — then a one-line summary.
-//! * With `--json`: one JSON object per file, one per line, holding the
-//!   public conformance manifest's keys (`version_major`, `version_minor`,
-//!   `element_type_tag`, `element_type`, `shape` with `u64::MAX` for a
-//!   dynamic dimension, `byte_offset`, `layout_tag`, `buffer_byte_sizes`,
-//!   `has_quantization`, `has_shard`) plus `file`, the layout and its fields,
-//!   every buffer handle (device, sync mode and memory class as names and
-//!   codes) and the content of every optional section.
-//!
-//! Options that widen what the reader accepts (out-of-band agreements):
-//! `--extension-layout ID` (repeatable; decimal or `0x` hex),
-//! `--private-schemes`, `--private-composition-rules`.
-//!
-//! Exit status: 0 when every file decodes; 1 when any does not (the typed
-//! error and the byte offset it refers to go to stderr, and the other files
-//! are still processed); 2 on a usage error.
+//! Both take a descriptor the strict reader ([`TensorView::parse_with`])
+//! accepted; [`annotate`] never validates and never panics (a field that
+//! runs past the end is an `Err`).
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::process::ExitCode;
 
 use hurray::field::FieldValue;
 use hurray::layout::{Layout, name_of};
 use hurray::{
-    BufferHandle, DeviceTag, ElementType, Field, MemberRole, MemoryClass, Packing, ReadOptions,
-    Scheme, SyncMode, TensorView, is_private_code,
+    BufferHandle, DeviceTag, ElementType, Field, MemberRole, MemoryClass, Packing, Scheme,
+    SyncMode, TensorView, is_private_code,
 };
+use hurray_core as hurray;
 use serde::Serialize;
 
 /// A code byte with its name.
@@ -370,7 +361,9 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
-fn float(v: f64) -> serde_json::Value {
+/// A float as JSON: a number, or `"NaN"`, `"inf"`, `"-inf"`.
+#[must_use]
+pub fn float(v: f64) -> serde_json::Value {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
@@ -887,137 +880,4 @@ pub fn dump(file: &str, view: &TensorView<'_>) -> Result<String, String> {
         view.buffers().len()
     );
     Ok(out)
-}
-
-/// Parsed command line.
-#[derive(Debug, Default)]
-pub struct Args {
-    /// `--json`.
-    pub json: bool,
-    /// `--extension-layout ID`.
-    pub extension_layouts: Vec<u64>,
-    /// `--private-schemes`.
-    pub private_schemes: bool,
-    /// `--private-composition-rules`.
-    pub private_composition_rules: bool,
-    /// The files.
-    pub files: Vec<std::path::PathBuf>,
-}
-
-fn parse_id(s: &str) -> Option<u64> {
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => s.parse().ok(),
-    }
-}
-
-/// Parses the command line (without the program name).
-///
-/// # Errors
-/// A usage message.
-pub fn parse_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Args, String> {
-    let mut out = Args::default();
-    let mut args = args.into_iter();
-    let mut only_files = false;
-    while let Some(a) = args.next() {
-        match a.to_str() {
-            Some("--") if !only_files => only_files = true,
-            Some("--json") if !only_files => out.json = true,
-            Some("--private-schemes") if !only_files => out.private_schemes = true,
-            Some("--private-composition-rules") if !only_files => {
-                out.private_composition_rules = true;
-            }
-            Some("--extension-layout") if !only_files => {
-                let id = args
-                    .next()
-                    .and_then(|v| v.to_str().and_then(parse_id))
-                    .ok_or("--extension-layout needs an id (decimal or 0x hex)")?;
-                out.extension_layouts.push(id);
-            }
-            Some("-h" | "--help") if !only_files => return Err(String::new()),
-            Some(s) if s.starts_with('-') && !only_files => {
-                return Err(format!("unknown option {s}"));
-            }
-            _ => out.files.push(a.into()),
-        }
-    }
-    if out.files.is_empty() {
-        return Err("no file given".to_owned());
-    }
-    Ok(out)
-}
-
-const USAGE: &str = "usage: cargo run --example inspect -- [--json] [--extension-layout ID]... \
-                     [--private-schemes] [--private-composition-rules] FILE...";
-
-fn main() -> ExitCode {
-    let args = match parse_args(std::env::args_os().skip(1)) {
-        Ok(a) => a,
-        Err(msg) => {
-            if !msg.is_empty() {
-                eprintln!("inspect: {msg}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let options = ReadOptions {
-        extension_layouts: &args.extension_layouts,
-        private_schemes: args.private_schemes,
-        private_composition_rules: args.private_composition_rules,
-    };
-    let mut failed = false;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    for path in &args.files {
-        let file = path.display().to_string();
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("{file}: cannot read: {e}");
-                failed = true;
-                continue;
-            }
-        };
-        let view = match TensorView::parse_with(&bytes, &options) {
-            Ok(v) => v,
-            Err(e) => {
-                eprintln!(
-                    "{file}: error at byte {}: {} [{:?}]",
-                    e.offset(),
-                    e.kind(),
-                    e.kind()
-                );
-                failed = true;
-                continue;
-            }
-        };
-        let text = if args.json {
-            serde_json::to_string(&record(&file, &view))
-                .map(|mut s| {
-                    s.push('\n');
-                    s
-                })
-                .map_err(|e| e.to_string())
-        } else {
-            dump(&file, &view)
-        };
-        match text {
-            Ok(t) => {
-                if out.write_all(t.as_bytes()).is_err() {
-                    // stdout closed (e.g. piped into `head`): nothing more to say.
-                    return ExitCode::from(if failed { 1 } else { 0 });
-                }
-            }
-            Err(e) => {
-                eprintln!("{file}: internal error: {e}");
-                failed = true;
-            }
-        }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
 }

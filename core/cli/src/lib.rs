@@ -1,0 +1,17 @@
+//! # hurray-rs-cli (library `hurray_cli`, binary `hurray`)
+//!
+//! The logic of the `hurray` command, which reads hurray tensor
+//! descriptors, streams and `.hrry` files (told apart by their first bytes,
+//! [`input`]) and shows, lists, checks or extracts what they hold. The
+//! binary (`src/main.rs`) parses the command line and maps results to exit
+//! statuses; everything it prints is built here, so the workspace's tests
+//! check the same code.
+//!
+//! Nothing here panics on any input bytes: every decoder used is the
+//! core's (typed errors with byte offsets), and this crate adds only
+//! reading, hashing and printing.
+
+pub mod container;
+pub mod descriptor;
+pub mod input;
+pub mod progress;

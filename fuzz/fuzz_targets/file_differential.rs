@@ -1,0 +1,91 @@
+//! Our file view against the format's reference reader (`hurray-io` 0.1.0):
+//! when we accept, the reference reads every tensor to the same descriptor
+//! and buffers; when the reference accepts and we refuse, our reason is one
+//! of the documented stricter cases (`docs/spec/README.md` § Files).
+//! Inputs that would make the reference itself panic or allocate without
+//! bound (its known faults: an alignment of 0, a section larger than the
+//! file) are not given to it.
+#![no_main]
+
+use hurray_core::file::{FileErrorKind as K, FileIndex, FileOptions};
+use libfuzzer_sys::fuzz_target;
+
+fn le64(d: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(d[at..at + 8].try_into().unwrap())
+}
+
+/// Whether the reference can be run on `data` without tripping its own
+/// known faults.
+fn reference_can_run(data: &[u8]) -> bool {
+    if data.len() < 104 {
+        return true;
+    }
+    let align = u32::from_le_bytes(data[16..20].try_into().unwrap());
+    let t = data.len() - 40;
+    let (io, il, ko) = (le64(data, t), le64(data, t + 8), le64(data, t + 16));
+    let kl = u64::from(u32::from_le_bytes(data[t + 24..t + 28].try_into().unwrap()));
+    let len = data.len() as u64;
+    align.is_power_of_two()
+        && io.checked_add(il).is_some_and(|e| e <= len)
+        && ko.checked_add(kl).is_some_and(|e| e <= len)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let n = FileIndex::table_len(data).unwrap_or(0).min(1 << 20);
+    let mut table = vec![0u32; n];
+    let ours = FileIndex::parse_with(data, &FileOptions::STRICT, &mut table).and_then(|i| i.verify());
+    if !reference_can_run(data) {
+        assert!(ours.is_err(), "we accepted what the guard keeps from the reference");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let opened = reference_io::file::FileReader::open(std::io::Cursor::new(data)).await;
+        match (&ours, opened) {
+            (Ok(view), Ok(mut r)) => {
+                for t in view.iter() {
+                    let theirs = r.read_tensor(t.name()).await.expect("reference reads our tensor");
+                    assert_eq!(theirs.descriptor.encode().unwrap(), t.descriptor().as_bytes());
+                    let bufs: Vec<&[u8]> = t.buffers().collect();
+                    assert_eq!(theirs.buffers.len(), bufs.len());
+                    for (a, b) in theirs.buffers.iter().zip(bufs) {
+                        assert_eq!(&a[..], b);
+                    }
+                }
+            }
+            (Ok(_), Err(e)) => panic!("we accept a file the reference refuses: {e}"),
+            (Err(e), Ok(_)) => {
+                // Documented stricter cases (docs/spec/README.md § Files).
+                let stricter = matches!(
+                    e.kind(),
+                    K::Truncated { .. }
+                        | K::UnsupportedVersion { .. }
+                        | K::ReservedBytes
+                        | K::BadAlignment(_)
+                        | K::BadFirstDescriptorOffset(_)
+                        | K::SectionOutOfBounds(_)
+                        | K::SectionMisaligned(_)
+                        | K::KvLocation
+                        | K::CrcWithoutFlag(_)
+                        | K::IndexLength
+                        | K::EmptyName
+                        | K::NotUtf8
+                        | K::EntryFlags(_)
+                        | K::NotSorted
+                        | K::DescriptorPlacement
+                        | K::DescriptorLength { .. }
+                        | K::Descriptor(_)
+                        | K::DataPlacement
+                        | K::DataLength { .. }
+                        | K::Composite(_)
+                        | K::KvValueTag(_)
+                        | K::KvLength
+                        | K::TooManyKvEntries { .. }
+                        | K::NeedsTable { .. }
+                );
+                assert!(stricter, "refused for an undocumented reason: {e}");
+            }
+            (Err(_), Err(_)) => {}
+        }
+    });
+});
