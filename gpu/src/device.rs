@@ -207,6 +207,11 @@ impl DeviceShared {
         }
     }
 
+    /// The queue hurray knows for this device, if any.
+    pub(crate) fn queue(&self) -> Option<&wgpu::Queue> {
+        self.queue.get()
+    }
+
     /// The largest staging or chunk size this device allows: its
     /// `max_buffer_size` rounded down to the copy granularity, at least 4
     /// (a device below 4 can hold no non-empty buffer at all).

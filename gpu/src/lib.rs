@@ -74,20 +74,20 @@
 #![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
 
 mod context;
-mod copy;
 mod device;
 mod error;
 mod exec;
+#[cfg(target_os = "linux")]
+mod external;
 mod handle;
 mod kernel;
 mod pool;
-mod readback;
 mod registry;
 mod resource;
 #[cfg(target_os = "linux")]
 mod share;
 mod staging;
-mod upload;
+mod transfer;
 
 pub use context::GpuContext;
 pub use error::{ApiMisuse, BackendError, WgpuError, WgpuErrorKind};
@@ -97,9 +97,10 @@ pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
 #[cfg(target_os = "linux")]
-pub use share::{
-    DeviceIdentity, MAX_DESCRIPTOR_LEN, MessageError, SHARED_USAGE, ShareError, SharedBuffer,
-    Unsupported, device_identity,
+pub use external::{
+    DeviceIdentity, MessageError, SHARED_USAGE, ShareError, Unsupported, device_identity,
 };
+#[cfg(target_os = "linux")]
+pub use share::{MAX_DESCRIPTOR_LEN, SharedBuffer};
 pub use staging::{DEFAULT_STAGING_CAP, StagingStats, set_staging_cap, staging_stats};
 pub use wgpu;

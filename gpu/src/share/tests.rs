@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor};
 use zerocopy::IntoBytes;
 
-use super::wire::{FLAG_DEDICATED, HEADER_LEN, Header, Memory};
+use super::wire::{FLAG_DEDICATED, HEADER_LEN, Header};
 use super::*;
 
 const IDENTITY: DeviceIdentity = DeviceIdentity {
@@ -95,7 +95,7 @@ fn open_fds() -> usize {
 fn roundtrip(bytes: &[u8], fd: Option<&OwnedFd>) -> Result<SharedBuffer, ShareError> {
     let (a, b) = UnixStream::pair().unwrap();
     if !bytes.is_empty() || fd.is_some() {
-        let n = sys::send_with_fd(a.as_fd(), bytes, fd.map(AsFd::as_fd)).unwrap();
+        let n = socket::send_with_fd(a.as_fd(), bytes, fd.map(AsFd::as_fd)).unwrap();
         (&a).write_all(&bytes[n..]).unwrap();
     }
     drop(a);
@@ -148,7 +148,7 @@ fn two_messages_back_to_back_are_read_one_at_a_time() {
     let fd = memory_fd(8192);
     for desc in [&small, &large] {
         let m = message(&header(8192, desc), desc);
-        let n = sys::send_with_fd(a.as_fd(), &m, Some(fd.as_fd())).unwrap();
+        let n = socket::send_with_fd(a.as_fd(), &m, Some(fd.as_fd())).unwrap();
         assert_eq!(n, m.len());
     }
     assert_eq!(SharedBuffer::recv(&b).unwrap().buffer().byte_size(), 64);
@@ -265,9 +265,9 @@ fn a_message_with_two_fds_is_refused_and_both_closed() {
     let before = open_fds();
     let (a, b) = UnixStream::pair().unwrap();
     // One fd with the header, another with the descriptor.
-    let n = sys::send_with_fd(a.as_fd(), &m[..HEADER_LEN], Some(one.as_fd())).unwrap();
+    let n = socket::send_with_fd(a.as_fd(), &m[..HEADER_LEN], Some(one.as_fd())).unwrap();
     assert_eq!(n, HEADER_LEN);
-    let n = sys::send_with_fd(a.as_fd(), &m[HEADER_LEN..], Some(two.as_fd())).unwrap();
+    let n = socket::send_with_fd(a.as_fd(), &m[HEADER_LEN..], Some(two.as_fd())).unwrap();
     assert_eq!(n, m.len() - HEADER_LEN);
     assert_eq!(
         message_error(SharedBuffer::recv(&b)),
