@@ -231,8 +231,9 @@ pub(crate) async fn idle(
 ) -> Result<(), BackendError> {
     let Some(queue) = queue else {
         return std::future::poll_fn(|cx| {
-            let polled =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device.poll(wgpu::PollType::Poll)));
+            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                device.poll(wgpu::PollType::Poll)
+            }));
             match polled {
                 Ok(Ok(status)) if status.is_queue_empty() => Poll::Ready(Ok(())),
                 Ok(Ok(_)) => {

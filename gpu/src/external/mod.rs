@@ -176,9 +176,7 @@ pub(crate) fn import(
         // its contents are defined. Imported memory holds what
         // its producer wrote (an export is `ProducerSynced`: the producer's
         // work finished before the fd left), so its contents are defined.
-        unsafe {
-            vk.hand_to_wgpu(allocation, "hurray imported buffer")
-        }
+        unsafe { vk.hand_to_wgpu(allocation, "hurray imported buffer") }
     })?;
     Ok((buffer, ExternalMemory { fd: keep, memory }))
 }

@@ -251,7 +251,9 @@ impl GpuBufferHandle {
             .await
             .map_err(|e| lost_or(device, queue, e))?;
         if u64::try_from(written).ok() != Some(byte_len) {
-            return Err(BackendError::Bug("readback wrote fewer bytes than the values hold"));
+            return Err(BackendError::Bug(
+                "readback wrote fewer bytes than the values hold",
+            ));
         }
         Ok(values)
     }

@@ -180,8 +180,8 @@ impl SharedBuffer {
         let mut sent = socket::send_with_fd(socket, &message, Some(self.fd.as_fd()))
             .map_err(|e| ShareError::io("sendmsg", &e))?;
         while let Some(rest) = message.get(sent..).filter(|r| !r.is_empty()) {
-            let n =
-                socket::send_with_fd(socket, rest, None).map_err(|e| ShareError::io("sendmsg", &e))?;
+            let n = socket::send_with_fd(socket, rest, None)
+                .map_err(|e| ShareError::io("sendmsg", &e))?;
             if n == 0 {
                 let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
                 return Err(ShareError::io("sendmsg", &e));

@@ -162,7 +162,9 @@ pub(crate) async fn read_to_vec(
         .ok_or(BackendError::Bug("reserved capacity missing"))?;
     let written = read_into(src, offset, len, spare).await?;
     if written != n {
-        return Err(BackendError::Bug("readback wrote fewer bytes than reserved"));
+        return Err(BackendError::Bug(
+            "readback wrote fewer bytes than reserved",
+        ));
     }
     // SAFETY: `set_len(n)` needs `n <= capacity` and elements `0..n`
     // initialised. `out` is empty and `try_reserve_exact(n)` succeeded, so
