@@ -141,7 +141,9 @@ pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<
         let found = list
             .iter()
             .filter_map(Weak::upgrade)
-            .find(|s| same_device(&s.device, device));
+            // The error is made on the caller's device; when the probe
+            // cannot tell (that device is lost), a fresh state is harmless.
+            .find(|s| same_device(device, &s.device) == Some(true));
         found.unwrap_or_else(|| {
             let twins: Vec<_> = list
                 .iter()
@@ -188,7 +190,9 @@ impl DeviceShared {
         queue: &'a wgpu::Queue,
     ) -> Result<&'a wgpu::Queue, BackendError> {
         let same = if self.ambiguous.load(Ordering::Acquire) {
-            same_device(&self.device, device)
+            // Undecided (a lost device reports no errors): accept; hurray
+            // uses only its own device, where the loss then shows.
+            same_device(device, &self.device) != Some(false)
         } else {
             self.device == *device
         };
@@ -243,9 +247,14 @@ impl DeviceShared {
 /// Safety of the crate does not rest on this check: hurray only ever uses
 /// the device and queue a handle was made with; the check reports the
 /// mistake.
-pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> bool {
+///
+/// `None` when the probe cannot tell: `a` is lost or destroyed (a lost
+/// device reports no errors), or the scopes' results are not ready at once
+/// (the browser's WebGPU). Callers make the error on the device more likely
+/// to be alive: the caller's, not a registered one.
+pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> Option<bool> {
     if a != b {
-        return false;
+        return Some(false);
     }
     let on_a = a.push_error_scope(wgpu::ErrorFilter::Validation);
     let on_b = b.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -258,12 +267,9 @@ pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> bool {
     let in_b = caught(on_b.pop());
     let in_a = caught(on_a.pop());
     match (in_b, in_a) {
-        (Some(true), Some(false)) => true,
-        (Some(false), Some(true)) => false,
-        // The scopes' results are not ready at once (the browser's WebGPU,
-        // where one instance is the rule), or wgpu did not refuse the
-        // probe: trust the ids.
-        _ => true,
+        (Some(true), Some(false)) => Some(true),
+        (Some(false), Some(true)) => Some(false),
+        _ => None,
     }
 }
 
