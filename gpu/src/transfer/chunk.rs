@@ -65,7 +65,7 @@ mod tests {
                     assert_eq!(c, widened.max(4));
                 }
                 if widened > ONE_CHUNK && max >= CHUNK {
-                    assert!(c <= CHUNK && c >= MIN_CHUNK);
+                    assert!((MIN_CHUNK..=CHUNK).contains(&c));
                 }
             }
         }

@@ -73,6 +73,9 @@ fn part_len(len: usize, n: usize) -> usize {
         .max(PART_ALIGN)
 }
 
+/// One piece of a parallel copy, taken by the worker that copies it.
+type Slot<'a, B> = std::sync::Mutex<Option<(&'a mut [B], &'a [u8])>>;
+
 /// Copies `src` into `dst` (equal lengths), over the pool when large, and
 /// returns how many elements of `dst` were written: the sum of what each
 /// part's [`Byte::copy`] reported, parts being disjoint `chunks_mut` of
@@ -90,7 +93,7 @@ pub(crate) fn parallel_copy<B: Byte>(dst: &mut [B], src: &[u8]) -> Result<usize,
     }
     let part = part_len(src.len(), n);
     // Each piece is taken out of its slot by the one worker that copies it.
-    let pieces: Vec<std::sync::Mutex<Option<(&mut [B], &[u8])>>> = dst
+    let pieces: Vec<Slot<'_, B>> = dst
         .chunks_mut(part)
         .zip(src.chunks(part))
         .map(|p| std::sync::Mutex::new(Some(p)))

@@ -10,14 +10,14 @@
 //! * **One plan for both directions.** [`chunk`] cuts a transfer into
 //!   chunks of staging memory ([`crate::staging`]), [`chunk::DEPTH`] in
 //!   flight; [`copy`] moves the host side over the worker pool
-//!   ([`crate::pool`]); [`read`] and [`write`] drive the GPU side.
+//!   ([`crate::pool`]); [`read`] and [`write`](mod@write) drive the GPU side.
 //! * **Never blocks on the GPU.** Every wait is an `.await` on a wgpu
 //!   callback; the blocking forms are `exec::block_on` over these futures.
 //! * **Unsafe:** one block, in [`read::read_to_vec`], sets a `Vec`'s length
 //!   after the copies' own count says its spare capacity was written.
 //!
 //! This is the seam for other sources of bytes (issue 21's file loader):
-//! a new source fills staging chunks through [`copy`] and [`write`] as the
+//! a new source fills staging chunks through [`copy`] and [`write`](mod@write) as the
 //! upload path does.
 
 pub(crate) mod chunk;
