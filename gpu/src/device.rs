@@ -6,14 +6,19 @@
 //! `wgpu::Device`'s `==` compares ids that are per *instance*: the first
 //! device of two instances compares equal. Handing one instance's objects to
 //! another's device makes wgpu-core look the ids up in the wrong registry (and
-//! panic). So a device is identified by its [`DeviceShared`] (one per wgpu
-//! device, found through [`shared`]). New devices are told apart from known
-//! ones with [`same_device`]: `==` first, then — when the ids agree — a probe
-//! of the two devices' error-scope stacks, which clones share and two devices
-//! never do. The probe touches only the two devices' own scope stacks, never
-//! one device's object on another. A `&wgpu::Device` a caller passes with a
-//! handle is checked by `==`, plus the probe only while hurray knows two
-//! devices with equal ids ([`DeviceShared::check`]).
+//! panic). So inside hurray a device *is* its [`DeviceShared`]: one `Arc` per
+//! wgpu device, taken once (by `GpuContext::from_device`, or on the first
+//! call that names the device), held by every handle, kernel and context of
+//! it, and compared with `Arc::ptr_eq` — exact, and one pointer compare.
+//!
+//! Only the seed's signatures, which name a device by `&wgpu::Device`, need
+//! the way back from a wgpu device to its `DeviceShared`: the registered
+//! devices ([`shared`]), matched by `==`, and — only when two registered
+//! devices of two instances have equal ids — by [`same_device`], a probe of
+//! the two devices' error-scope stacks, which clones share and two devices
+//! never do. A `&wgpu::Device` a caller passes with a handle is checked
+//! against the handle's registered device by `==`, plus the probe only while
+//! hurray knows another device with that id ([`DeviceShared::check`]).
 //!
 //! ## Queue
 //!
@@ -136,7 +141,9 @@ pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<
         let found = list
             .iter()
             .filter_map(Weak::upgrade)
-            .find(|s| same_device(&s.device, device));
+            // The error is made on the caller's device; when the probe
+            // cannot tell (that device is lost), a fresh state is harmless.
+            .find(|s| same_device(device, &s.device) == Some(true));
         found.unwrap_or_else(|| {
             let twins: Vec<_> = list
                 .iter()
@@ -183,7 +190,9 @@ impl DeviceShared {
         queue: &'a wgpu::Queue,
     ) -> Result<&'a wgpu::Queue, BackendError> {
         let same = if self.ambiguous.load(Ordering::Acquire) {
-            same_device(&self.device, device)
+            // Undecided (a lost device reports no errors): accept; hurray
+            // uses only its own device, where the loss then shows.
+            same_device(device, &self.device) != Some(false)
         } else {
             self.device == *device
         };
@@ -207,6 +216,11 @@ impl DeviceShared {
         }
     }
 
+    /// The queue hurray knows for this device, if any.
+    pub(crate) fn queue(&self) -> Option<&wgpu::Queue> {
+        self.queue.get()
+    }
+
     /// The largest staging or chunk size this device allows: its
     /// `max_buffer_size` rounded down to the copy granularity, at least 4
     /// (a device below 4 can hold no non-empty buffer at all).
@@ -219,58 +233,142 @@ impl DeviceShared {
 /// Whether `a` and `b` are the same wgpu device (clones of one another).
 ///
 /// `==` compares per-instance ids, so equal ids may still be two devices of
-/// two instances. Clones share one error-scope stack per thread; two devices
-/// never do. The probe pushes a scope on `a` (index `i`), one on `b`, and
-/// another on `a`: that last index is `i + 2` when the stack is shared and
-/// `i + 1` when it is not — exact either way. The scopes are popped in
-/// reverse order, which is correct for one shared stack and for two.
-/// Safety of the crate does not rest on this check: hurray only ever uses the
-/// device and queue a handle was made with; the check reports the mistake.
-pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> bool {
+/// two instances. What tells them apart is a rule of WebGPU's error scopes:
+/// a device's errors go to the innermost open scope of *that device's*
+/// stack (per thread), and clones share the stack. So the probe opens a
+/// validation scope on `a`, then one on `b`, then makes one validation
+/// error on `a` (a buffer with no usage, refused before any allocation):
+/// when the two are one device the error lands in `b`'s scope, the
+/// innermost of the shared stack; when they are two, it lands in `a`'s own.
+/// The scopes are popped in reverse order, which is correct for one shared
+/// stack and for two. Only public wgpu behaviour is read (no `Debug`
+/// output); the probe touches each device's own objects only.
+///
+/// Safety of the crate does not rest on this check: hurray only ever uses
+/// the device and queue a handle was made with; the check reports the
+/// mistake.
+///
+/// `None` when the probe cannot tell: `a` is lost or destroyed (a lost
+/// device reports no errors), or the scopes' results are not ready at once
+/// (the browser's WebGPU). Callers make the error on the device more likely
+/// to be alive: the caller's, not a registered one.
+pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> Option<bool> {
     if a != b {
-        return false;
+        return Some(false);
     }
-    let g1 = a.push_error_scope(wgpu::ErrorFilter::Internal);
-    let g2 = b.push_error_scope(wgpu::ErrorFilter::Internal);
-    let g3 = a.push_error_scope(wgpu::ErrorFilter::Internal);
-    let shared = match (scope_index(&g1), scope_index(&g3)) {
-        (Some(i), Some(k)) => k == i + 2,
-        // Unreadable indices (another wgpu version): trust the ids.
-        _ => true,
-    };
-    drop(g3.pop());
-    drop(g2.pop());
-    drop(g1.pop());
-    shared
+    let on_a = a.push_error_scope(wgpu::ErrorFilter::Validation);
+    let on_b = b.push_error_scope(wgpu::ErrorFilter::Validation);
+    drop(a.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("hurray identity probe (refused on purpose)"),
+        size: 4,
+        usage: wgpu::BufferUsages::empty(),
+        mapped_at_creation: false,
+    }));
+    let in_b = caught(on_b.pop());
+    let in_a = caught(on_a.pop());
+    match (in_b, in_a) {
+        (Some(true), Some(false)) => Some(true),
+        (Some(false), Some(true)) => Some(false),
+        _ => None,
+    }
 }
 
-/// The stack index of an error scope (its position, from 0), read from the
-/// guard's `Debug` output (`ErrorScopeGuard { device: …, index: N, popped:
-/// false }`): wgpu keeps the field private. `DebugStruct` writes a field's
-/// name, then `": "`, then its value, each in one piece; the pieces are
-/// matched as they are written, nothing is stored.
-fn scope_index(guard: &wgpu::ErrorScopeGuard) -> Option<u64> {
-    #[derive(Default)]
-    struct Scan {
-        /// 0: looking for the name, 1: saw `index`, 2: saw `index: `.
-        state: u8,
-        value: Option<u64>,
+/// Whether a popped error scope caught an error, if its result is ready
+/// without waiting (always on native backends).
+fn caught(pop: impl std::future::Future<Output = Option<wgpu::Error>>) -> Option<bool> {
+    let mut pop = std::pin::pin!(pop);
+    let waker = std::task::Waker::noop();
+    match pop
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(waker))
+    {
+        std::task::Poll::Ready(e) => Some(e.is_some()),
+        std::task::Poll::Pending => None,
     }
-    impl std::fmt::Write for Scan {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            self.state = match (self.state, s) {
-                (_, "index") => 1,
-                (1, ": ") => 2,
-                (2, digits) => {
-                    self.value = digits.parse().ok();
-                    0
-                }
-                _ => 0,
-            };
-            Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier};
+
+    use super::{TeardownEnd, TeardownStart};
+
+    /// Counts the drops in progress, and the most ever at once.
+    #[derive(Default)]
+    struct Inside {
+        now: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    /// Stands for the wgpu objects of a device: the drops of outermost
+    /// probes (one per thread at a time) are counted.
+    struct Probe(Arc<Inside>, Option<Box<Guarded>>, bool);
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            let outer = self.2;
+            if outer {
+                let now = self.0.now.fetch_add(1, Ordering::SeqCst) + 1;
+                self.0.most.fetch_max(now, Ordering::SeqCst);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            // A nested guarded value (a handle inside a context) re-enters
+            // the lock on this thread without deadlocking.
+            drop(self.1.take());
+            if outer {
+                self.0.now.fetch_sub(1, Ordering::SeqCst);
+            }
         }
     }
-    let mut scan = Scan::default();
-    std::fmt::write(&mut scan, format_args!("{guard:?}")).ok()?;
-    scan.value
+
+    /// The shape of every hurray type that may release a device.
+    struct Guarded {
+        _start: TeardownStart,
+        _probe: Probe,
+        _end: TeardownEnd,
+    }
+
+    fn guarded(inside: &Arc<Inside>, nested: bool) -> Guarded {
+        let inner = nested.then(|| {
+            Box::new(Guarded {
+                _start: TeardownStart,
+                _probe: Probe(Arc::clone(inside), None, false),
+                _end: TeardownEnd,
+            })
+        });
+        Guarded {
+            _start: TeardownStart,
+            _probe: Probe(Arc::clone(inside), inner, true),
+            _end: TeardownEnd,
+        }
+    }
+
+    /// The lavapipe-sized (in fact GPU-free) half of
+    /// `devices::contexts_created_and_dropped_on_many_threads`: that test can
+    /// fail only on a driver that deadlocks on concurrent device teardown
+    /// (NVIDIA's); this one fails anywhere if the teardown lock stops
+    /// serialising the drops, or stops being re-entrant.
+    #[test]
+    fn teardowns_on_many_threads_run_one_at_a_time_and_nest() {
+        let inside = Arc::new(Inside::default());
+        let start = Barrier::new(8);
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (inside, start) = (&inside, &start);
+                s.spawn(move || {
+                    let value = guarded(inside, t % 2 == 0);
+                    start.wait();
+                    drop(value);
+                });
+            }
+        });
+        assert_eq!(inside.now.load(Ordering::SeqCst), 0);
+        // Never two threads' teardowns at once.
+        assert_eq!(inside.most.load(Ordering::SeqCst), 1);
+        // And the lock is free again: another thread's drop completes.
+        std::thread::spawn(move || drop(guarded(&inside, true)))
+            .join()
+            .unwrap();
+    }
 }

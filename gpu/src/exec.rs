@@ -218,6 +218,47 @@ pub(crate) fn lost_or(
     }
 }
 
+/// Resolves once all work submitted to `device` has completed.
+///
+/// With the device's `queue`: an empty submission, then
+/// `Queue::on_submitted_work_done`, whose callback (delivered by a poll of
+/// the device) resolves it. Without one: each time the future is polled it
+/// polls the device without blocking and, until its queue is empty, asks to
+/// be polled again.
+pub(crate) async fn idle(
+    device: &wgpu::Device,
+    queue: Option<&wgpu::Queue>,
+) -> Result<(), BackendError> {
+    let Some(queue) = queue else {
+        return std::future::poll_fn(|cx| {
+            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                device.poll(wgpu::PollType::Poll)
+            }));
+            match polled {
+                Ok(Ok(status)) if status.is_queue_empty() => Poll::Ready(Ok(())),
+                Ok(Ok(_)) => {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
+                Ok(Err(_)) | Err(_) => Poll::Ready(Err(BackendError::DeviceLost(
+                    "the device failed a poll (lost or destroyed)".into(),
+                ))),
+            }
+        })
+        .await;
+    };
+    let (tx, mut rx) = oneshot(None);
+    let index = scoped(device, || {
+        let index = queue.submit([]);
+        queue.on_submitted_work_done(move || tx.send(()));
+        index
+    })
+    .await?;
+    rx.set_hint(index);
+    rx.await
+        .ok_or_else(|| BackendError::DeviceLost("the device dropped its queue's work".into()))
+}
+
 /// Runs `fut` to completion on this thread, driving `device` while it waits
 /// (spin, then sleep in the driver). See the module docs.
 ///
@@ -226,10 +267,10 @@ pub(crate) fn lost_or(
 /// [`BackendError::DeviceLost`] from waiting. On the browser's WebGPU, which
 /// cannot block, [`ApiMisuse::CannotBlock`](crate::ApiMisuse::CannotBlock)
 /// unless the future completes without waiting.
-pub(crate) fn block_on<T>(
+pub(crate) fn block_on<T, E: From<BackendError>>(
     device: &wgpu::Device,
-    fut: impl Future<Output = Result<T, BackendError>>,
-) -> Result<T, BackendError> {
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     let mut fut = std::pin::pin!(fut);
     let flag = Arc::new(Woken::default());
     let waker = Waker::from(Arc::clone(&flag));

@@ -20,8 +20,9 @@
 //! * **A handle stays on its device.** A call with another device or queue
 //!   than the handle's is [`ApiMisuse::WrongDevice`] / [`ApiMisuse::WrongQueue`];
 //!   hurray never mixes objects of two devices or instances.
-//! * **Non-blocking first.** Every transfer has an `_async` form that never
-//!   blocks on the GPU: it waits for map callbacks, which run when *someone
+//! * **Non-blocking first.** Every transfer, [`GpuBufferHandle::to_buffer_handle`]
+//!   and (Linux) `export` have an `_async` form that never blocks on the GPU:
+//!   it waits for wgpu callbacks, which run when *someone
 //!   polls the device* — your event loop (`device.poll(wgpu::PollType::Poll)`,
 //!   [`GpuContext::poll`]), a helper thread, or the browser. The blocking
 //!   forms (the seed API) run the async ones and poll by themselves: they spin
@@ -32,11 +33,11 @@
 //!   ([`set_staging_cap`], [`staging_stats`]). Dropping the last clone of a
 //!   handle frees its GPU memory at once, even if kernels cached bind groups
 //!   for it.
-//! * **Unsafe lives in two places**: `copy::commit`, an `unsafe fn` that sets
-//!   a `Vec`'s length after a readback filled its spare capacity (its one call
-//!   site argues why); and `share/sys.rs` (Linux), the Vulkan external-memory
-//!   and `SCM_RIGHTS` calls that sharing needs, each block argued. Everything
-//!   else is safe.
+//! * **Unsafe lives in three places**: `transfer::read::read_to_vec`, one
+//!   `Vec::set_len` after the copies' own count says a readback filled the
+//!   spare capacity; `external/vk.rs` (Linux), the Vulkan external-memory
+//!   calls; and `share/socket.rs` (Linux), the `SCM_RIGHTS` calls. Each block
+//!   is argued where it stands. Everything else is safe.
 //! * **Sharing without copies** (Linux, Vulkan): `alloc_exportable` memory
 //!   goes to another device, process or API as an opaque file descriptor
 //!   plus a hurray descriptor (`SharedBuffer`); a received message is
@@ -74,32 +75,33 @@
 #![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
 
 mod context;
-mod copy;
 mod device;
 mod error;
 mod exec;
+#[cfg(target_os = "linux")]
+mod external;
 mod handle;
 mod kernel;
 mod pool;
-mod readback;
 mod registry;
 mod resource;
 #[cfg(target_os = "linux")]
 mod share;
 mod staging;
-mod upload;
+mod transfer;
 
 pub use context::GpuContext;
 pub use error::{ApiMisuse, BackendError, WgpuError, WgpuErrorKind};
 pub use exec::wait_for;
+#[cfg(target_os = "linux")]
+pub use external::{
+    DeviceIdentity, MessageError, SHARED_USAGE, ShareError, Unsupported, device_identity,
+};
 pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
 #[cfg(target_os = "linux")]
-pub use share::{
-    DeviceIdentity, MAX_DESCRIPTOR_LEN, MessageError, SHARED_USAGE, ShareError, SharedBuffer,
-    Unsupported, device_identity,
-};
+pub use share::{MAX_DESCRIPTOR_LEN, SharedBuffer};
 pub use staging::{DEFAULT_STAGING_CAP, StagingStats, set_staging_cap, staging_stats};
 pub use wgpu;

@@ -321,6 +321,12 @@ fn zero_size_ranges_are_refused_and_keys_stay_apart() {
 /// next dispatch. Allocates and drops, in a loop, buffers that a kernel bound
 /// — more memory in all than the H200 has — and checks after every drop,
 /// before any further dispatch, that the memory was released.
+///
+/// Its 132 GiB form runs on a discrete GPU only, where keeping the memory
+/// would exhaust the device: that half is **a hardware regression test**
+/// (the H200 in `docs/robustness.md`). On CI's lavapipe the same loop runs
+/// lavapipe-sized (32 × 64 MiB) and fails there too if a dropped buffer's
+/// memory stays allocated: the allocator report is checked after every drop.
 #[test]
 fn dropped_buffers_release_memory_even_when_bound() {
     let Some(c) = ctx("dropped_buffers_release_memory_even_when_bound") else {
@@ -348,6 +354,11 @@ fn dropped_buffers_release_memory_even_when_bound() {
             .map(|r| r.total_allocated_bytes)
     };
     let base = allocated();
+    // wgpu reports allocations on Vulkan (gpu-allocator): there, the check
+    // below must run, on lavapipe as on the H200.
+    if c.adapter_info().backend == hurray_gpu::wgpu::Backend::Vulkan {
+        assert!(base.is_some(), "no allocator report on Vulkan");
+    }
     for i in 0..rounds {
         let buf = GpuBufferHandle::alloc(d, size, BufferUsages::STORAGE).unwrap();
         k.dispatch(&c.queue, &[(&buf).into()], [1, 1, 1]).unwrap();

@@ -166,6 +166,13 @@ fn tiny_device_limits_do_not_hang() {
 /// Written against the code before issue 11 (it hung on the H200, NVIDIA
 /// 580.159.04: destroying devices on several threads at once deadlocks the
 /// driver; lavapipe never showed it). Contexts now tear down one at a time.
+///
+/// **A hardware regression test**: it can fail only on a driver that
+/// deadlocks on concurrent teardown (NVIDIA's), never on CI's lavapipe,
+/// where it still runs the code path. The check that fails anywhere if the
+/// teardown lock stops serialising drops is the unit test
+/// `device::tests::teardowns_on_many_threads_run_one_at_a_time_and_nest`
+/// (`docs/robustness.md`).
 #[test]
 fn contexts_created_and_dropped_on_many_threads() {
     let Some(c) = ctx("contexts_created_and_dropped_on_many_threads") else {

@@ -33,15 +33,17 @@
 //! * **Unsupported is an error, not a panic.** A device of another backend,
 //!   a driver without the extension or without Vulkan 1.1, or one that
 //!   cannot export storage buffers, answers [`ShareError::Unsupported`].
-//! * **Unsafe lives in [`sys`]** (Vulkan calls through `ash` and
-//!   `sendmsg`/`recvmsg` through `libc`), each block argued there.
+//! * **Rooms.** The memory itself is `external`'s (Vulkan calls through
+//!   `ash`); the socket calls are in [`socket`] (`sendmsg`/`recvmsg` through
+//!   `libc`), each `unsafe` block argued there. Sharing calls the handle
+//!   (`GpuBufferHandle::from_parts`) and external memory; neither calls
+//!   sharing.
 //!
 //! Wrapped memory is freed by wgpu with the last clone of the handle; the
 //! producer's memory lives on while any imported handle or unclosed fd
 //! references it (Vulkan counts the references).
 
-mod error;
-mod sys;
+mod socket;
 mod wire;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -49,34 +51,19 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
 use hurray_core::{BufferHandle, ElementType, TensorDescriptor, TensorView};
-use wgpu::BufferUsages;
 use zerocopy::{FromBytes, IntoBytes};
 
-pub use error::{DeviceIdentity, MessageError, ShareError, Unsupported};
 pub use wire::MAX_DESCRIPTOR_LEN;
 
-use crate::device::{self, DeviceShared};
+use crate::ApiMisuse;
+use crate::device;
+use crate::exec::block_on;
+use crate::external::{
+    self, DeviceIdentity, ExternalMemory, Memory, MessageError, SHARED_USAGE, ShareError,
+    Unsupported,
+};
 use crate::handle::{self, GpuBufferHandle, Parts};
-use crate::{ApiMisuse, exec};
-use wire::{HEADER_LEN, Header, Memory};
-
-/// The usage of every exportable and imported buffer: storage (kernels
-/// read and write it) and copies both ways (upload, write, readback).
-/// Fixed, so that exporter and importer create identical buffers, as a
-/// dedicated import requires.
-pub const SHARED_USAGE: BufferUsages = BufferUsages::STORAGE
-    .union(BufferUsages::COPY_SRC)
-    .union(BufferUsages::COPY_DST);
-
-/// What an exportable or imported handle keeps: a file descriptor for its
-/// memory (so an export never touches the Vulkan memory object, which the
-/// caller may destroy through `buffer().destroy()`) and what an importer
-/// must know about that memory.
-#[derive(Debug)]
-pub(crate) struct Exportable {
-    fd: OwnedFd,
-    memory: Memory,
-}
+use wire::{HEADER_LEN, Header};
 
 /// A buffer's memory as one message: a file descriptor, the allocation it
 /// refers to, and the hurray descriptor of the tensor in it.
@@ -190,11 +177,11 @@ impl SharedBuffer {
         message.extend_from_slice(header.as_bytes());
         message.extend_from_slice(&self.descriptor);
         let socket = socket.as_fd();
-        let mut sent = sys::send_with_fd(socket, &message, Some(self.fd.as_fd()))
+        let mut sent = socket::send_with_fd(socket, &message, Some(self.fd.as_fd()))
             .map_err(|e| ShareError::io("sendmsg", &e))?;
         while let Some(rest) = message.get(sent..).filter(|r| !r.is_empty()) {
-            let n =
-                sys::send_with_fd(socket, rest, None).map_err(|e| ShareError::io("sendmsg", &e))?;
+            let n = socket::send_with_fd(socket, rest, None)
+                .map_err(|e| ShareError::io("sendmsg", &e))?;
             if n == 0 {
                 let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
                 return Err(ShareError::io("sendmsg", &e));
@@ -271,7 +258,7 @@ impl Reader<'_, '_> {
     fn fill(&mut self, buf: &mut [u8], before: usize, expected: usize) -> Result<(), ShareError> {
         let mut got = 0;
         while let Some(rest) = buf.get_mut(got..).filter(|r| !r.is_empty()) {
-            let (n, truncated) = sys::recv_with_fds(self.socket, rest, self.fds)
+            let (n, truncated) = socket::recv_with_fds(self.socket, rest, self.fds)
                 .map_err(|e| ShareError::io("recvmsg", &e))?;
             *self.truncated_control |= truncated;
             // More than one fd is a refusal whatever follows: stop at once
@@ -303,22 +290,6 @@ fn fd_size(fd: &OwnedFd) -> Result<Option<u64>, ShareError> {
         .metadata()
         .map_err(|e| ShareError::io("fstat", &e))?;
     Ok(meta.file_type().is_file().then_some(meta.len()))
-}
-
-/// The `deviceUUID` and `driverUUID` of a wgpu device: memory exported on
-/// one device can be imported by another (in this or another process, or by
-/// CUDA) only when both match.
-///
-/// # Errors
-/// [`ShareError::Unsupported`] when the device cannot share (not Vulkan, no
-/// `VK_KHR_external_memory_fd`, below Vulkan 1.1).
-pub fn device_identity(device: &wgpu::Device) -> Result<DeviceIdentity, ShareError> {
-    Ok(sys::Vk::of(device)?.identity)
-}
-
-/// Runs `f` inside wgpu error scopes; a wgpu error becomes a [`ShareError`].
-fn scoped<R>(shared: &DeviceShared, f: impl FnOnce() -> R) -> Result<R, ShareError> {
-    Ok(exec::scoped_now(&shared.device, f)?)
 }
 
 impl GpuBufferHandle {
@@ -361,31 +332,10 @@ impl GpuBufferHandle {
             return Err(Unsupported::Empty.into());
         }
         let shared = device::shared(device, Some(queue));
-        let queue = shared.check_queue(queue)?.clone();
+        let queue = shared.check_queue(queue)?;
         let size = handle::allocation_len(&shared, len)?;
         let element_count = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
-        let vk = sys::Vk::of(&shared.device)?;
-        let allocation = vk.allocate(size)?;
-        let fd = vk.export_fd(&allocation)?;
-        let memory = Memory {
-            allocation_size: allocation.allocation_size,
-            memory_type_index: allocation.memory_type_index,
-            dedicated: true,
-            identity: vk.identity,
-        };
-        let buffer = scoped(&shared, || {
-            vk.hand_to_wgpu(allocation, &descriptor(size, "hurray exportable buffer"))
-        })?;
-        // Vulkan memory starts undefined and wgpu counts a wrapped buffer as
-        // initialised: clear it before anything else can use it.
-        let device = &shared.device;
-        scoped(&shared, || {
-            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("hurray exportable clear"),
-            });
-            encoder.clear_buffer(&buffer, 0, None);
-            queue.submit([encoder.finish()]);
-        })?;
+        let (buffer, external) = external::allocate_exportable(&shared, queue, size)?;
         Ok(Self::from_parts(Parts {
             shared: Arc::clone(&shared),
             buffer,
@@ -393,7 +343,7 @@ impl GpuBufferHandle {
             allocation_len: size,
             element_count,
             usage: SHARED_USAGE,
-            exportable: Some(Exportable { fd, memory }),
+            external: Some(external),
         }))
     }
 
@@ -413,13 +363,27 @@ impl GpuBufferHandle {
         element_type: ElementType,
         shape: &[u64],
     ) -> Result<SharedBuffer, ShareError> {
-        let exportable = self.exportable().ok_or(ShareError::NotExportable)?;
-        let handles = [self.to_buffer_handle()?];
+        block_on(self.device(), self.export_async(element_type, shape))
+    }
+
+    /// The async form of [`export`](Self::export): never blocks (the wait
+    /// for the device's queue is a callback, which needs the device to be
+    /// polled, as every `_async` transfer).
+    ///
+    /// # Errors
+    /// As [`export`](Self::export).
+    pub async fn export_async(
+        &self,
+        element_type: ElementType,
+        shape: &[u64],
+    ) -> Result<SharedBuffer, ShareError> {
+        let external = self.external().ok_or(ShareError::NotExportable)?;
+        let handles = [self.to_buffer_handle_async().await?];
         let desc = TensorDescriptor::row_major(element_type, shape, &handles);
         let mut bytes = vec![0u8; desc.encoded_len()];
         let n = desc.encode(&mut bytes)?;
         bytes.truncate(n);
-        share(exportable, handles[0], bytes.into_boxed_slice())
+        share(external, handles[0], bytes.into_boxed_slice())
     }
 
     /// Exports this buffer with a descriptor you encoded (any layout), whose
@@ -431,14 +395,26 @@ impl GpuBufferHandle {
     /// are no valid descriptor, [`ShareError::DescriptorMismatch`] when it
     /// does not describe this buffer alone.
     pub fn export_descriptor(&self, descriptor: &[u8]) -> Result<SharedBuffer, ShareError> {
-        let exportable = self.exportable().ok_or(ShareError::NotExportable)?;
-        let own = self.to_buffer_handle()?;
+        block_on(self.device(), self.export_descriptor_async(descriptor))
+    }
+
+    /// The async form of [`export_descriptor`](Self::export_descriptor):
+    /// never blocks.
+    ///
+    /// # Errors
+    /// As [`export_descriptor`](Self::export_descriptor).
+    pub async fn export_descriptor_async(
+        &self,
+        descriptor: &[u8],
+    ) -> Result<SharedBuffer, ShareError> {
+        let external = self.external().ok_or(ShareError::NotExportable)?;
         let view = TensorView::parse(descriptor)?;
+        let own = self.to_buffer_handle_async().await?;
         let table = view.buffers();
         if table.len() != 1 || table.get(0) != Some(own) {
             return Err(ShareError::DescriptorMismatch);
         }
-        share(exportable, own, descriptor.into())
+        share(external, own, descriptor.into())
     }
 
     /// Imports a buffer another device, process or API exported, on
@@ -463,31 +439,11 @@ impl GpuBufferHandle {
     ) -> Result<Self, ShareError> {
         let shared = device::shared(device, Some(queue));
         shared.check_queue(queue)?;
-        let vk = sys::Vk::of(&shared.device)?;
-        let memory = shared_buffer.memory;
-        if vk.identity != memory.identity {
-            return Err(ShareError::DeviceMismatch {
-                local: vk.identity,
-                remote: memory.identity,
-            });
-        }
         let byte_len = shared_buffer.buffer.byte_size();
         let size = handle::allocation_len(&shared, byte_len)?;
         let element_count = usize::try_from(byte_len).map_err(|_| ApiMisuse::Overflow)?;
-        let keep = shared_buffer
-            .fd
-            .try_clone()
-            .map_err(|e| ShareError::io("dup", &e))?;
-        let allocation = vk.import(
-            shared_buffer.fd,
-            size,
-            memory.allocation_size,
-            memory.memory_type_index,
-            memory.dedicated,
-        )?;
-        let buffer = scoped(&shared, || {
-            vk.hand_to_wgpu(allocation, &descriptor(size, "hurray imported buffer"))
-        })?;
+        let (buffer, external) =
+            external::import(&shared, shared_buffer.fd, size, shared_buffer.memory)?;
         Ok(Self::from_parts(Parts {
             shared: Arc::clone(&shared),
             buffer,
@@ -495,25 +451,15 @@ impl GpuBufferHandle {
             allocation_len: size,
             element_count,
             usage: SHARED_USAGE,
-            exportable: Some(Exportable { fd: keep, memory }),
+            external: Some(external),
         }))
     }
 }
 
-/// The wgpu descriptor of a shared buffer of `size` bytes.
-fn descriptor(size: u64, label: &'static str) -> wgpu::BufferDescriptor<'static> {
-    wgpu::BufferDescriptor {
-        label: Some(label),
-        size,
-        usage: SHARED_USAGE,
-        mapped_at_creation: false,
-    }
-}
-
-/// A message for `exportable`'s memory with `descriptor`, whose one buffer
-/// is `buffer` (checked by the caller).
+/// A message for `external` memory with `descriptor`, whose one buffer is
+/// `buffer` (checked by the caller).
 fn share(
-    exportable: &Exportable,
+    external: &ExternalMemory,
     buffer: BufferHandle,
     descriptor: Box<[u8]>,
 ) -> Result<SharedBuffer, ShareError> {
@@ -526,11 +472,8 @@ fn share(
         .into());
     }
     Ok(SharedBuffer {
-        fd: exportable
-            .fd
-            .try_clone()
-            .map_err(|e| ShareError::io("dup", &e))?,
-        memory: exportable.memory,
+        fd: external.dup_fd()?,
+        memory: external.memory(),
         buffer,
         descriptor,
     })

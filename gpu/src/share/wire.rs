@@ -3,7 +3,8 @@
 //!
 //! ## Contract
 //!
-//! [`check`] is the only way bytes become a [`Checked`] message. It reads the
+//! [`check`] is the only way bytes become a message's checked parts (the
+//! [`Memory`] it states and its descriptor's one [`BufferHandle`]). It reads the
 //! header through [`Header`] (a zerocopy view: no pointer casts, no
 //! alignment needs), then the descriptor with `TensorView::parse`, and
 //! refuses, with a [`MessageError`] or the descriptor's [`DescriptorError`](hurray_core::DescriptorError):
@@ -17,7 +18,7 @@ use hurray_core::{BufferHandle, DeviceTag, SyncMode, TensorView};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use super::error::{DeviceIdentity, MessageError, ShareError};
+use crate::external::{DeviceIdentity, Memory, MessageError, ShareError};
 
 /// The header's first four bytes.
 pub(crate) const MAGIC: [u8; 4] = *b"HRSB";
@@ -65,15 +66,6 @@ const _: () = assert!(size_of::<Header>() == HEADER_LEN);
 /// The longest descriptor a message may carry. A one-buffer descriptor of
 /// rank 64 with strides and every section is well under it.
 pub const MAX_DESCRIPTOR_LEN: u32 = 4096;
-
-/// What a header states about the memory, once checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Memory {
-    pub(crate) allocation_size: u64,
-    pub(crate) memory_type_index: u32,
-    pub(crate) dedicated: bool,
-    pub(crate) identity: DeviceIdentity,
-}
 
 impl Header {
     /// The header of a message carrying `descriptor_len` descriptor bytes.

@@ -1,11 +1,12 @@
-//! Every `unsafe` call that sharing needs, and nothing else: the Vulkan
-//! objects behind a wgpu device (`ash`), the buffer and memory sharing
-//! allocates, their hand-over to wgpu, and `sendmsg`/`recvmsg` with
-//! `SCM_RIGHTS` (`libc`).
+//! The Vulkan calls of external memory (`ash`), and nothing else: the
+//! Vulkan objects behind a wgpu device, the buffers and memory hurray
+//! allocates or imports outside wgpu's allocator, and their hand-over to
+//! wgpu.
 //!
-//! This module and `copy::commit` are the crate's only `unsafe` code
-//! (ARCHITECTURE.md); each block argues its own soundness from what is in
-//! sight. The safe functions here rely on no caller for soundness.
+//! Each `unsafe` block argues its own soundness from what is in sight. The
+//! safe functions here rely on no caller for soundness; the one function
+//! whose soundness needs something of its caller, [`Vk::hand_to_wgpu`], is
+//! an `unsafe fn` with a `# Safety` section.
 //!
 //! ## Ownership
 //!
@@ -19,12 +20,9 @@
 //! * An imported file descriptor belongs to the driver once
 //!   `vkAllocateMemory` succeeds with it (Vulkan's rule for
 //!   `VkImportMemoryFdInfoKHR`); on failure it is still ours and is closed.
-//! * Every file descriptor `recvmsg` delivers becomes an [`OwnedFd`] at
-//!   once, so none leaks, whatever else the message holds.
 #![allow(unsafe_code)]
 
-use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 
 use ash::vk;
 use wgpu::hal::api::Vulkan;
@@ -181,7 +179,14 @@ impl<'a> Vk<'a> {
 
     /// A `VkBuffer` of `size` bytes that may be bound to opaque-fd memory,
     /// and its memory requirements.
+    ///
+    /// # Errors
+    /// [`Unsupported::Empty`] for `size` 0 (Vulkan forbids empty buffers),
+    /// [`ShareError::Vulkan`] when the driver refuses.
     fn create_buffer(&self, size: u64) -> Result<(vk::Buffer, vk::MemoryRequirements), ShareError> {
+        if size == 0 {
+            return Err(Unsupported::Empty.into());
+        }
         let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(HANDLE);
         let info = vk::BufferCreateInfo::default()
             .size(size)
@@ -189,13 +194,21 @@ impl<'a> Vk<'a> {
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .push_next(&mut external);
         // SAFETY: `raw` is a live device (see `Vk`); `info` is a valid create
-        // info (non-zero size, checked by every caller; a core 1.1
-        // extension struct in its chain) living through the call.
+        // info (non-zero size, checked just above; a core 1.1 extension
+        // struct in its chain) living through the call.
         let buffer =
             unsafe { self.raw.create_buffer(&info, None) }.map_err(vk_error("vkCreateBuffer"))?;
         // SAFETY: `buffer` was just created on `raw` and is not destroyed.
         let requirements = unsafe { self.raw.get_buffer_memory_requirements(buffer) };
         Ok((buffer, requirements))
+    }
+
+    /// The size and memory types a shared buffer of `size` bytes requires.
+    #[cfg(test)]
+    pub(super) fn requirements(&self, size: u64) -> Result<(u64, u32), ShareError> {
+        let (buffer, req) = self.create_buffer(size)?;
+        self.destroy_buffer(buffer);
+        Ok((req.size, req.memory_type_bits))
     }
 
     /// Destroys a buffer [`create_buffer`](Self::create_buffer) made, on a
@@ -350,8 +363,10 @@ impl<'a> Vk<'a> {
         // this device with the same usage and size as the exporter's. Any
         // disagreement with the payload (another size or type) is the
         // driver's to refuse with `VK_ERROR_INVALID_EXTERNAL_HANDLE`; the
-        // sizes a hostile peer can state are checked against the fd before
-        // this (`check_fd_size`). Every struct lives through the call.
+        // sizes a hostile peer can state were also checked against the fd
+        // where the kernel knows its size (`SharedBuffer::recv`), which
+        // makes refusals typed but is not needed for soundness. Every struct
+        // lives through the call.
         let memory = match unsafe { self.raw.allocate_memory(&info, None) } {
             Ok(m) => {
                 // Vulkan: a successful import transfers the fd's ownership
@@ -368,31 +383,46 @@ impl<'a> Vk<'a> {
         self.bind(buffer, memory, size, allocation_size, memory_type_index)
     }
 
-    /// Hands `allocation` to wgpu as a buffer described by `desc`.
-    pub(super) fn hand_to_wgpu(
+    /// Hands `allocation` to wgpu as a buffer of its size with
+    /// [`SHARED_USAGE`](super::SHARED_USAGE), labelled `label`.
+    ///
+    /// # Safety
+    /// wgpu takes the buffer as initialised and never clears it. The caller
+    /// must make sure no GPU work reads the buffer before its contents are
+    /// defined: memory imported from a producer holds the producer's data;
+    /// a fresh allocation must be cleared (`clear_buffer`) in the first
+    /// submission that uses it.
+    pub(super) unsafe fn hand_to_wgpu(
         &self,
         allocation: Allocation<'_, '_>,
-        desc: &wgpu::BufferDescriptor<'_>,
+        label: &'static str,
     ) -> wgpu::Buffer {
         let (buffer, memory, size) = (allocation.buffer, allocation.memory, allocation.size);
         // wgpu owns them from here: `Allocation::drop` must not free them.
         std::mem::forget(allocation);
+        let desc = wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: super::SHARED_USAGE,
+            mapped_at_creation: false,
+        };
         // SAFETY: `from_raw_managed` asks that wgpu may use the buffer and
         // the memory range as its own until it destroys them — they are
         // moved here and nothing else keeps them (the value owning them was
         // just forgotten) — that `offset..offset + size` lies in the
         // allocation — 0..size, bound at offset 0 to memory of at least
-        // the buffer's required size — and that the buffer is not mapped by
-        // wgpu — `desc.usage` (`SHARED_USAGE`) has no MAP flag.
+        // the buffer's required size (`bind`) — and that the buffer is not
+        // mapped by wgpu — `desc.usage` (`SHARED_USAGE`) has no MAP flag.
         let hal = unsafe { wgpu::hal::vulkan::Buffer::from_raw_managed(buffer, memory, 0, size) };
         // SAFETY: `create_buffer_from_hal` asks that the hal buffer come from
-        // this device (`raw` is `self.device`'s), respect `desc` (size
-        // `size`; Vulkan usage `VK_USAGE`, what wgpu-hal maps
-        // `desc.usage` to; not mapped at creation), be initialised (its
-        // contents are defined: imported memory holds the producer's data,
-        // and a fresh allocation is cleared by the caller before any other
-        // submission), and not be empty (`size > 0`, checked by callers).
-        unsafe { self.device.create_buffer_from_hal::<Vulkan>(hal, desc) }
+        // this device (`raw` is `self.device`'s), respect `desc` (its size
+        // is the buffer's; `SHARED_USAGE` is what wgpu-hal maps to
+        // `VK_USAGE`, the usage `create_buffer` gave it; not mapped at
+        // creation), be initialised (this function's `# Safety`: nothing
+        // reads it before its contents are defined), and not be empty
+        // (`size > 0`: an `Allocation` is only made over a buffer
+        // `create_buffer` made, which refuses 0).
+        unsafe { self.device.create_buffer_from_hal::<Vulkan>(hal, &desc) }
     }
 }
 
@@ -415,130 +445,4 @@ fn pick_memory_type(props: &vk::PhysicalDeviceMemoryProperties, allowed: u32) ->
         .or_else(|| types.iter().find(|(_, f)| f.contains(local)))
         .or_else(|| types.first())
         .map(|(i, _)| *i)
-}
-
-/// Room for the control data of one message, as `u64`s for `cmsghdr`'s
-/// alignment: 64 bytes, a header and up to 12 descriptors on Linux (more
-/// are reported with `MSG_CTRUNC`, and the kernel closes them).
-const CONTROL_WORDS: usize = 8;
-
-/// Sends `bytes` with `fd` attached (`SCM_RIGHTS`); returns how many bytes
-/// went (the fd goes with the first of them).
-pub(super) fn send_with_fd(
-    socket: BorrowedFd<'_>,
-    bytes: &[u8],
-    fd: Option<BorrowedFd<'_>>,
-) -> io::Result<usize> {
-    let mut control = [0u64; CONTROL_WORDS];
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_ptr().cast_mut().cast(),
-        iov_len: bytes.len(),
-    };
-    // SAFETY: `msghdr` is a plain C struct of integers and pointers, for
-    // which all-zero bytes are a valid value (null pointers, zero lengths);
-    // zeroing also clears the private padding fields some libcs have.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    if let Some(fd) = fd {
-        let fd_len = u32::try_from(size_of::<RawFd>()).unwrap_or(4);
-        // SAFETY: `CMSG_SPACE` is arithmetic on its argument.
-        let space = unsafe { libc::CMSG_SPACE(fd_len) } as usize;
-        if space > size_of_val(&control) {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
-        }
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        // SAFETY: `msg` points to `control`, `space` bytes (checked to fit
-        // it), enough for one header, so `CMSG_FIRSTHDR` returns a pointer
-        // to its start, suitably aligned (`control` is `u64`-aligned, as
-        // `cmsghdr` needs); the writes stay inside `CMSG_SPACE(4)` bytes:
-        // the header, then `CMSG_DATA`, 4 bytes, written unaligned.
-        unsafe {
-            let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
-            if cmsg.is_null() {
-                return Err(io::Error::from(io::ErrorKind::InvalidInput));
-            }
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(fd_len) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd.as_raw_fd());
-        }
-    }
-    loop {
-        // SAFETY: `socket` is an open descriptor (borrowed); `msg` points to
-        // one iovec over `bytes` (read-only for the kernel, alive through
-        // the call) and to `control` (initialised above, or null with 0
-        // length); the kernel reads the fd number, which is open (`fd` is
-        // borrowed).
-        let n = unsafe { libc::sendmsg(socket.as_raw_fd(), &raw const msg, libc::MSG_NOSIGNAL) };
-        if n >= 0 {
-            return Ok(n.unsigned_abs());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// Receives up to `buf.len()` bytes; every file descriptor that comes with
-/// them is pushed onto `fds` (as owned, close-on-exec). Returns the bytes
-/// read (0: the peer closed) and whether the kernel dropped control data
-/// for lack of room (`MSG_CTRUNC`).
-pub(super) fn recv_with_fds(
-    socket: BorrowedFd<'_>,
-    buf: &mut [u8],
-    fds: &mut Vec<OwnedFd>,
-) -> io::Result<(usize, bool)> {
-    let mut control = [0u64; CONTROL_WORDS];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: as in `send_with_fd`: all-zero is a valid `msghdr`.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = size_of_val(&control) as _;
-    let n = loop {
-        // SAFETY: `socket` is open (borrowed); `msg` points to one iovec
-        // over `buf` (writable, alive through the call) and to `control`,
-        // whose length it states; the kernel writes at most those lengths.
-        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n >= 0 {
-            break n.unsigned_abs();
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    };
-    let fd_size = size_of::<RawFd>();
-    // SAFETY: `msg` is the header `recvmsg` filled: its control pointer and
-    // the length the kernel wrote back describe initialised bytes inside
-    // `control`. `CMSG_FIRSTHDR`/`CMSG_NXTHDR` walk only headers that lie
-    // wholly inside that length (they return null otherwise), so each
-    // `cmsg` read is in bounds; for an `SCM_RIGHTS` header the kernel wrote
-    // `cmsg_len - CMSG_LEN(0)` bytes of `int`s after `CMSG_DATA`, read
-    // unaligned one by one. Each is a descriptor the kernel just installed
-    // in this process for us alone, so owning it is sound, and it is closed
-    // exactly once (when the `OwnedFd` drops).
-    unsafe {
-        let header = libc::CMSG_LEN(0) as usize;
-        let mut cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                let count = ((*cmsg).cmsg_len as usize).saturating_sub(header) / fd_size;
-                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
-                for i in 0..count {
-                    let raw = std::ptr::read_unaligned(data.add(i));
-                    fds.push(OwnedFd::from_raw_fd(raw));
-                }
-            }
-            cmsg = libc::CMSG_NXTHDR(&raw const msg, cmsg);
-        }
-    }
-    Ok((n, msg.msg_flags & libc::MSG_CTRUNC != 0))
 }

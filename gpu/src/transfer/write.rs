@@ -22,22 +22,15 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::copy;
-use crate::device::DeviceShared;
+use super::Target;
+use super::chunk::{DEPTH, chunk_len};
+use super::copy;
 use crate::exec::{self, Receiver, scoped};
-use crate::readback::{DEPTH, chunk_len};
 use crate::staging::{Kind, Staging, size_class};
 use crate::{ApiMisuse, BackendError};
 
 /// Writes up to this size use `Queue::write_buffer` (no staging of ours).
 pub(crate) const SMALL: u64 = 64 << 10;
-
-/// The buffer a write goes to, with its device state.
-pub(crate) struct Target<'a> {
-    pub(crate) buffer: &'a wgpu::Buffer,
-    pub(crate) shared: &'a Arc<DeviceShared>,
-    pub(crate) queue: &'a wgpu::Queue,
-}
 
 /// Writes `bytes` at `offset` (checked by the caller). See the module contract.
 pub(crate) async fn write(

@@ -133,7 +133,7 @@ pub enum MessageError {
     DescriptorTooLong {
         /// Its stated length.
         len: u32,
-        /// The limit, [`MAX_DESCRIPTOR_LEN`](super::MAX_DESCRIPTOR_LEN).
+        /// The limit, [`MAX_DESCRIPTOR_LEN`](crate::MAX_DESCRIPTOR_LEN).
         max: u32,
     },
     /// No file descriptor came with the message.

@@ -5,10 +5,15 @@
 //! * Callers check the range first (usage, overflow, bounds); the engine
 //!   widens it to wgpu's 4-byte copy granularity, which stays inside the
 //!   allocation (a multiple of 4 that covers the logical length).
-//! * [`read_into`] returns `Ok` only after it wrote every element of `dst`:
+//! * [`read_into`] returns how many elements of `dst` its copies wrote:
 //!   the destination is cut with `split_at_mut` into disjoint pieces that
-//!   cover it exactly (checked), each piece is written whole by one copy
-//!   (checked lengths), and the written total is checked against the length.
+//!   cover it exactly (checked), each piece is taken out of its job once and
+//!   written by one [`copy::parallel_copy`], which returns what its copies
+//!   wrote; the total is the sum of those counts, never the length that was
+//!   meant to be written.
+//! * [`read_to_vec`] is the one function that fills a `Vec`'s spare
+//!   capacity, and the one place that sets its length: only after the
+//!   copies' own count says every reserved byte was written.
 //! * Nothing here blocks on the GPU: every wait is an `.await` on a map
 //!   callback. Host copies run inside the poll that resumes the future, on
 //!   the worker pool, and finish before it returns, so the borrowed
@@ -19,61 +24,16 @@
 //!   `MAPPABLE_PRIMARY_BUFFERS`) is mapped directly instead, with no copy.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use wgpu::COPY_BUFFER_ALIGNMENT;
 
-use crate::copy::{self, Byte};
-use crate::device::DeviceShared;
+use super::Source;
+use super::chunk::{DEPTH, chunk_len, widen};
+use super::copy::{self, Byte};
 use crate::exec::{self, Receiver, scoped};
-use crate::staging::{CHUNK, Kind, Staging, size_class};
+use crate::staging::{Kind, Staging, size_class};
 use crate::{ApiMisuse, BackendError};
-
-/// Chunks in flight at once.
-pub(crate) const DEPTH: usize = 4;
-/// Transfers up to this size go in one chunk: below it, the ~10 µs that each
-/// extra submission costs on the H200 outweighs what overlapping saves (the
-/// host copy, split over the pool, is what takes the time).
-const ONE_CHUNK: u64 = 2 << 20;
-/// The smallest chunk of a longer transfer.
-const MIN_CHUNK: u64 = 1 << 20;
-
-/// The buffer a transfer reads or writes, with its device state.
-pub(crate) struct Source<'a> {
-    pub(crate) buffer: &'a wgpu::Buffer,
-    pub(crate) shared: &'a std::sync::Arc<DeviceShared>,
-    pub(crate) queue: &'a wgpu::Queue,
-    /// The buffer itself can be mapped for reading (`MAP_READ` usage).
-    pub(crate) direct: bool,
-    /// Set while the buffer itself is mapped by a direct read.
-    pub(crate) mapping: &'a AtomicBool,
-}
-
-/// `(start, widened_len, skip)`: the 4-byte-aligned copy that covers
-/// `[offset, offset + len)`, and where the request starts inside it. The
-/// caller checked `offset + len <= byte_len <= allocation_len`, and
-/// `allocation_len` is a multiple of 4, so the widened end stays inside it.
-pub(crate) const fn widen(offset: u64, len: u64) -> (u64, u64, u64) {
-    let start = offset - offset % COPY_BUFFER_ALIGNMENT;
-    let end = (offset + len).next_multiple_of(COPY_BUFFER_ALIGNMENT);
-    (start, end - start, offset - start)
-}
-
-/// The chunk size for a transfer of `len` bytes (a multiple of 4): the whole
-/// transfer up to 2 MiB, else a quarter of it between 1 MiB and [`CHUNK`]
-/// (so a 16 MiB transfer overlaps GPU and host work four ways), never above
-/// `max_staging` (a multiple of 4, at least 4).
-pub(crate) fn chunk_len(len: u64, max_staging: u64) -> u64 {
-    let c = if len <= ONE_CHUNK {
-        len
-    } else {
-        len.div_ceil(DEPTH as u64)
-            .clamp(MIN_CHUNK, CHUNK)
-            .next_multiple_of(64 << 10)
-    };
-    c.next_multiple_of(COPY_BUFFER_ALIGNMENT)
-        .clamp(COPY_BUFFER_ALIGNMENT, max_staging)
-}
 
 /// One chunk: the widened source range and where its requested part goes.
 struct Job<'d, B> {
@@ -83,23 +43,25 @@ struct Job<'d, B> {
     len: u64,
     /// Where the requested part starts inside the chunk.
     view_from: usize,
-    /// The destination piece for that part.
-    dst: &'d mut [B],
+    /// The destination piece for that part; taken when it is written, so
+    /// no piece is written (and counted) twice.
+    dst: Option<&'d mut [B]>,
 }
 
 /// Reads `[offset, offset + len)` (checked by the caller) into `dst`, which
-/// must be `len` elements long. See the module contract.
+/// must be `len` elements long, and returns how many elements of `dst` the
+/// copies wrote. See the module contract.
 pub(crate) async fn read_into<B: Byte>(
     src: &Source<'_>,
     offset: u64,
     len: u64,
     dst: &mut [B],
-) -> Result<(), BackendError> {
+) -> Result<usize, BackendError> {
     if u64::try_from(dst.len()).ok() != Some(len) {
         return Err(BackendError::Bug("readback destination of the wrong size"));
     }
     if len == 0 {
-        return Ok(());
+        return Ok(0);
     }
     if src.direct {
         return read_direct(src, offset, len, |view| copy::parallel_copy(dst, view)).await?;
@@ -126,7 +88,7 @@ pub(crate) async fn read_into<B: Byte>(
             src: from,
             len: to - from,
             view_from,
-            dst: piece,
+            dst: Some(piece),
         });
         from = to;
     }
@@ -161,22 +123,65 @@ pub(crate) async fn read_into<B: Byte>(
                 .buffer
                 .get_mapped_range(0..job.len)
                 .map_err(|e| BackendError::Map(e.to_string()))?;
+            let dst = job
+                .dst
+                .take()
+                .ok_or(BackendError::Bug("a readback piece written twice"))?;
             let part = view
-                .get(job.view_from..job.view_from + job.dst.len())
+                .get(job.view_from..job.view_from + dst.len())
                 .ok_or(BackendError::Bug("chunk shorter than its piece"))?;
-            copy::parallel_copy(job.dst, part)?;
-            written += part.len();
+            written += copy::parallel_copy(dst, part)?;
         }
         scoped(device, || staging.buffer.unmap()).await?;
         pools.give(Kind::Read, staging);
     }
-    if u64::try_from(written).ok() == Some(len) {
-        Ok(())
-    } else {
-        Err(BackendError::Bug(
-            "readback wrote fewer bytes than requested",
-        ))
+    Ok(written)
+}
+
+/// Reads `[offset, offset + len)` (checked by the caller) into `out`, which
+/// is cleared first and then holds exactly those bytes: they are copied
+/// straight into its spare capacity (no zero-fill of a large read).
+///
+/// # Errors
+/// [`BackendError::OutOfHostMemory`] when `out` cannot grow, the engine's
+/// errors, and [`BackendError::Bug`] if the copies wrote fewer bytes than
+/// reserved (`out` then stays empty).
+pub(crate) async fn read_to_vec(
+    src: &Source<'_>,
+    offset: u64,
+    len: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), BackendError> {
+    out.clear();
+    let n = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
+    out.try_reserve_exact(n)
+        .map_err(|_| BackendError::OutOfHostMemory { bytes: len })?;
+    let spare = out
+        .spare_capacity_mut()
+        .get_mut(..n)
+        .ok_or(BackendError::Bug("reserved capacity missing"))?;
+    let written = read_into(src, offset, len, spare).await?;
+    if written != n {
+        return Err(BackendError::Bug(
+            "readback wrote fewer bytes than reserved",
+        ));
     }
+    // SAFETY: `set_len(n)` needs `n <= capacity` and elements `0..n`
+    // initialised. `out` is empty and `try_reserve_exact(n)` succeeded, so
+    // `n <= capacity`, and `spare` is exactly elements `0..n`. `written` is
+    // not the length that was asked for but what the copies report they
+    // initialised (`Byte::copy` for `MaybeUninit<u8>` counts the elements
+    // its loop wrote), summed over pieces that `read_into` cut from `spare`
+    // with `split_at_mut` (disjoint, the borrow checker's guarantee) and
+    // took out of their jobs once each (`Option::take`); each copy writes
+    // its piece from its start. Disjoint pieces of `0..n` whose written
+    // prefixes add up to `n` are all written in full: every element of
+    // `0..n` is initialised.
+    #[allow(unsafe_code)]
+    unsafe {
+        out.set_len(n);
+    }
+    Ok(())
 }
 
 /// Zero-copy read: lends the mapped bytes `[offset, offset + len)` (checked

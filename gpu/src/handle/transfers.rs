@@ -1,231 +1,26 @@
-//! `GpuBufferHandle`: a cheaply cloneable handle to a GPU-resident buffer,
-//! and its process-wide registry.
+//! The handle's transfers: upload, readback, zero-copy read and write, each
+//! a blocking call built on its `_async` form.
 //!
 //! ## Contract
 //!
-//! * Every transfer checks its arguments first — the device and queue
-//!   (they must be the handle's own: [`ApiMisuse::WrongDevice`],
-//!   [`ApiMisuse::WrongQueue`]), usage, range and overflow — and only then
-//!   reaches the engines ([`crate::readback`], [`crate::upload`]), which use
-//!   the handle's own device and queue, never the caller's.
-//! * Each blocking call is its `_async` form run by [`exec::block_on`].
-//! * Dropping the last clone of a handle frees its GPU memory at once
-//!   (`wgpu::Buffer::destroy`, deferred by wgpu until submitted work that uses
-//!   it is done) and removes the bind groups that kernels cached for it.
+//! Every method checks its arguments (`check_read` / `check_write`: device,
+//! queue, usage, bounds, overflow, alignment) before anything is encoded,
+//! then hands the handle's own buffer, device state and queue to the
+//! transfer engine ([`crate::transfer`]). A backend error on a lost device
+//! is reported as [`BackendError::DeviceLost`].
 
-use std::fmt;
-#[cfg(not(target_arch = "wasm32"))]
-use std::sync::LazyLock;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 
-use hurray_core::{BufferHandle, DeviceTag, MIN_BUFFER_ALIGNMENT, MemoryClass, SyncMode};
 use wgpu::{BufferUsages, COPY_BUFFER_ALIGNMENT};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
-use crate::device::{self, DeviceShared, TeardownEnd, TeardownStart};
-use crate::exec::{self, block_on, lost_or};
-use crate::readback::{self, Source};
-use crate::registry::{self, Registry};
-use crate::upload::{self, Target};
-use crate::{ApiMisuse, BackendError, copy};
-
-/// A cache that keeps GPU objects naming buffers (a kernel's bind groups):
-/// told when a buffer dies, so that it lets go of it at once.
-pub(crate) trait Evict: wgpu::WasmNotSendSync {
-    /// Drops every entry that names buffer `id`.
-    fn evict(&self, id: u64);
-}
-
-pub(crate) struct Inner {
-    _start: TeardownStart,
-    id: u64,
-    buffer: wgpu::Buffer,
-    shared: Arc<DeviceShared>,
-    byte_len: u64,
-    allocation_len: u64,
-    element_count: usize,
-    usage: BufferUsages,
-    /// Set while a direct read maps the buffer itself.
-    mapping: AtomicBool,
-    /// Caches holding GPU objects that name this buffer.
-    bound_by: Mutex<Vec<Weak<dyn Evict>>>,
-    /// The exported memory behind an exportable or imported buffer.
-    #[cfg(target_os = "linux")]
-    exportable: Option<crate::share::Exportable>,
-    _end: TeardownEnd,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        resident(|r| r.unregister(self.id));
-        let caches =
-            std::mem::take(&mut *self.bound_by.lock().unwrap_or_else(PoisonError::into_inner));
-        for cache in caches.iter().filter_map(Weak::upgrade) {
-            cache.evict(self.id);
-        }
-        // Free the memory now, even if wgpu objects elsewhere (a clone of
-        // `buffer()`, a bind group) still name the buffer.
-        self.buffer.destroy();
-    }
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-static RESIDENT: LazyLock<Registry<Inner>> = LazyLock::new(Registry::new);
-
-/// Runs `f` on the process's registry of live buffers.
-#[cfg(not(target_arch = "wasm32"))]
-fn resident<R>(f: impl FnOnce(&Registry<Inner>) -> R) -> R {
-    f(&RESIDENT)
-}
-
-// The browser's wasm32 has one thread, and its wgpu objects are not `Send`.
-#[cfg(target_arch = "wasm32")]
-thread_local! {
-    static RESIDENT: Registry<Inner> = Registry::new();
-}
-
-/// Runs `f` on the process's registry of live buffers.
-#[cfg(target_arch = "wasm32")]
-fn resident<R>(f: impl FnOnce(&Registry<Inner>) -> R) -> R {
-    RESIDENT.with(f)
-}
-
-/// Number of live buffers in the registry (diagnostics and leak tests).
-#[must_use]
-pub fn resident_count() -> usize {
-    resident(Registry::len)
-}
-
-/// Cheaply cloneable handle for a GPU-resident buffer.
-///
-/// The handle records the byte length originally requested by the caller,
-/// the backing allocation length, the logical element count, and the actual
-/// usage flags used to create the underlying [`wgpu::Buffer`].
-///
-/// Every handle has a process-wide id ([`id`](Self::id)); while any clone is
-/// alive, [`from_resident_id`](Self::from_resident_id) resolves it. Dropping
-/// the last clone frees the GPU memory at once.
-///
-/// Every transfer has a blocking form and an `_async` form that never blocks
-/// (see the crate docs for who must poll the device).
-///
-/// ```no_run
-/// use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
-///
-/// let ctx = GpuContext::new()?;
-/// let h = GpuBufferHandle::upload(&ctx.device, &ctx.queue, b"hello", BufferUsages::COPY_SRC)?;
-/// assert_eq!((h.byte_len(), h.allocation_len(), h.element_count()), (5, 8, 5));
-/// let mut out = Vec::new();
-/// h.readback(&ctx.device, &ctx.queue, &mut out)?;
-/// assert_eq!(out, b"hello");
-/// # Ok::<(), hurray_gpu::BackendError>(())
-/// ```
-#[derive(Clone)]
-pub struct GpuBufferHandle {
-    inner: Arc<Inner>,
-}
-
-impl fmt::Debug for GpuBufferHandle {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter
-            .debug_struct("GpuBufferHandle")
-            .field("id", &self.inner.id)
-            .field("byte_len", &self.inner.byte_len)
-            .field("allocation_len", &self.inner.allocation_len)
-            .field("element_count", &self.inner.element_count)
-            .field("usage", &self.inner.usage)
-            .finish()
-    }
-}
-
-/// What [`GpuBufferHandle::from_parts`] makes a handle of.
-pub(crate) struct Parts {
-    pub(crate) shared: Arc<DeviceShared>,
-    pub(crate) buffer: wgpu::Buffer,
-    pub(crate) byte_len: u64,
-    pub(crate) allocation_len: u64,
-    pub(crate) element_count: usize,
-    pub(crate) usage: BufferUsages,
-    #[cfg(target_os = "linux")]
-    pub(crate) exportable: Option<crate::share::Exportable>,
-}
-
-/// `len` rounded up to wgpu's copy granularity, checked against the device.
-pub(crate) fn allocation_len(shared: &DeviceShared, len: u64) -> Result<u64, BackendError> {
-    let rounded = len
-        .checked_next_multiple_of(COPY_BUFFER_ALIGNMENT)
-        .ok_or(ApiMisuse::Overflow)?;
-    let max = shared.limits.max_buffer_size;
-    if rounded > max {
-        return Err(ApiMisuse::TooLarge {
-            requested: rounded,
-            max,
-        }
-        .into());
-    }
-    Ok(rounded)
-}
+use super::GpuBufferHandle;
+use crate::device;
+use crate::exec::{block_on, lost_or};
+use crate::transfer::{Source, Target, read, write};
+use crate::{ApiMisuse, BackendError};
 
 impl GpuBufferHandle {
-    fn create(
-        shared: Arc<DeviceShared>,
-        byte_len: u64,
-        element_count: usize,
-        usage: BufferUsages,
-    ) -> Result<Self, BackendError> {
-        let allocation_len = allocation_len(&shared, byte_len)?;
-        let device = &shared.device;
-        let buffer = exec::scoped_now(device, || {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("hurray buffer"),
-                size: allocation_len,
-                usage,
-                mapped_at_creation: false,
-            })
-        })?;
-        Ok(Self::from_parts(Parts {
-            shared,
-            buffer,
-            byte_len,
-            allocation_len,
-            element_count,
-            usage,
-            #[cfg(target_os = "linux")]
-            exportable: None,
-        }))
-    }
-
-    /// A handle for a buffer created elsewhere in the crate (the sharing
-    /// module's exportable and imported buffers), registered like any other.
-    pub(crate) fn from_parts(parts: Parts) -> Self {
-        let id = registry::next_id();
-        let inner = Arc::new(Inner {
-            _start: TeardownStart,
-            id,
-            buffer: parts.buffer,
-            shared: parts.shared,
-            byte_len: parts.byte_len,
-            allocation_len: parts.allocation_len,
-            element_count: parts.element_count,
-            usage: parts.usage,
-            mapping: AtomicBool::new(false),
-            bound_by: Mutex::default(),
-            #[cfg(target_os = "linux")]
-            exportable: parts.exportable,
-            _end: TeardownEnd,
-        });
-        resident(|r| r.register(id, &inner));
-        Self { inner }
-    }
-
-    /// The exported memory behind this buffer, if it was allocated
-    /// exportable or imported.
-    #[cfg(target_os = "linux")]
-    pub(crate) fn exportable(&self) -> Option<&crate::share::Exportable> {
-        self.inner.exportable.as_ref()
-    }
-
     /// Upload bytes into a new GPU buffer.
     ///
     /// The created buffer always includes `COPY_DST` so the upload is legal.
@@ -283,48 +78,13 @@ impl GpuBufferHandle {
             usage | BufferUsages::COPY_DST,
         )
         .map_err(|e| lost_or(device, &queue, e))?;
-        upload::write(&handle.target(&queue), 0, bytes)
+        write::write(&handle.target(&queue), 0, bytes)
             .await
             .map_err(|e| lost_or(device, &queue, e))?;
         Ok(handle)
     }
 
-    /// Allocate a GPU-resident buffer without uploading host contents.
-    ///
-    /// The contents are zero (wgpu zero-initialises every buffer).
-    ///
-    /// # Errors
-    ///
-    /// Returns a backend error when `len` cannot be represented as a valid
-    /// wgpu buffer size (overflow, or over the device's `max_buffer_size`), or
-    /// when wgpu rejects the usage flags.
-    pub fn alloc(
-        device: &wgpu::Device,
-        len: u64,
-        usage: BufferUsages,
-    ) -> Result<Self, BackendError> {
-        let count = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
-        Self::create(device::shared(device, None), len, count, usage)
-    }
-
-    /// Allocate room for `count` values of `T`; [`element_count`](Self::element_count) is `count`.
-    ///
-    /// # Errors
-    /// As [`alloc`](Self::alloc); [`ApiMisuse::Overflow`] when
-    /// `count * size_of::<T>()` overflows.
-    pub fn alloc_elements<T>(
-        device: &wgpu::Device,
-        count: usize,
-        usage: BufferUsages,
-    ) -> Result<Self, BackendError> {
-        let bytes = count
-            .checked_mul(size_of::<T>())
-            .ok_or(ApiMisuse::Overflow)?;
-        let len = u64::try_from(bytes).map_err(|_| ApiMisuse::Overflow)?;
-        Self::create(device::shared(device, None), len, count, usage)
-    }
-
-    fn source<'a>(&'a self, queue: &'a wgpu::Queue) -> Source<'a> {
+    pub(super) fn source<'a>(&'a self, queue: &'a wgpu::Queue) -> Source<'a> {
         Source {
             buffer: &self.inner.buffer,
             shared: &self.inner.shared,
@@ -451,26 +211,9 @@ impl GpuBufferHandle {
     ) -> Result<(), BackendError> {
         out.clear();
         let queue = self.check_read(device, queue, byte_offset, len)?;
-        let n = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
-        out.try_reserve_exact(n)
-            .map_err(|_| BackendError::OutOfHostMemory { bytes: len })?;
-        let spare = out
-            .spare_capacity_mut()
-            .get_mut(..n)
-            .ok_or(BackendError::Bug("reserved capacity missing"))?;
-        readback::read_into(&self.source(queue), byte_offset, len, spare)
+        read::read_to_vec(&self.source(queue), byte_offset, len, out)
             .await
-            .map_err(|e| lost_or(device, queue, e))?;
-        // SAFETY: `try_reserve_exact(n)` on the cleared `out` made
-        // `capacity - len >= n`, and `read_into` returned `Ok`, which it does
-        // only after writing every element of `spare` — the first `n` spare
-        // elements (its contract: disjoint `split_at_mut` pieces that cover
-        // `spare` exactly, each written whole, total checked against `n`).
-        #[allow(unsafe_code)]
-        unsafe {
-            copy::commit(out, n);
-        }
-        Ok(())
+            .map_err(|e| lost_or(device, queue, e))
     }
 
     /// Download the whole buffer as values of `T`.
@@ -504,9 +247,14 @@ impl GpuBufferHandle {
         // Zeroed allocations come from calloc: fresh pages cost no zero-fill.
         let mut values = T::new_vec_zeroed(count)
             .map_err(|_| BackendError::OutOfHostMemory { bytes: byte_len })?;
-        readback::read_into(&self.source(queue), 0, byte_len, values.as_mut_bytes())
+        let written = read::read_into(&self.source(queue), 0, byte_len, values.as_mut_bytes())
             .await
             .map_err(|e| lost_or(device, queue, e))?;
+        if u64::try_from(written).ok() != Some(byte_len) {
+            return Err(BackendError::Bug(
+                "readback wrote fewer bytes than the values hold",
+            ));
+        }
         Ok(values)
     }
 
@@ -548,7 +296,7 @@ impl GpuBufferHandle {
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, BackendError> {
         let queue = self.check_read(device, queue, byte_offset, len)?;
-        readback::read_mapped(&self.source(queue), byte_offset, len, f)
+        read::read_mapped(&self.source(queue), byte_offset, len, f)
             .await
             .map_err(|e| lost_or(device, queue, e))
     }
@@ -610,7 +358,7 @@ impl GpuBufferHandle {
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
         let len = u64::try_from(bytes.len()).map_err(|_| ApiMisuse::Overflow)?;
         let queue = self.check_write(device, queue, byte_offset, len)?;
-        upload::write(&self.target(queue), byte_offset, bytes)
+        write::write(&self.target(queue), byte_offset, bytes)
             .await
             .map_err(|e| lost_or(device, queue, e))
     }
@@ -702,7 +450,7 @@ impl GpuBufferHandle {
         fill: impl Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync,
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
         let queue = self.check_write(device, queue, byte_offset, len)?;
-        upload::write_with(&self.target(queue), byte_offset, len, &fill)
+        write::write_with(&self.target(queue), byte_offset, len, &fill)
             .await
             .map_err(|e| lost_or(device, queue, e))
     }
@@ -771,168 +519,6 @@ impl GpuBufferHandle {
             .into());
         }
         Ok(end)
-    }
-
-    /// Bytes of idle staging buffers kept for this buffer's device.
-    ///
-    /// Transfers reuse them; they are freed with the device's last handle,
-    /// when the process-wide cap ([`set_staging_cap`](crate::set_staging_cap))
-    /// needs room, or now with [`trim_staging`](Self::trim_staging).
-    /// [`staging_stats`](crate::staging_stats) reports all devices.
-    #[must_use]
-    pub fn pooled_staging_bytes(&self) -> u64 {
-        self.inner.shared.staging.bytes()
-    }
-
-    /// Frees the idle staging buffers kept for this buffer's device.
-    pub fn trim_staging(&self) {
-        self.inner.shared.staging.clear();
-    }
-
-    /// Stable process-local handle id used for cache signatures.
-    ///
-    /// Never 0 and never reused within the process.
-    #[must_use]
-    pub fn id(&self) -> u64 {
-        self.inner.id
-    }
-
-    /// Resolve a process-local resident buffer id back into a live GPU handle.
-    ///
-    /// Returns `None` once the last clone of the handle has been dropped.
-    #[must_use]
-    pub fn from_resident_id(id: u64) -> Option<Self> {
-        resident(|r| r.resolve(id)).map(|inner| Self { inner })
-    }
-
-    /// Underlying [`wgpu::Buffer`].
-    ///
-    /// Its memory is freed when the last clone of the handle is dropped, even
-    /// if clones of the `wgpu::Buffer` are still alive.
-    #[must_use]
-    pub fn buffer(&self) -> &wgpu::Buffer {
-        &self.inner.buffer
-    }
-
-    /// Clone the underlying buffer into an `Arc<wgpu::Buffer>` — cheap
-    /// (`wgpu::Buffer` is itself reference-counted; this adds one small
-    /// allocation). Used by the indirect dispatch path which needs to stash
-    /// the buffer alongside other args. As with [`buffer`](Self::buffer), the
-    /// memory is freed with the last clone of the handle.
-    #[must_use]
-    pub fn buffer_arc(&self) -> Arc<wgpu::Buffer> {
-        Arc::new(self.inner.buffer.clone())
-    }
-
-    /// Logical byte length requested by the caller.
-    #[must_use]
-    pub fn byte_len(&self) -> u64 {
-        self.inner.byte_len
-    }
-
-    /// Backing allocation length (`byte_len` rounded up to 4 bytes).
-    #[must_use]
-    pub fn allocation_len(&self) -> u64 {
-        self.inner.allocation_len
-    }
-
-    /// Logical element count. Byte buffers report one element per byte.
-    #[must_use]
-    pub fn element_count(&self) -> usize {
-        self.inner.element_count
-    }
-
-    /// Actual usage flags on the underlying GPU allocation.
-    #[must_use]
-    pub fn usage(&self) -> BufferUsages {
-        self.inner.usage
-    }
-
-    /// The device the buffer lives on.
-    #[must_use]
-    pub fn device(&self) -> &wgpu::Device {
-        &self.inner.shared.device
-    }
-
-    /// The device state (identity, queue, pools).
-    pub(crate) fn shared(&self) -> &Arc<DeviceShared> {
-        &self.inner.shared
-    }
-
-    /// Tells this buffer that `cache` holds GPU objects naming it.
-    pub(crate) fn note_bound(&self, cache: &Arc<dyn Evict>) {
-        let mut list = self
-            .inner
-            .bound_by
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let weak = Arc::downgrade(cache);
-        if !list.iter().any(|w| Weak::ptr_eq(w, &weak)) {
-            list.retain(|w| w.strong_count() > 0);
-            list.push(weak);
-        }
-    }
-
-    /// The [`hurray_core::BufferHandle`] that describes this buffer.
-    ///
-    /// * `device_tag` — from the adapter's backend: Vulkan → `Vulkan`, Metal →
-    ///   `Metal`, browser WebGPU → `WebGpu`. DX12 and GL have no hurray device
-    ///   tag and give [`BackendError::NoDeviceTag`].
-    /// * `alignment` — the larger of [`MIN_BUFFER_ALIGNMENT`] and the
-    ///   device's `min_storage_buffer_offset_alignment` (wgpu places buffers at
-    ///   least that aligned).
-    /// * `memory_class` — `HostPinned` for mappable (`MAP_READ`/`MAP_WRITE`)
-    ///   buffers, which wgpu places in host-visible memory; `Standard` otherwise.
-    /// * `sync_mode` — `ProducerSynced`: this call waits until all work
-    ///   submitted to the device has completed, so the buffer's contents are
-    ///   final when the handle is returned.
-    /// * `byte_size` — [`byte_len`](Self::byte_len); an empty buffer gives
-    ///   [`BufferHandle::empty`].
-    ///
-    /// # Errors
-    /// [`BackendError::NoDeviceTag`], [`BackendError::PollTimeout`],
-    /// [`BackendError::DeviceLost`].
-    pub fn to_buffer_handle(&self) -> Result<BufferHandle, BackendError> {
-        let shared = &self.inner.shared;
-        let device = &shared.device;
-        let backend = device.adapter_info().backend;
-        let tag = match backend {
-            wgpu::Backend::Vulkan => DeviceTag::Vulkan,
-            wgpu::Backend::Metal => DeviceTag::Metal,
-            wgpu::Backend::BrowserWebGpu => DeviceTag::WebGpu,
-            other => return Err(BackendError::NoDeviceTag(other)),
-        };
-        exec::poll(
-            device,
-            wgpu::PollType::Wait {
-                submission_index: None,
-                timeout: Some(exec::WAIT_LIMIT),
-            },
-        )?;
-        if self.inner.byte_len == 0 {
-            return Ok(BufferHandle::empty(tag));
-        }
-        let alignment = shared
-            .limits
-            .min_storage_buffer_offset_alignment
-            .max(MIN_BUFFER_ALIGNMENT);
-        let class = if self
-            .inner
-            .usage
-            .intersects(BufferUsages::MAP_READ | BufferUsages::MAP_WRITE)
-        {
-            MemoryClass::HostPinned
-        } else {
-            MemoryClass::Standard
-        };
-        BufferHandle::with_memory_class(
-            self.inner.byte_len,
-            alignment,
-            tag,
-            SyncMode::ProducerSynced,
-            class,
-        )
-        .map_err(|_| BackendError::Bug("a valid buffer gave an invalid BufferHandle"))
     }
 }
 

@@ -5,11 +5,13 @@
 //! below what PCIe delivers (~50 GB/s), so pieces of at least
 //! [`PARALLEL_MIN`] bytes are split over the pool ([`crate::pool`]).
 //!
-//! This module holds the crate's only `unsafe` code: [`commit`], an
-//! `unsafe fn` that sets a `Vec`'s length after its spare capacity was
-//! filled (so a 256 MiB read is not preceded by a 256 MiB memset).
+//! Copies into uninitialised memory (`MaybeUninit<u8>`, a `Vec`'s spare
+//! capacity) report how many elements they wrote, counted by the loop that
+//! wrote them: that count, not the length that was meant to be written, is
+//! what lets `read::read_to_vec` set the `Vec`'s length. No `unsafe` here.
 
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{BackendError, pool};
 
@@ -23,26 +25,35 @@ const PART_ALIGN: usize = 4096;
 
 /// A byte-sized destination element: `u8` or `MaybeUninit<u8>`.
 pub(crate) trait Byte: Send + Sized {
-    /// Writes every element of `dst` from `src`; the caller makes the
-    /// lengths equal.
-    fn copy(dst: &mut [Self], src: &[u8]);
+    /// Writes the first `min(dst.len(), src.len())` elements of `dst` from
+    /// `src` (the caller makes the lengths equal), and returns how many it
+    /// wrote.
+    fn copy(dst: &mut [Self], src: &[u8]) -> usize;
 }
 
 impl Byte for u8 {
-    fn copy(dst: &mut [u8], src: &[u8]) {
+    fn copy(dst: &mut [u8], src: &[u8]) -> usize {
         let n = dst.len().min(src.len());
-        if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
-            d.copy_from_slice(s);
+        match (dst.get_mut(..n), src.get(..n)) {
+            (Some(d), Some(s)) => {
+                d.copy_from_slice(s);
+                n
+            }
+            _ => 0,
         }
     }
 }
 
 impl Byte for MaybeUninit<u8> {
-    fn copy(dst: &mut [Self], src: &[u8]) {
-        // LLVM turns this loop into a memcpy.
+    fn copy(dst: &mut [Self], src: &[u8]) -> usize {
+        // LLVM turns this loop into a memcpy; `zip` stops at the shorter
+        // side, so the loop writes exactly `written` elements, from the
+        // start of `dst`.
+        let written = dst.len().min(src.len());
         for (d, s) in dst.iter_mut().zip(src) {
             d.write(*s);
         }
+        written
     }
 }
 
@@ -62,31 +73,43 @@ fn part_len(len: usize, n: usize) -> usize {
         .max(PART_ALIGN)
 }
 
-/// Copies `src` into `dst` (equal lengths), over the pool when large.
+/// One piece of a parallel copy, taken by the worker that copies it.
+type Slot<'a, B> = std::sync::Mutex<Option<(&'a mut [B], &'a [u8])>>;
+
+/// Copies `src` into `dst` (equal lengths), over the pool when large, and
+/// returns how many elements of `dst` were written: the sum of what each
+/// part's [`Byte::copy`] reported, parts being disjoint `chunks_mut` of
+/// `dst`, each copied once.
 ///
 /// # Errors
 /// [`BackendError::Bug`] when the lengths differ or a worker panicked.
-pub(crate) fn parallel_copy<B: Byte>(dst: &mut [B], src: &[u8]) -> Result<(), BackendError> {
+pub(crate) fn parallel_copy<B: Byte>(dst: &mut [B], src: &[u8]) -> Result<usize, BackendError> {
     if dst.len() != src.len() {
         return Err(BackendError::Bug("host copy of unequal lengths"));
     }
     let n = parts(src.len());
     if n <= 1 {
-        B::copy(dst, src);
-        return Ok(());
+        return Ok(B::copy(dst, src));
     }
     let part = part_len(src.len(), n);
-    let pieces: Vec<std::sync::Mutex<(&mut [B], &[u8])>> = dst
+    // Each piece is taken out of its slot by the one worker that copies it.
+    let pieces: Vec<Slot<'_, B>> = dst
         .chunks_mut(part)
         .zip(src.chunks(part))
-        .map(std::sync::Mutex::new)
+        .map(|p| std::sync::Mutex::new(Some(p)))
         .collect();
+    let written = AtomicUsize::new(0);
     pool::run(pieces.len(), |i| {
-        if let Some(Ok(mut p)) = pieces.get(i).map(std::sync::Mutex::lock) {
-            let (d, s) = &mut *p;
-            B::copy(d, s);
+        let piece = pieces
+            .get(i)
+            .and_then(|slot| slot.lock().ok().and_then(|mut p| p.take()));
+        if let Some((d, s)) = piece {
+            written.fetch_add(B::copy(d, s), Ordering::Relaxed);
         }
-    })
+    })?;
+    // `pool::run` returns after every task finished (its contract), so all
+    // counts are in.
+    Ok(written.load(Ordering::Relaxed))
 }
 
 /// Fills `staging[..len]` (mapped for writing) by calling `fill(offset, part)`
@@ -122,19 +145,4 @@ pub(crate) fn fill_mapped(
         Ok(Some(e)) => Err(e),
         Err(_) => Err(BackendError::Bug("a fill worker's result was lost")),
     }
-}
-
-/// Sets `out`'s length to `out.len() + len` after its spare capacity was
-/// filled.
-///
-/// # Safety
-/// `len <= out.capacity() - out.len()`, and the first `len` elements of
-/// `out.spare_capacity_mut()` have all been written (initialised).
-#[allow(unsafe_code)]
-pub(crate) unsafe fn commit(out: &mut Vec<u8>, len: usize) {
-    let new_len = out.len() + len;
-    // SAFETY: the caller guarantees that `new_len` is within capacity and that
-    // every element of `out.len()..new_len` is initialised — exactly
-    // `Vec::set_len`'s contract.
-    unsafe { out.set_len(new_len) };
 }
