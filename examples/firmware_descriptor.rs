@@ -51,13 +51,19 @@ fn host_read(bytes: &[u8]) -> Result<(), DescriptorError> {
     for (i, d) in view.shape().iter().enumerate() {
         print!("{}{d}", if i > 0 { ", " } else { "" });
     }
-    println!(
-        "] = {:?} elements, {}",
-        view.element_count(),
-        view.layout().name()
-    );
-    if let Some(q) = view.quantization() {
-        println!("  quantized  {:?}", q.scheme);
+    match view.element_count() {
+        Some(n) => println!("] = {n} elements, {}", view.layout().name()),
+        None => println!(
+            "] = more elements than 64 bits count, {}",
+            view.layout().name()
+        ),
+    }
+    match view.quantization().map(|q| q.scheme) {
+        None => {}
+        Some(Scheme::PerTensor { scale, zero_point }) => {
+            println!("  quantized  per tensor: scale {scale}, zero point {zero_point}");
+        }
+        Some(other) => println!("  quantized  {other:?}"),
     }
     for (i, h) in view.buffers().iter().enumerate() {
         println!(

@@ -186,7 +186,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // groups miss, and the first run's dead entries are swept out.
     compactor.run(&ctx, &input, threshold / 2)?;
     for k in compactor.kernels() {
-        println!("kernel {:<9} cache {:?}", k.entry_point(), k.cache_stats());
+        let c = k.cache_stats();
+        println!(
+            "kernel {:<9} bind groups: {} reused, {} created, {} cached",
+            k.entry_point(),
+            c.hits,
+            c.misses,
+            c.entries
+        );
     }
     Ok(())
 }

@@ -60,15 +60,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Describe the GPU buffer on the wire.
     match gpu.to_buffer_handle() {
         Ok(handle) => {
-            println!("as BufferHandle: {handle:?}");
+            println!(
+                "as BufferHandle: {} bytes, align {}, {}/{}/{}",
+                handle.byte_size(),
+                handle.alignment(),
+                handle.device_tag().name(),
+                handle.sync_mode().name(),
+                handle.memory_class().name()
+            );
             let handles = [handle];
             let desc = TensorDescriptor::row_major(ElementType::Float32, &[64, 64], &handles);
             let mut wire = [0u8; 128];
             let n = desc.encode(&mut wire)?;
             let view = TensorView::parse(&wire[..n])?;
+            let count = view.element_count().unwrap_or(u64::MAX);
             println!(
-                "descriptor: {n} bytes, {:?} elements on {}",
-                view.element_count(),
+                "descriptor: {n} bytes, {count} elements on {}",
                 handle.device_tag().name()
             );
             assert_eq!(BufferTable::parse(view.buffers().as_bytes())?.len(), 1);

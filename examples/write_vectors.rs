@@ -117,6 +117,210 @@ pub struct Expect {
     pub has_quantization: bool,
     /// Whether a shard section is present.
     pub has_shard: bool,
+    /// The layout's fields (the `layout` object of `inspect --json`, the
+    /// keys written here): from the values the vector was built with, not
+    /// from the encoder's bytes. Absent in the public corpus' manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<serde_json::Value>,
+    /// The quantization section's fields, as `layout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<serde_json::Value>,
+    /// The statistics section's fields, as `layout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<serde_json::Value>,
+}
+
+/// A number as `inspect --json` writes a float (`"NaN"`, `"inf"`, `"-inf"`
+/// for the values JSON has no number for).
+fn json_float(v: f64) -> serde_json::Value {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        v.into()
+    }
+}
+
+fn hex_bytes(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The expected `layout` object, written from the layout the vector was
+/// built with (the spec's codes, not the encoder's bytes).
+fn expect_layout(layout: &LayoutSpec<'_>) -> serde_json::Value {
+    use serde_json::json;
+    let code = |c: u8| json!({ "code": c });
+    match layout {
+        LayoutSpec::RowMajor => json!({ "name": "row_major" }),
+        LayoutSpec::ColumnMajor => json!({ "name": "column_major" }),
+        LayoutSpec::Strided(s) => json!({ "name": "strided", "strides": s }),
+        LayoutSpec::Tiled(levels) => json!({
+            "name": "tiled",
+            "levels": levels.iter().map(|l| json!({
+                "tile_shape": l.tile_shape,
+                "outer_layout": code(l.outer_layout),
+                "inner_layout": code(l.inner_layout),
+                "outer_strides": l.outer_strides,
+                "inner_strides": l.inner_strides,
+            })).collect::<Vec<_>>(),
+        }),
+        LayoutSpec::Morton(bits) => json!({ "name": "morton", "morton_bits": bits }),
+        LayoutSpec::Coo(c) => json!({ "name": "coo", "nnz": c.nnz, "is_sorted": c.sorted }),
+        LayoutSpec::Csr(c) => json!({ "name": "csr", "nnz": c.nnz }),
+        LayoutSpec::Csc(c) => json!({ "name": "csc", "nnz": c.nnz }),
+        LayoutSpec::Csf { nnz, mode_order } => {
+            json!({ "name": "csf", "nnz": nnz, "mode_order": mode_order })
+        }
+        LayoutSpec::BlockPaged(p) => json!({
+            "name": "block_paged",
+            "page_size": p.page_size,
+            "num_pages": p.num_pages,
+            "paged_axis": 0,
+            "num_seqs": p.num_seqs,
+            "kv_role": code(match p.kv_role {
+                KvRole::Key => 0,
+                KvRole::Value => 1,
+                _ => 2,
+            }),
+            "layer_index": p.layer_index,
+            "block_table_index_type": code(u8::from(p.wide_indices)),
+        }),
+        LayoutSpec::Composite(h) => json!({
+            "name": "composite",
+            "composition_rule": code(match h.rule {
+                CompositionRule::Partition => 1,
+                CompositionRule::Overlay => 2,
+                CompositionRule::Group => 3,
+                other => other.code(),
+            }),
+            "combine_op": code(match h.combine_op {
+                CombineOp::None => 0,
+                CombineOp::Replace => 1,
+                _ => 2,
+            }),
+            "member_count": h.member_count,
+        }),
+        LayoutSpec::Hilbert(h) => {
+            json!({ "name": "hilbert", "hilbert_order": h.order, "hilbert_rank": h.rank })
+        }
+        LayoutSpec::Extension { tag, id, data } => json!({
+            "name": "extension",
+            "tag": tag,
+            "extension_layout_id": id,
+            "extension_data": hex_bytes(data),
+        }),
+        _ => json!({}),
+    }
+}
+
+/// The expected `quantization` object, from the scheme the vector was
+/// built with.
+fn expect_quantization(q: &Quantization<'_>) -> serde_json::Value {
+    use serde_json::json;
+    let mut v = match q.scheme {
+        Scheme::PerTensor { scale, zero_point } => json!({
+            "scheme": { "code": 0x01 }, "scale": scale, "zero_point": zero_point,
+        }),
+        Scheme::PerChannel {
+            axis,
+            scale_buffer,
+            zero_point_buffer,
+        } => json!({
+            "scheme": { "code": 0x02 },
+            "symmetric": zero_point_buffer.is_none(),
+            "axis": axis,
+            "scale_buffer_index": scale_buffer,
+            "zero_point_buffer_index": zero_point_buffer,
+            "scale_type": { "code": 0x03 },
+        }),
+        Scheme::PerBlock {
+            axis,
+            block_size,
+            scale_buffer,
+            zero_point_buffer,
+            scale_type,
+        } => json!({
+            "scheme": { "code": 0x03 },
+            "symmetric": zero_point_buffer.is_none(),
+            "axis": axis,
+            "block_size": block_size,
+            "scale_buffer_index": scale_buffer,
+            "zero_point_buffer_index": zero_point_buffer,
+            "scale_type": { "code": match scale_type {
+                ElementType::Float16 => 0x01,
+                ElementType::BFloat16 => 0x02,
+                _ => 0x03,
+            } },
+        }),
+        Scheme::Nf4 {
+            axis,
+            block_size,
+            scale_buffer,
+        } => json!({
+            "scheme": { "code": 0x04 }, "axis": axis, "block_size": block_size,
+            "scale_buffer_index": scale_buffer,
+        }),
+        Scheme::Mxfp {
+            axis,
+            block_size,
+            scale_buffer,
+        } => json!({
+            "scheme": { "code": 0x05 }, "axis": axis, "block_size": block_size,
+            "scale_buffer_index": scale_buffer,
+        }),
+        Scheme::Private {
+            tag,
+            version,
+            flags,
+            payload,
+        } => json!({
+            "scheme": { "code": tag }, "scheme_version": version, "scheme_flags": flags,
+            "payload": hex_bytes(payload),
+        }),
+        _ => json!({}),
+    };
+    // A zero-point index of none is left out, as inspect leaves it out.
+    if let Some(o) = v.as_object_mut() {
+        o.retain(|_, x| !x.is_null());
+        o.insert("padding".into(), q.padding.into());
+    }
+    v
+}
+
+/// The expected `statistics` object, from the statistics entry the vector
+/// was built with: each group by its `computed_mask` bit, as the spec's
+/// table numbers them (0 nnz, 1 sparsity, 2 range, 3 moments, 4 N:M, 5
+/// NaN/inf), null when the bit is clear.
+fn expect_statistics(s: &Statistics) -> serde_json::Value {
+    let e = s.entry();
+    let mask = e.computed_mask.get();
+    let on = |bit: u32| mask & (1 << bit) != 0;
+    let f = |bit: u32, v: f64| {
+        if on(bit) {
+            json_float(v)
+        } else {
+            serde_json::Value::Null
+        }
+    };
+    serde_json::json!({
+        "computed_mask": mask,
+        "nnz": on(0).then_some(e.nnz.get()),
+        "sparsity_ratio": f(1, e.sparsity_ratio.get()),
+        "value_min": f(2, e.value_min.get()),
+        "value_max": f(2, e.value_max.get()),
+        "value_abs_max": f(2, e.value_abs_max.get()),
+        "value_mean": f(3, e.value_mean.get()),
+        "value_stddev": f(3, e.value_stddev.get()),
+        "nm_n": on(4).then_some(e.nm_n),
+        "nm_m": on(4).then_some(e.nm_m),
+        "has_nan": on(5).then_some(e.has_nan != 0),
+        "has_inf": on(5).then_some(e.has_inf != 0),
+    })
 }
 
 /// One generated descriptor.
@@ -300,6 +504,9 @@ impl Builder {
             buffer_byte_sizes: d.buffers.iter().map(|b| b.byte_size()).collect(),
             has_quantization: d.quantization.is_some(),
             has_shard: d.shard.is_some(),
+            layout: Some(expect_layout(&d.layout)),
+            quantization: d.quantization.as_ref().map(expect_quantization),
+            statistics: d.statistics.as_ref().map(expect_statistics),
         };
         Vector {
             stem: stem.to_owned(),

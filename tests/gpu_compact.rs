@@ -6,7 +6,9 @@
 #[path = "../examples/gpu_compact.rs"]
 mod compact;
 
-use std::io::Write;
+/// The workspace's one decision whether a GPU test can run here.
+#[path = "../gpu/tests/common/gate.rs"]
+mod gate;
 
 use compact::{Compactor, reference};
 use hurray::gpu::GpuContext;
@@ -25,19 +27,9 @@ fn random(n: usize, seed: u64) -> Vec<u32> {
 
 #[test]
 fn compaction_matches_the_cpu_reference() {
-    let ctx = match GpuContext::new() {
-        Ok(c) => c,
-        Err(e) => {
-            assert!(
-                std::env::var_os("HURRAY_REQUIRE_GPU").is_none_or(|v| v != "1"),
-                "HURRAY_REQUIRE_GPU=1 but no GPU adapter: {e}"
-            );
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED compaction_matches_the_cpu_reference: no GPU adapter ({e})"
-            );
-            return;
-        }
+    let test = "compaction_matches_the_cpu_reference";
+    let Some(ctx) = gate::need(test, GpuContext::new()) else {
+        return;
     };
     let compactor = Compactor::new(&ctx).unwrap();
     let cases = [

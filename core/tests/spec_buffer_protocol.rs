@@ -227,7 +227,10 @@ fn bp_entry_5_round_trip_is_exact() {
         assert_eq!(BufferHandle::from_bytes(&h.to_bytes()), Ok(h));
         assert_eq!(BufferHandle::try_from(b), Ok(h));
     }
-    assert!(BufferHandle::from_bytes(&entry(64, 64, 0xFF, 0, 0, 0)).is_err());
+    assert_eq!(
+        BufferHandle::from_bytes(&entry(64, 64, 0xFF, 0, 0, 0)),
+        Err(Error::InvalidDeviceTag(0xFF))
+    );
 }
 
 // --- Alignment ---------------------------------------------------------------------
@@ -406,7 +409,13 @@ fn bp_class_2_private_class_needs_private_device() {
     // A private device takes Standard or a private class, no named other.
     assert!(BufferHandle::from_bytes(&entry(64, 64, 0xF7, 0, 0, 0)).is_ok());
     for class in 1..=3u8 {
-        assert!(BufferHandle::from_bytes(&entry(64, 64, 0xF7, 0, class, 0)).is_err());
+        assert_eq!(
+            BufferHandle::from_bytes(&entry(64, 64, 0xF7, 0, class, 0)),
+            Err(Error::MemoryClassNotAllowed {
+                device_tag: DeviceTag::Private(0xF7),
+                memory_class: MemoryClass::from_code(class).unwrap(),
+            })
+        );
     }
 }
 
@@ -626,6 +635,13 @@ fn bp_interop_2_import_table() {
         }
     }
     for code in [i32::MIN, i32::MAX] {
-        assert!(interop::from_dlpack(code).is_err());
+        assert_eq!(
+            interop::from_dlpack(code),
+            Err(InteropError::UnknownDeviceCode(code))
+        );
+        assert_eq!(
+            interop::from_arrow(code),
+            Err(InteropError::UnknownDeviceCode(code))
+        );
     }
 }

@@ -2,8 +2,10 @@
 //! section — element types (sub-byte, 6-bit, private with an extension type
 //! section), shapes with dynamic dimensions, buffers on any device — and
 //! sizes their buffers by the spec's rules. Whatever the encoder accepts
-//! must parse and read back exactly as built, and re-encode to the same
-//! bytes; what is valid by construction (every layout but the tiled one and
+//! must parse — here, by the harness's own `TensorView::parse`, not only by
+//! the encoder's read-back — and read back exactly as built, and re-encode to
+//! the same bytes; what it refuses as invalid, the reader must refuse with
+//! the same error; what is valid by construction (every layout but the tiled one and
 //! the block quantization schemes, whose buffer sizes are left to chance)
 //! must be accepted.
 #![no_main]
@@ -17,8 +19,8 @@ use hurray_core::layout::{
     BlockPaged, CombineOp, CompositeHead, CompositionRule, Compressed, Coo, Hilbert, KvRole,
 };
 use hurray_core::{
-    BufferHandle, DYNAMIC, DeviceTag, ElementType, ExtensionType, MemberRole, MemoryClass,
-    Quantization, Scheme, Statistics, SyncMode, TensorView,
+    BufferHandle, DYNAMIC, DescriptorErrorKind, DeviceTag, ElementType, EncodeError, ExtensionType,
+    MemberRole, MemoryClass, Quantization, Scheme, Statistics, SyncMode, TensorView,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -650,16 +652,49 @@ fuzz_target!(|input: Input| {
         extension_type,
         member_role,
     };
-    let bytes = match owned.encode() {
-        Ok(b) => b,
-        Err(e) if must_accept => panic!("a valid descriptor was refused: {e}\n{owned:#?}"),
-        Err(_) => return,
-    };
+    // The encoder's bytes, parsed here rather than trusted to the encoder's
+    // own read-back: what it accepts must parse strictly (or, for the
+    // private codes it uses, permissively) and read back exactly as built;
+    // what it refuses as invalid must be refused by the reader with the
+    // same error. So this holds whether or not `encode` parses its output.
+    let (bytes, verdict) = owned.encode_written();
     let ids = owned.ids();
-    let view = TensorView::parse_with(&bytes, &permissive(&ids))
-        .unwrap_or_else(|e| panic!("the encoder's output does not parse: {e}"));
+    let options = permissive(&ids);
+    let ours = TensorView::parse_with(&bytes, &options);
+    let strict = TensorView::parse(&bytes);
+    match (&verdict, &ours) {
+        (Ok(n), _) => assert_eq!(*n, bytes.len(), "encoded_len and encode disagree"),
+        (Err(EncodeError::Invalid(e)), Err(r)) if e == r && !must_accept => return,
+        (Err(EncodeError::Invalid(e)), Ok(_)) => {
+            panic!("the encoder refused ({e}) bytes the reader accepts\n{owned:#?}")
+        }
+        (Err(EncodeError::Invalid(e)), Err(r)) if e != r => {
+            panic!("the encoder refused with {e}, the reader with {r}\n{owned:#?}")
+        }
+        (Err(e), _) if must_accept => panic!("a valid descriptor was refused: {e}\n{owned:#?}"),
+        (Err(_), _) => return,
+    }
+    let view =
+        ours.unwrap_or_else(|e| panic!("the encoder's output does not parse: {e}\n{owned:#?}"));
+    // The strict reader agrees, or refuses only a private code.
+    match strict {
+        Ok(v) => assert_eq!(
+            v.as_bytes(),
+            view.as_bytes(),
+            "strict and permissive reads differ"
+        ),
+        Err(e) => assert!(
+            matches!(
+                e.kind(),
+                DescriptorErrorKind::PrivateCodeRefused { .. }
+                    | DescriptorErrorKind::UnknownExtensionLayout(_)
+            ),
+            "the strict reader refuses the encoder's output: {e}\n{owned:#?}"
+        ),
+    }
     check_view(&view);
     assert_eq!(view.as_bytes(), &bytes[..]);
+    // Every field as built.
     let back = Owned::of(&view);
     assert_eq!(back, owned, "read back differently");
     assert_eq!(back.encode().unwrap(), bytes);

@@ -8,7 +8,7 @@ mod common;
 
 use std::os::unix::net::UnixStream;
 
-use common::ctx;
+use common::{ctx, sharing_ctx};
 use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor};
 use hurray_gpu::wgpu::BufferUsages;
 use hurray_gpu::{
@@ -36,12 +36,9 @@ fn pattern(n: u32, seed: u32) -> Vec<u32> {
 
 #[test]
 fn two_devices_share_one_allocation_both_ways() {
-    let (Some(a), Some(b)) = (
-        ctx("two_devices_share_one_allocation_both_ways"),
-        ctx("two_devices_share_one_allocation_both_ways"),
-    ) else {
-        return;
-    };
+    let test = "two_devices_share_one_allocation_both_ways";
+    let Some(a) = sharing_ctx(test) else { return };
+    let Some(b) = sharing_ctx(test) else { return };
     assert_eq!(
         device_identity(&a.device).unwrap(),
         device_identity(&b.device).unwrap(),
@@ -115,7 +112,7 @@ fn two_devices_share_one_allocation_both_ways() {
 
 #[test]
 fn a_dropped_shared_buffer_leaves_the_registry() {
-    let Some(c) = ctx("a_dropped_shared_buffer_leaves_the_registry") else {
+    let Some(c) = sharing_ctx("a_dropped_shared_buffer_leaves_the_registry") else {
         return;
     };
     let h = GpuBufferHandle::alloc_exportable(&c.device, &c.queue, 256).unwrap();
@@ -151,7 +148,7 @@ fn an_ordinary_buffer_is_not_exportable() {
 
 #[test]
 fn export_checks_its_descriptor() {
-    let Some(c) = ctx("export_checks_its_descriptor") else {
+    let Some(c) = sharing_ctx("export_checks_its_descriptor") else {
         return;
     };
     assert_eq!(

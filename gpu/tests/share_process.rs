@@ -49,9 +49,15 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
             .collect()
     }
 
-    pub(super) fn parent() -> Result<(), String> {
-        let Some(c) = super::common::ctx("share_process") else {
-            return Ok(());
+    /// Whether the parent ran the exchange or skipped it.
+    pub(super) enum Ran {
+        Shared,
+        Skipped,
+    }
+
+    pub(super) fn parent() -> Result<Ran, String> {
+        let Some(c) = super::common::sharing_ctx("share_process") else {
+            return Ok(Ran::Skipped);
         };
         let h = GpuBufferHandle::alloc_exportable(&c.device, &c.queue, u64::from(N) * 4)
             .map_err(|e| format!("alloc_exportable: {e}"))?;
@@ -94,7 +100,7 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
             ));
         }
         println!("parent: read back the child's pattern, all {N} words");
-        Ok(())
+        Ok(Ran::Shared)
     }
 
     pub(super) fn child() -> Result<(), String> {
@@ -138,13 +144,14 @@ fn main() {
     {
         let is_child = std::env::args().any(|a| a == "--child");
         let r = if is_child {
-            run::child()
+            run::child().map(|()| None)
         } else {
-            run::parent()
+            run::parent().map(Some)
         };
         match r {
-            Ok(()) if !is_child => println!("share_process: ok"),
-            Ok(()) => {}
+            Ok(Some(run::Ran::Shared)) => println!("share_process: ok"),
+            // `SKIPPED share_process: …` is already on standard error.
+            Ok(Some(run::Ran::Skipped) | None) => {}
             Err(e) => {
                 eprintln!("{}: {e}", if is_child { "child" } else { "parent" });
                 std::process::exit(1);

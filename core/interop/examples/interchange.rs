@@ -57,8 +57,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // SAFETY: reading the struct we just exported and still own.
     let t = unsafe { &(*managed.as_ptr()).dl_tensor };
     println!(
-        "DLPack: ndim {}, dtype {:?}, device {:?}",
-        t.ndim, t.dtype, t.device
+        "DLPack: ndim {}, dtype code {} ({} bits x {} lanes), device type {} id {}",
+        t.ndim, t.dtype.code, t.dtype.bits, t.dtype.lanes, t.device.device_type, t.device.device_id
     );
 
     // The consumer side: import (takes ownership of the managed tensor).
@@ -73,8 +73,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let v = imported.view();
     println!(
-        "imported: {:?} {:?}, read-only {}, first element at {:p}",
-        v.element_type(),
+        "imported: {} {:?}, read-only {}, first element at {:p}",
+        v.element_type().name(),
         v.shape().iter().collect::<Vec<_>>(),
         imported.is_read_only(),
         imported.first_element()

@@ -167,6 +167,20 @@ impl<'a> Owned<'a> {
         })
     }
 
+    /// Encodes these values and returns every byte the encoder wrote,
+    /// whatever its verdict, with the verdict: `TensorDescriptor::encode`
+    /// writes the whole descriptor before its own read-back decides, so on
+    /// `EncodeError::Invalid` the buffer holds what it refused. A harness
+    /// that parses these bytes itself checks the encoder's output whether or
+    /// not the encoder reads it back.
+    pub fn encode_written(&self) -> (Vec<u8>, Result<usize, hurray_core::EncodeError>) {
+        self.with_descriptor(|d| {
+            let mut out = vec![0u8; d.encoded_len()];
+            let verdict = d.encode(&mut out);
+            (out, verdict)
+        })
+    }
+
     /// The reader options that accept what these values use.
     pub fn ids(&self) -> Vec<u64> {
         match self.layout {

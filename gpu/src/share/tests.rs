@@ -369,18 +369,17 @@ fn sending_to_a_closed_peer_is_an_io_error() {
     ));
 }
 
-/// A device, or `None` without one (unless `HURRAY_REQUIRE_GPU=1`).
-fn context() -> Option<crate::GpuContext> {
-    match crate::GpuContext::new() {
-        Ok(c) => Some(c),
-        Err(e) => {
-            assert!(
-                std::env::var_os("HURRAY_REQUIRE_GPU").is_none_or(|v| v != "1"),
-                "HURRAY_REQUIRE_GPU=1 but no adapter: {e}"
-            );
-            None
-        }
-    }
+/// The workspace's one decision whether a GPU test can run here.
+#[path = "../../tests/common/gate.rs"]
+mod gate;
+
+/// A device that can share memory, or `None` after `SKIPPED <test>: …`
+/// (a failure with `HURRAY_REQUIRE_GPU=1`; see `gate`).
+fn context(test: &str) -> Option<crate::GpuContext> {
+    let c = gate::need(test, crate::GpuContext::new())?;
+    let probe = GpuBufferHandle::alloc_exportable(&c.device, &c.queue, 64);
+    gate::need_if(test, probe, |e| matches!(e, ShareError::Unsupported(_)))?;
+    Some(c)
 }
 
 /// An export of 4096 zero bytes from a fresh exportable buffer.
@@ -392,7 +391,9 @@ fn exported(c: &crate::GpuContext) -> SharedBuffer {
 #[test]
 fn import_refuses_memory_of_another_device_or_driver() {
     let _s = serial();
-    let Some(c) = context() else { return };
+    let Some(c) = context("import_refuses_memory_of_another_device_or_driver") else {
+        return;
+    };
     let mut shared = exported(&c);
     let local = shared.identity();
     shared.memory.identity.device_uuid[0] ^= 1;
@@ -425,7 +426,9 @@ fn import_refuses_memory_of_another_device_or_driver() {
 #[test]
 fn import_refuses_a_memory_type_the_buffer_cannot_use() {
     let _s = serial();
-    let Some(c) = context() else { return };
+    let Some(c) = context("import_refuses_a_memory_type_the_buffer_cannot_use") else {
+        return;
+    };
     for index in [31, 32, u32::MAX] {
         let mut shared = exported(&c);
         shared.memory.memory_type_index = index;
@@ -442,7 +445,9 @@ fn import_refuses_a_memory_type_the_buffer_cannot_use() {
 #[test]
 fn import_refuses_an_allocation_smaller_than_the_buffer_needs() {
     let _s = serial();
-    let Some(c) = context() else { return };
+    let Some(c) = context("import_refuses_an_allocation_smaller_than_the_buffer_needs") else {
+        return;
+    };
     let mut shared = exported(&c);
     shared.memory.allocation_size = 1024;
     assert!(matches!(

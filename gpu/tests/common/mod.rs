@@ -1,24 +1,27 @@
 //! Shared helpers of the GPU integration tests.
 #![allow(dead_code, unreachable_pub)]
 
-use std::io::Write;
-
 use hurray_gpu::GpuContext;
 
-/// A fresh context, or `None` (printed past the test harness's capture, so it
-/// is visible) when there is no adapter. With `HURRAY_REQUIRE_GPU=1` a missing
-/// adapter fails the test instead.
+pub mod gate;
+
+/// A fresh context, or `None` after `SKIPPED <test>: no GPU adapter (…)`
+/// ([`gate::need`]: with `HURRAY_REQUIRE_GPU=1` a missing adapter fails).
 pub fn ctx(test: &str) -> Option<GpuContext> {
-    match GpuContext::new() {
-        Ok(c) => Some(c),
-        Err(e) => {
-            if std::env::var_os("HURRAY_REQUIRE_GPU").is_some_and(|v| v == "1") {
-                panic!("HURRAY_REQUIRE_GPU=1 but no GPU adapter is available: {e}");
-            }
-            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no GPU adapter ({e})");
-            None
-        }
-    }
+    gate::need(test, GpuContext::new())
+}
+
+/// A fresh context whose device can export and import memory (Vulkan with
+/// `VK_KHR_external_memory_fd`), or `None` after the `SKIPPED` line. Only
+/// [`ShareError::Unsupported`](hurray_gpu::ShareError::Unsupported) counts
+/// as missing: any other failure of the probe fails the test.
+pub fn sharing_ctx(test: &str) -> Option<GpuContext> {
+    let c = ctx(test)?;
+    let probe = hurray_gpu::GpuBufferHandle::alloc_exportable(&c.device, &c.queue, 64);
+    gate::need_if(test, probe, |e| {
+        matches!(e, hurray_gpu::ShareError::Unsupported(_))
+    })?;
+    Some(c)
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*).
