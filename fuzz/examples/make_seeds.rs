@@ -485,7 +485,10 @@ fn tables() -> Vec<(String, Vec<u8>)> {
 
 /// The parts, back to back.
 fn join<T: AsRef<[u8]>>(parts: &[T]) -> Vec<u8> {
-    parts.iter().flat_map(|p| p.as_ref().iter().copied()).collect()
+    parts
+        .iter()
+        .flat_map(|p| p.as_ref().iter().copied())
+        .collect()
 }
 
 /// Streams (`docs/spec/stream.md`): each small valid descriptor with its
@@ -562,10 +565,19 @@ fn streams(valid: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
     v.push(("eight-deep".into(), nested.clone()));
     v.push((
         "nine-deep".into(),
-        join(&[&head(CompositionRule::Group, CombineOp::None, 1, &[1]), &nested]),
+        join(&[
+            &head(CompositionRule::Group, CombineOp::None, 1, &[1]),
+            &nested,
+        ]),
     ));
     v.push(("torn".into(), group[..group.len() - 40].to_vec()));
-    v.push(("gap".into(), join(&[&head(CompositionRule::Partition, CombineOp::None, 1, &p), &member(&[4, 2], &[0, 0], None)])));
+    v.push((
+        "gap".into(),
+        join(&[
+            &head(CompositionRule::Partition, CombineOp::None, 1, &p),
+            &member(&[4, 2], &[0, 0], None),
+        ]),
+    ));
     v.push(("cut-in-descriptor".into(), singles[1].1[..30].to_vec()));
     let one = &singles[1].1;
     v.push(("cut-in-data".into(), one[..one.len() - 1].to_vec()));
@@ -621,7 +633,11 @@ fn main() {
         .iter()
         .flat_map(|(name, s)| {
             let third = (s.len() / 3) as u16;
-            let cuts = join(&[[2u8].as_slice(), &third.to_le_bytes(), &(2 * third).to_le_bytes()]);
+            let cuts = join(&[
+                [2u8].as_slice(),
+                &third.to_le_bytes(),
+                &(2 * third).to_le_bytes(),
+            ]);
             [
                 (format!("whole-{name}"), join(&[[0u8].as_slice(), s])),
                 (format!("thirds-{name}"), join(&[cuts.as_slice(), s])),

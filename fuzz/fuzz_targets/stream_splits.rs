@@ -56,7 +56,11 @@ fn run(stream: &[u8], cuts: &[usize]) -> (Vec<Ev>, Result<(), StreamError>) {
         loop {
             let ready = dec.ready(input);
             let result = dec.decode(input);
-            assert_eq!(ready, !matches!(result, Ok((_, Event::NeedMore))), "ready() was wrong");
+            assert_eq!(
+                ready,
+                !matches!(result, Ok((_, Event::NeedMore))),
+                "ready() was wrong"
+            );
             match result {
                 Ok((used, Event::NeedMore)) => {
                     assert_eq!(used, input.len());
@@ -97,12 +101,17 @@ fn run_steps(stream: &[u8], cuts: &[usize]) -> (Vec<Ev>, Result<(), StreamError>
                 Ok((_, Step::NeedMore)) => break,
                 Ok((used, step)) => {
                     let ev = match step {
-                        Step::Descriptor => {
-                            Ev::Descriptor(dec.current().expect("a validated descriptor").as_bytes().to_vec())
-                        }
-                        Step::Data { buffer, offset, len } => {
-                            Ev::Data(buffer, offset, input[used - len..used].to_vec())
-                        }
+                        Step::Descriptor => Ev::Descriptor(
+                            dec.current()
+                                .expect("a validated descriptor")
+                                .as_bytes()
+                                .to_vec(),
+                        ),
+                        Step::Data {
+                            buffer,
+                            offset,
+                            len,
+                        } => Ev::Data(buffer, offset, input[used - len..used].to_vec()),
                         Step::TensorEnd => Ev::TensorEnd,
                         Step::CompositeEnd { members } => Ev::CompositeEnd(members),
                         _ => unreachable!(),
@@ -159,10 +168,18 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(run(stream, &cuts), whole, "a split changed the events");
     let bytes: Vec<usize> = (1..stream.len().min(300)).collect();
     if stream.len() <= 300 {
-        assert_eq!(run(stream, &bytes), whole, "byte by byte changed the events");
+        assert_eq!(
+            run(stream, &bytes),
+            whole,
+            "byte by byte changed the events"
+        );
     }
     assert_eq!(run_steps(stream, &cuts), whole, "step and decode disagree");
     if whole.1.is_ok() && stream.len() <= 1 << 17 {
-        assert_eq!(rewrite(&whole.0), stream, "re-writing an accepted stream changed it");
+        assert_eq!(
+            rewrite(&whole.0),
+            stream,
+            "re-writing an accepted stream changed it"
+        );
     }
 });
