@@ -80,6 +80,7 @@ mod element;
 mod error;
 mod handle;
 pub mod interop;
+pub mod net;
 mod table;
 
 pub use builder::{BuilderLayout, DescriptorBuilder};
