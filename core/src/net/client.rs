@@ -20,6 +20,7 @@
 
 use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
 use super::control::{ErrorMessage, Ping};
+use super::cursor::copy;
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
 use super::header::{Frame, Status};
 use super::hello::{Hello, PROTOCOL_VERSION};
@@ -498,7 +499,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     }
 
     /// A fault on a stream of `request`: the whole request is closed, with
-    /// `ERROR` on the request's stream (`[NP-SHARD-4]`).
+    /// `ERROR` on the request's stream (`[NP-SHARD-3]`).
     fn fault_request<'a>(
         &mut self,
         stream: u32,
@@ -642,7 +643,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
 
     /// Sends `request` on a new `stream` at `now`. With `PARALLEL_OK` the
     /// stream id must be a multiple of [`MAX_SHARDS`] and its block free
-    /// (`[NP-SHARD-3]`).
+    /// (`[NP-SHARD-2]`).
     ///
     /// # Errors
     /// [`ApiMisuse`] (stream unavailable, not established, too large for
@@ -758,10 +759,15 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 available: 0,
             },
         ))?;
+        let Some((a, b)) = dst.split_at_mut_checked(20) else {
+            return Err(ApiMisuse::InvalidArgument("data"));
+        };
+        if b.len() != data.len() {
+            return Err(ApiMisuse::InvalidArgument("data"));
+        }
         let prefix = self.data_prefix(stream, offset, len)?;
-        let (a, b) = dst.split_at_mut(20);
-        a.copy_from_slice(&prefix);
-        b.copy_from_slice(data);
+        copy(a, &prefix);
+        copy(b, data);
         Ok(total)
     }
 

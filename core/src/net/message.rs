@@ -158,7 +158,12 @@ impl<'a> Message<'a> {
             });
         }
         let plen = u32::try_from(len).map_err(|_| super::hello::too_long("payload"))?;
-        let (head, body) = out.split_at_mut(MESSAGE_HEADER_LEN);
+        let Some((head, body)) = out.split_at_mut_checked(MESSAGE_HEADER_LEN) else {
+            return Err(EncodeError::OutputTooSmall {
+                needed: total as u64,
+                available: out.len() as u64,
+            });
+        };
         put_header(head, self.message_type(), stream_id, plen).ok_or(
             EncodeError::OutputTooSmall {
                 needed: total as u64,

@@ -18,6 +18,7 @@
 
 use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
 use super::control::{ErrorMessage, Ping};
+use super::cursor::copy;
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
 use super::header::{Frame, Status};
 use super::hello::{Hello, PROTOCOL_VERSION};
@@ -595,7 +596,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
 
     /// Answers the request on `request_stream` with a descriptor: on that
     /// stream, or for shard `i > 0` of a parallel answer on stream
-    /// `request_stream + i` (`[NP-SHARD-3]`). Checks the order, the shard
+    /// `request_stream + i` (`[NP-SHARD-2]`). Checks the order, the shard
     /// fields against the request, the device rule (`[NP-DEVICE-1]`) and
     /// the client's maximum message size; writes the message into `out`.
     ///
@@ -729,10 +730,15 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 available: 0,
             },
         ))?;
+        let Some((a, b)) = dst.split_at_mut_checked(20) else {
+            return Err(ApiMisuse::InvalidArgument("data"));
+        };
+        if b.len() != data.len() {
+            return Err(ApiMisuse::InvalidArgument("data"));
+        }
         let prefix = self.data_prefix(stream, offset, len)?;
-        let (a, b) = dst.split_at_mut(20);
-        a.copy_from_slice(&prefix);
-        b.copy_from_slice(data);
+        copy(a, &prefix);
+        copy(b, data);
         Ok(total)
     }
 

@@ -163,7 +163,7 @@ impl<const S: usize> Streams<S> {
     }
 
     /// Whether `id` is open, or lies in the shard block of an open parallel
-    /// request (`[NP-SHARD-3]`).
+    /// request (`[NP-SHARD-2]`).
     pub(crate) fn in_use(&self, id: u32) -> bool {
         self.slots.iter().flatten().any(|s| {
             s.id == id

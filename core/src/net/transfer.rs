@@ -173,7 +173,7 @@ impl<'a> DescriptorMessage<'a> {
             ));
         }
         // A sharded transfer's descriptors are shard descriptors, never
-        // composite heads ([NP-SHARD-2]).
+        // composite heads ([NP-SHARD-1]).
         let composite = matches!(self.descriptor.layout(), Layout::Composite(_));
         if self.total_shards > 1 && (self.descriptor.shard().is_none() || composite) {
             return Err(invalid(
