@@ -78,6 +78,7 @@ mod defmt_impls;
 mod descriptor;
 mod element;
 mod error;
+pub mod file;
 mod handle;
 pub mod interop;
 pub mod net;

@@ -1,0 +1,209 @@
+//! The 64-byte file header and its flag word
+//! (`docs/spec/file-format.md` § File header).
+
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+use super::error::{FileError, FileErrorKind};
+
+/// `"HRRYFILE"`: the first eight bytes of every file.
+pub const FILE_MAGIC: [u8; 8] = *b"HRRYFILE";
+/// The container major version this crate reads and writes.
+pub const FILE_VERSION_MAJOR: u8 = 1;
+/// The container minor version this crate writes.
+pub const FILE_VERSION_MINOR: u8 = 0;
+/// Length of the file header.
+pub const FILE_HEADER_LEN: usize = 64;
+/// The smallest `data_buffer_alignment` a file may declare (4 KiB).
+pub const MIN_DATA_ALIGNMENT: u32 = 4096;
+/// The largest `data_buffer_alignment` a file may declare (2 MiB).
+pub const MAX_DATA_ALIGNMENT: u32 = 2 * 1024 * 1024;
+/// `tensor_count_hint` of a writer that did not know the count up front.
+pub const UNKNOWN_TENSOR_COUNT: u64 = u64::MAX;
+
+/// The file header, as it lies on the wire (any 64 bytes form one).
+///
+/// | Offset | Field | Type |
+/// |---:|---|---|
+/// | 0 | `magic` | `[u8; 8]` = `"HRRYFILE"` |
+/// | 8 | `version_major` | `u8` |
+/// | 9 | `version_minor` | `u8` |
+/// | 10 | `reserved` | `[u8; 2]`, zero |
+/// | 12 | `flags` | `u32` LE ([`FileFlags`]) |
+/// | 16 | `data_buffer_alignment` | `u32` LE |
+/// | 20 | `first_descriptor_offset` | `u64` LE |
+/// | 28 | `tensor_count_hint` | `u64` LE |
+/// | 36 | `reserved_tail` | `[u8; 28]`, zero |
+#[derive(
+    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
+)]
+#[repr(C)]
+pub struct FileHeader {
+    /// `"HRRYFILE"`.
+    pub magic: [u8; 8],
+    /// Container major version (1).
+    pub version_major: u8,
+    /// Container minor version.
+    pub version_minor: u8,
+    /// Zero.
+    pub reserved: [u8; 2],
+    /// [`FileFlags`] bits.
+    pub flags: U32,
+    /// Alignment of every data buffer: a power of two in 4 KiB..=2 MiB.
+    pub data_buffer_alignment: U32,
+    /// Absolute offset of the first descriptor (≥ 64, a multiple of 8).
+    pub first_descriptor_offset: U64,
+    /// Tensor count if known at write time, else [`UNKNOWN_TENSOR_COUNT`].
+    pub tensor_count_hint: U64,
+    /// Zero.
+    pub reserved_tail: [u8; 28],
+}
+
+assert_eq_size!(FileHeader, [u8; FILE_HEADER_LEN]);
+assert_eq_align!(FileHeader, u8);
+const_assert_eq!(core::mem::offset_of!(FileHeader, version_major), 8);
+const_assert_eq!(core::mem::offset_of!(FileHeader, reserved), 10);
+const_assert_eq!(core::mem::offset_of!(FileHeader, flags), 12);
+const_assert_eq!(core::mem::offset_of!(FileHeader, data_buffer_alignment), 16);
+const_assert_eq!(
+    core::mem::offset_of!(FileHeader, first_descriptor_offset),
+    20
+);
+const_assert_eq!(core::mem::offset_of!(FileHeader, tensor_count_hint), 28);
+const_assert_eq!(core::mem::offset_of!(FileHeader, reserved_tail), 36);
+
+/// Byte offset of a header field, for error reports.
+macro_rules! at {
+    ($field:ident) => {
+        core::mem::offset_of!(FileHeader, $field) as u64
+    };
+}
+
+/// The file's flag word.
+///
+/// ```
+/// use hurray_core::file::FileFlags;
+/// let f = FileFlags::SORTED_INDEX.union(FileFlags::HAS_INDEX_CRC32C);
+/// assert_eq!(f.bits(), 0b110);
+/// assert_eq!(FileFlags::from_bits(1 << 3), None); // reserved bit
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FileFlags(u32);
+
+impl FileFlags {
+    /// No flag.
+    pub const EMPTY: Self = Self(0);
+    /// Bit 0: a KV metadata section is present.
+    pub const HAS_KV_METADATA: Self = Self(1);
+    /// Bit 1: index entries are in strictly ascending byte order of name.
+    pub const SORTED_INDEX: Self = Self(1 << 1);
+    /// Bit 2: the trailer carries the CRC-32C of the index section.
+    pub const HAS_INDEX_CRC32C: Self = Self(1 << 2);
+    /// Every defined bit.
+    pub const ALL: Self = Self(0b111);
+
+    /// The flags of `bits`, or `None` when a reserved bit is set.
+    #[must_use]
+    #[inline]
+    pub const fn from_bits(bits: u32) -> Option<Self> {
+        if bits & !Self::ALL.0 == 0 {
+            Some(Self(bits))
+        } else {
+            None
+        }
+    }
+
+    /// The raw bits.
+    #[must_use]
+    #[inline]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Both sets of flags.
+    #[must_use]
+    #[inline]
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// Whether every flag of `other` is set.
+    #[must_use]
+    #[inline]
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl FileHeader {
+    /// A header for a writer: version 1.0, the given flags and alignment,
+    /// the first descriptor right after the header.
+    #[must_use]
+    pub const fn new(flags: FileFlags, alignment: u32, tensor_count_hint: u64) -> Self {
+        Self {
+            magic: FILE_MAGIC,
+            version_major: FILE_VERSION_MAJOR,
+            version_minor: FILE_VERSION_MINOR,
+            reserved: [0; 2],
+            flags: U32::new(flags.bits()),
+            data_buffer_alignment: U32::new(alignment),
+            first_descriptor_offset: U64::new(FILE_HEADER_LEN as u64),
+            tensor_count_hint: U64::new(tensor_count_hint),
+            reserved_tail: [0; 28],
+        }
+    }
+
+    /// Checks every rule a reader can check from the header alone and
+    /// returns its flags.
+    ///
+    /// # Errors
+    /// The first rule broken, at the offset of its field.
+    pub fn check(&self) -> Result<FileFlags, FileError> {
+        if self.magic != FILE_MAGIC {
+            return Err(FileError::new(0, FileErrorKind::BadMagic));
+        }
+        if self.version_major != FILE_VERSION_MAJOR {
+            return Err(FileError::new(
+                at!(version_major),
+                FileErrorKind::UnsupportedVersion {
+                    major: self.version_major,
+                    minor: self.version_minor,
+                },
+            ));
+        }
+        if self.reserved != [0; 2] {
+            return Err(FileError::new(at!(reserved), FileErrorKind::ReservedBytes));
+        }
+        let Some(flags) = FileFlags::from_bits(self.flags.get()) else {
+            return Err(FileError::new(
+                at!(flags),
+                FileErrorKind::ReservedFlags(self.flags.get()),
+            ));
+        };
+        let alignment = self.data_buffer_alignment.get();
+        if !alignment.is_power_of_two()
+            || !(MIN_DATA_ALIGNMENT..=MAX_DATA_ALIGNMENT).contains(&alignment)
+        {
+            return Err(FileError::new(
+                at!(data_buffer_alignment),
+                FileErrorKind::BadAlignment(alignment),
+            ));
+        }
+        let first = self.first_descriptor_offset.get();
+        if first < FILE_HEADER_LEN as u64 || !first.is_multiple_of(8) {
+            return Err(FileError::new(
+                at!(first_descriptor_offset),
+                FileErrorKind::BadFirstDescriptorOffset(first),
+            ));
+        }
+        if self.reserved_tail != [0; 28] {
+            return Err(FileError::new(
+                at!(reserved_tail),
+                FileErrorKind::ReservedBytes,
+            ));
+        }
+        Ok(flags)
+    }
+}

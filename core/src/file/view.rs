@@ -1,0 +1,1027 @@
+//! [`FileView`]: a whole file's bytes, validated once, then read by name
+//! or in order without a copy.
+
+use core::cmp::Ordering;
+
+use zerocopy::FromBytes;
+use zerocopy::little_endian::U64;
+
+use super::entry::{INDEX_COUNT_LEN, IndexEntry, MIN_ENTRY_LEN, read_entry, split_entry};
+use super::error::{FileError, FileErrorKind, Section};
+use super::header::{FILE_HEADER_LEN, FileFlags, FileHeader};
+use super::kv::{DEFAULT_MAX_KV_ENTRIES, KvSection};
+use super::sort::heapsort;
+use super::trailer::{TRAILER_LEN, Trailer};
+use super::{align_up, crc32c_append};
+use crate::composite::{
+    CompositeError, CompositeErrorKind, CompositeValidator, MAX_COMPOSITE_DEPTH,
+};
+use crate::descriptor::{FixedHeader, HEADER_LEN, Layout, ReadOptions, TensorView};
+
+/// Indexes of at most this many entries are checked without a caller table
+/// even when they are neither sorted by name nor in file order (pairwise).
+pub const SMALL_INDEX: u64 = 64;
+/// The most members of one partition composite the view tracks.
+pub const MAX_PARTITION_MEMBERS: usize = 64;
+
+/// What a file reader accepts and how it checks the index CRC.
+#[derive(Debug, Clone, Copy)]
+pub struct FileOptions<'o> {
+    /// Options for every descriptor of the file.
+    pub descriptor: ReadOptions<'o>,
+    /// The most KV entries accepted.
+    pub max_kv_entries: u32,
+    /// CRC-32C, continuing from a previous value (`crc(a ++ b) ==
+    /// f(crc(a), b)`, starting from 0). The default is the core's portable
+    /// one; `hurray_io` passes a hardware one.
+    pub crc32c: fn(u32, &[u8]) -> u32,
+}
+
+impl FileOptions<'static> {
+    /// Strict descriptors, [`DEFAULT_MAX_KV_ENTRIES`], the portable CRC.
+    pub const STRICT: Self = Self {
+        descriptor: ReadOptions::STRICT,
+        max_kv_entries: DEFAULT_MAX_KV_ENTRIES,
+        crc32c: crc32c_append,
+    };
+}
+
+impl Default for FileOptions<'_> {
+    fn default() -> Self {
+        FileOptions::STRICT
+    }
+}
+
+/// A hurray file whose header, trailer, KV section and index are
+/// validated, opened in one pass over the index without reading a
+/// descriptor or a data byte; each tensor is checked against its entry as
+/// it is handed out. See [`FileView`] for the fully validated file.
+///
+/// ```
+/// use hurray_core::file::{FileIndex, FileWriter, WriterOptions, IndexEntry};
+/// let mut index = [IndexEntry::default(); 1];
+/// let file = FileWriter::new(Vec::new(), WriterOptions::default(), &mut index)?.finish(&[])?;
+/// let idx = FileIndex::parse(&file)?;
+/// assert!(idx.is_empty());
+/// assert!(idx.get("missing")?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct FileIndex<'a> {
+    bytes: &'a [u8],
+    header: &'a FileHeader,
+    flags: FileFlags,
+    alignment: u32,
+    index: &'a [u8],
+    index_offset: u64,
+    count: u32,
+    kv: KvSection<'a>,
+    options: ReadOptions<'a>,
+    /// Entry offsets (in `index`) sorted by name, when a table was given.
+    by_name: Option<&'a [u32]>,
+    /// Entry offsets in file order, when the index is not in file order.
+    file_order: Option<&'a [u32]>,
+    /// Whether index order is file order.
+    in_file_order: bool,
+}
+
+/// Where the sections lie, from the header and trailer alone.
+struct Layout0<'a> {
+    header: &'a FileHeader,
+    flags: FileFlags,
+    index: &'a [u8],
+    index_offset: u64,
+    count: u64,
+    kv: Option<(&'a [u8], u64)>,
+    region_end: u64,
+    trailer_at: u64,
+    stored_crc: u32,
+}
+
+const fn at(offset: u64, kind: FileErrorKind) -> FileError {
+    FileError::new(offset, kind)
+}
+
+fn slice_at(bytes: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
+    let start = usize::try_from(offset).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    bytes.get(start..end)
+}
+
+/// Header, trailer and section bounds: no section's bytes are read yet.
+fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
+    let len = bytes.len() as u64;
+    let minimum = (FILE_HEADER_LEN + TRAILER_LEN) as u64;
+    if len < minimum {
+        // The magic is still checked first when there are eight bytes.
+        if let Some(m) = bytes.get(..8) {
+            if m != super::header::FILE_MAGIC {
+                return Err(at(0, FileErrorKind::BadMagic));
+            }
+        }
+        return Err(at(
+            0,
+            FileErrorKind::Truncated {
+                needed: minimum,
+                available: len,
+            },
+        ));
+    }
+    let Ok((header, _)) = FileHeader::ref_from_prefix(bytes) else {
+        return Err(at(
+            0,
+            FileErrorKind::Truncated {
+                needed: minimum,
+                available: len,
+            },
+        ));
+    };
+    let flags = header.check()?;
+    let trailer_at = len.saturating_sub(TRAILER_LEN as u64);
+    let Ok((_, trailer)) = Trailer::ref_from_suffix(bytes) else {
+        return Err(at(
+            0,
+            FileErrorKind::Truncated {
+                needed: minimum,
+                available: len,
+            },
+        ));
+    };
+    trailer.check(trailer_at)?;
+    let stored_crc = trailer.index_crc32c.get();
+    if !flags.contains(FileFlags::HAS_INDEX_CRC32C) && stored_crc != 0 {
+        return Err(at(
+            trailer_at.saturating_add(Trailer::CRC_AT),
+            FileErrorKind::CrcWithoutFlag(stored_crc),
+        ));
+    }
+    let first = header.first_descriptor_offset.get();
+    // The index: 8-aligned, after the header, before the trailer.
+    let index_offset = trailer.index_offset.get();
+    let index_length = trailer.index_length.get();
+    if !index_offset.is_multiple_of(8) {
+        return Err(at(
+            trailer_at,
+            FileErrorKind::SectionMisaligned(Section::Index),
+        ));
+    }
+    let index_end = index_offset.checked_add(index_length);
+    let index_ok = index_offset >= first
+        && index_length >= INDEX_COUNT_LEN as u64
+        && index_length <= u64::from(u32::MAX)
+        && index_end.is_some_and(|e| e <= trailer_at);
+    let index = match slice_at(bytes, index_offset, index_length) {
+        Some(index) if index_ok => index,
+        _ => {
+            return Err(at(
+                trailer_at,
+                FileErrorKind::SectionOutOfBounds(Section::Index),
+            ));
+        }
+    };
+    // The KV section: both location fields zero, or both set; the flag,
+    // when set, requires one (a reference writer omits the flag).
+    let kv_offset = trailer.kv_offset.get();
+    let kv_length = u64::from(trailer.kv_length.get());
+    let kv_at = trailer_at.saturating_add(Trailer::KV_AT);
+    let kv = match (kv_offset, kv_length) {
+        (0, 0) if !flags.contains(FileFlags::HAS_KV_METADATA) => None,
+        (0, _) | (_, 0) => return Err(at(kv_at, FileErrorKind::KvLocation)),
+        (o, l) => {
+            if !o.is_multiple_of(8) {
+                return Err(at(kv_at, FileErrorKind::SectionMisaligned(Section::Kv)));
+            }
+            let fits = o >= first && o.checked_add(l).is_some_and(|e| e <= index_offset);
+            match slice_at(bytes, o, l) {
+                Some(s) if fits => Some((s, o)),
+                _ => return Err(at(kv_at, FileErrorKind::SectionOutOfBounds(Section::Kv))),
+            }
+        }
+    };
+    let region_end = kv.map_or(index_offset, |(_, o)| o);
+    if first > region_end {
+        return Err(at(
+            core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64,
+            FileErrorKind::BadFirstDescriptorOffset(first),
+        ));
+    }
+    let Ok((count, _)) = U64::read_from_prefix(index) else {
+        return Err(at(index_offset, FileErrorKind::IndexLength));
+    };
+    let count = count.get();
+    let room = (index_length.saturating_sub(INDEX_COUNT_LEN as u64))
+        .checked_div(MIN_ENTRY_LEN as u64)
+        .unwrap_or(0);
+    if count > room {
+        return Err(at(index_offset, FileErrorKind::IndexLength));
+    }
+    Ok(Layout0 {
+        header,
+        flags,
+        index,
+        index_offset,
+        count,
+        kv,
+        region_end,
+        trailer_at,
+        stored_crc,
+    })
+}
+
+/// A tensor of a [`FileView`]: its index entry, its validated descriptor
+/// and its data.
+#[derive(Debug, Clone, Copy)]
+pub struct Tensor<'a> {
+    entry: IndexEntry<'a>,
+    descriptor: TensorView<'a>,
+    data: &'a [u8],
+    alignment: u32,
+}
+
+impl<'a> Tensor<'a> {
+    /// The tensor's name.
+    #[must_use]
+    pub const fn name(&self) -> &'a str {
+        self.entry.name
+    }
+
+    /// Its index entry.
+    #[must_use]
+    pub const fn entry(&self) -> &IndexEntry<'a> {
+        &self.entry
+    }
+
+    /// Its validated descriptor.
+    #[must_use]
+    pub const fn descriptor(&self) -> &TensorView<'a> {
+        &self.descriptor
+    }
+
+    /// Its whole data region (`data_length` bytes from `data_offset`,
+    /// padding between buffers included).
+    #[must_use]
+    pub const fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// The bytes of buffer `i` (in buffer-table order).
+    #[must_use]
+    pub fn buffer(&self, i: u32) -> Option<&'a [u8]> {
+        self.buffers().nth(usize::try_from(i).ok()?)
+    }
+
+    /// The bytes of each buffer, in buffer-table order.
+    #[must_use]
+    pub const fn buffers(&self) -> Buffers<'a> {
+        Buffers {
+            tensor: *self,
+            next: 0,
+            at: 0,
+        }
+    }
+}
+
+/// Iterator over a [`Tensor`]'s buffers.
+#[derive(Debug, Clone)]
+pub struct Buffers<'a> {
+    tensor: Tensor<'a>,
+    next: u32,
+    at: u64,
+}
+
+impl<'a> Iterator for Buffers<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let handle = self.tensor.descriptor.buffers().get(self.next as usize)?;
+        let size = handle.byte_size();
+        let s = slice_at(self.tensor.data, self.at, size)?;
+        self.next = self.next.saturating_add(1);
+        self.at = align_up(
+            self.at.saturating_add(size),
+            u64::from(self.tensor.alignment),
+        )?;
+        Some(s)
+    }
+}
+
+/// Bytes a tensor's buffers occupy from the first's start to the last's
+/// end, each starting on `alignment`; `None` on overflow.
+fn data_extent(view: &TensorView<'_>, alignment: u64) -> Option<u64> {
+    let mut end: u64 = 0;
+    for (i, h) in view.buffers().iter().enumerate() {
+        let start = if i == 0 { 0 } else { align_up(end, alignment)? };
+        end = start.checked_add(h.byte_size())?;
+    }
+    Some(end)
+}
+
+impl<'a> FileIndex<'a> {
+    /// Opens a file with the default options and no table, reading its
+    /// header, trailer, KV section and index but no descriptor and no data:
+    /// the header, the trailer (magic first), the sections' bounds, the
+    /// index CRC, every KV entry, every index entry alone, names unique
+    /// (and sorted when flagged), every descriptor and data range inside
+    /// the tensor region, aligned, and no two tensors overlapping. Each
+    /// descriptor is then checked against its entry when it is handed out
+    /// ([`get`](Self::get)); [`verify`](Self::verify) checks them all and
+    /// the composites. Lookups by name are linear without a table; an
+    /// index of more than [`SMALL_INDEX`] entries that is not sorted by
+    /// name needs one ([`parse_with`](Self::parse_with)).
+    ///
+    /// # Errors
+    /// The first rule the file breaks, at its absolute offset.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, FileError> {
+        Self::parse_with(bytes, &FileOptions::STRICT, &mut [])
+    }
+
+    /// Slots of the table [`parse_with`](Self::parse_with) needs for
+    /// O(log n) lookups and any index order: twice the entry count, read
+    /// after the header, trailer and index bounds are checked (so at most
+    /// a fraction of the file's length).
+    ///
+    /// # Errors
+    /// As [`parse`](Self::parse), for the header, trailer and bounds.
+    pub fn table_len(bytes: &[u8]) -> Result<usize, FileError> {
+        let l = locate(bytes)?;
+        usize::try_from(l.count)
+            .ok()
+            .and_then(|n| n.checked_mul(2))
+            .ok_or(at(l.index_offset, FileErrorKind::IndexLength))
+    }
+
+    /// [`parse`](Self::parse) with options and a table of
+    /// [`table_len`](Self::table_len) `u32` slots (or an empty one). With a
+    /// table, lookups by name are O(log n) and any index order is checked
+    /// in O(n log n).
+    ///
+    /// # Errors
+    /// As [`parse`](Self::parse); [`FileErrorKind::NeedsTable`] when the
+    /// index needs a table and none was given,
+    /// [`FileErrorKind::TableTooSmall`] when the one given is too small.
+    pub fn parse_with(
+        bytes: &'a [u8],
+        options: &FileOptions<'a>,
+        table: &'a mut [u32],
+    ) -> Result<Self, FileError> {
+        let l = locate(bytes)?;
+        if l.flags.contains(FileFlags::HAS_INDEX_CRC32C) {
+            let computed = (options.crc32c)(0, l.index);
+            if computed != l.stored_crc {
+                return Err(at(
+                    l.trailer_at.saturating_add(Trailer::CRC_AT),
+                    FileErrorKind::CrcMismatch {
+                        stored: l.stored_crc,
+                        computed,
+                    },
+                ));
+            }
+        }
+        let kv = match l.kv {
+            Some((s, o)) => KvSection::parse(s, o, options.max_kv_entries)?,
+            None => KvSection::default(),
+        };
+        let Ok(count) = u32::try_from(l.count) else {
+            return Err(at(l.index_offset, FileErrorKind::IndexLength));
+        };
+        let n = count as usize;
+        let use_table = !table.is_empty();
+        if use_table && table.len() < n.saturating_mul(2) {
+            return Err(at(
+                l.index_offset,
+                FileErrorKind::TableTooSmall {
+                    needed: l.count.saturating_mul(2),
+                },
+            ));
+        }
+        let alignment = l.header.data_buffer_alignment.get();
+        let first = l.header.first_descriptor_offset.get();
+        let sorted = l.flags.contains(FileFlags::SORTED_INDEX);
+        let (names, rest) = table.split_at_mut(if use_table { n } else { 0 });
+
+        // One pass over the index: each entry alone, the name order, and
+        // whether index order is file order.
+        let mut pos = INDEX_COUNT_LEN;
+        let mut prev_name: &[u8] = &[];
+        let mut in_file_order = true;
+        let mut prev_end = first;
+        for i in 0..n {
+            let (e, next) = read_entry(l.index, pos, l.index_offset)?;
+            let entry_at = l.index_offset.saturating_add(pos as u64);
+            if sorted && i > 0 && e.name.as_bytes() <= prev_name {
+                let kind = if e.name.as_bytes() == prev_name {
+                    FileErrorKind::DuplicateName
+                } else {
+                    FileErrorKind::NotSorted
+                };
+                return Err(at(entry_at, kind));
+            }
+            prev_name = e.name.as_bytes();
+            check_entry_bounds(&e, first, l.region_end, entry_at)?;
+            in_file_order &= e.descriptor_offset >= prev_end;
+            prev_end = e.extent_end();
+            if let Some(slot) = names.get_mut(i) {
+                // pos < index.len() <= u32::MAX (checked in `locate`).
+                #[allow(clippy::cast_possible_truncation)]
+                {
+                    *slot = pos as u32;
+                }
+            }
+            pos = next;
+        }
+        if pos != l.index.len() {
+            return Err(at(
+                l.index_offset.saturating_add(pos as u64),
+                FileErrorKind::IndexLength,
+            ));
+        }
+        let index = l.index;
+        let name_of = |off: u32| split_entry(index, off as usize).map_or(&[][..], |(n, _, _)| n);
+        let desc_of = |off: u32| {
+            split_entry(index, off as usize).map_or(0, |(_, f, _)| f.descriptor_offset.get())
+        };
+
+        // Names are unique: free when sorted; else through the table, or
+        // pairwise for a small index.
+        if !sorted {
+            if use_table {
+                heapsort(names, |a, b| name_of(a).cmp(name_of(b)));
+                for w in names.windows(2) {
+                    if let [a, b] = *w {
+                        if name_of(a) == name_of(b) {
+                            let off = a.max(b);
+                            return Err(at(
+                                l.index_offset.saturating_add(u64::from(off)),
+                                FileErrorKind::DuplicateName,
+                            ));
+                        }
+                    }
+                }
+            } else if l.count <= SMALL_INDEX {
+                check_unique_pairwise(index, n, l.index_offset)?;
+            } else {
+                return Err(at(
+                    l.index_offset,
+                    FileErrorKind::NeedsTable { entries: l.count },
+                ));
+            }
+        }
+        // File order: the index's, or sorted through the table, or found
+        // by scanning a small index.
+        let file_order = if in_file_order {
+            None
+        } else if use_table {
+            let order = rest.get_mut(..n).unwrap_or_default();
+            let mut p = INDEX_COUNT_LEN;
+            for slot in order.iter_mut() {
+                #[allow(clippy::cast_possible_truncation)]
+                {
+                    *slot = p as u32;
+                }
+                p = split_entry(index, p).map_or(p, |(_, _, next)| next);
+            }
+            heapsort(order, |a, b| desc_of(a).cmp(&desc_of(b)));
+            Some(&*order)
+        } else if l.count <= SMALL_INDEX {
+            None
+        } else {
+            return Err(at(
+                l.index_offset,
+                FileErrorKind::NeedsTable { entries: l.count },
+            ));
+        };
+        let view = FileIndex {
+            bytes,
+            header: l.header,
+            flags: l.flags,
+            alignment,
+            index,
+            index_offset: l.index_offset,
+            count,
+            kv,
+            options: options.descriptor,
+            by_name: if use_table { Some(&*names) } else { None },
+            file_order,
+            in_file_order,
+        };
+        if !in_file_order {
+            view.check_overlaps()?;
+        }
+        Ok(view)
+    }
+
+    /// Checks what [`parse`](Self::parse) left for later — every
+    /// descriptor against its entry and data region, and every composite —
+    /// and returns the fully validated [`FileView`].
+    ///
+    /// # Errors
+    /// The first rule a tensor or composite breaks.
+    pub fn verify(self) -> Result<FileView<'a>, FileError> {
+        self.check_tensors()?;
+        Ok(FileView { index: self })
+    }
+
+    /// No two tensors overlap, walking an index not in file order in file
+    /// order (an index in file order was checked as it was read).
+    fn check_overlaps(&self) -> Result<(), FileError> {
+        let mut prev_end = 0u64;
+        let mut seen: u32 = 0;
+        for off in self.order(self.needs_scan()) {
+            let Some((_, f, _)) = split_entry(self.index, off as usize) else {
+                break;
+            };
+            let d = f.descriptor_offset.get();
+            if d < prev_end {
+                let entry_at = self.index_offset.saturating_add(u64::from(off));
+                return Err(at(entry_at, FileErrorKind::DescriptorPlacement));
+            }
+            let d_end = d.saturating_add(u64::from(f.descriptor_length.get()));
+            prev_end = d_end.max(f.data_offset.get().saturating_add(f.data_length.get()));
+            seen = seen.saturating_add(1);
+        }
+        if seen != self.count {
+            // A scan skipped entries that share a descriptor offset.
+            return Err(at(self.index_offset, FileErrorKind::DescriptorPlacement));
+        }
+        Ok(())
+    }
+
+    /// Every descriptor and data region, in file order, with composites.
+    fn check_tensors(&self) -> Result<(), FileError> {
+        let mut order = self.order(self.needs_scan());
+        let mut prev_end = self.header.first_descriptor_offset.get();
+        let mut seen: u32 = 0;
+        while let Some(off) = order.next() {
+            self.check_tree(off, &mut order, &mut prev_end, &mut seen, 1)?;
+        }
+        if seen != self.count {
+            // A scan skipped entries that share a descriptor offset.
+            return Err(at(self.index_offset, FileErrorKind::DescriptorPlacement));
+        }
+        Ok(())
+    }
+
+    fn check_tree(
+        &self,
+        off: u32,
+        order: &mut FileOrder<'a>,
+        prev_end: &mut u64,
+        seen: &mut u32,
+        depth: u8,
+    ) -> Result<TensorView<'a>, FileError> {
+        let entry_at = self.index_offset.saturating_add(u64::from(off));
+        let (e, _) = read_entry(self.index, off as usize, self.index_offset)?;
+        if e.descriptor_offset < *prev_end {
+            return Err(at(entry_at, FileErrorKind::DescriptorPlacement));
+        }
+        *prev_end = e.extent_end();
+        *seen = seen.saturating_add(1);
+        let t = self.check_tensor(&e, entry_at)?;
+        let view = t.descriptor;
+        if let Layout::Composite(_) = view.layout() {
+            let here = e.descriptor_offset;
+            let fail = |err: CompositeError| at(here, FileErrorKind::Composite(err));
+            if depth > MAX_COMPOSITE_DEPTH {
+                return Err(fail(CompositeError {
+                    member: u32::MAX,
+                    kind: CompositeErrorKind::NestingTooDeep,
+                }));
+            }
+            let mut v = CompositeValidator::<MAX_PARTITION_MEMBERS>::new(&view).map_err(fail)?;
+            while v.remaining() > 0 {
+                let Some(next) = order.next() else { break };
+                let member =
+                    self.check_tree(next, order, prev_end, seen, depth.saturating_add(1))?;
+                v.push(&member).map_err(fail)?;
+            }
+            v.finish().map_err(fail)?;
+        }
+        Ok(view)
+    }
+
+    /// One tensor: its descriptor against its entry, its data region.
+    fn check_tensor(&self, e: &IndexEntry<'a>, entry_at: u64) -> Result<Tensor<'a>, FileError> {
+        let d_at = e.descriptor_offset;
+        let desc = slice_at(self.bytes, d_at, u64::from(e.descriptor_length))
+            .ok_or(at(entry_at, FileErrorKind::DescriptorPlacement))?;
+        // The index's length must be the descriptor's own.
+        if let Ok((h, _)) = FixedHeader::ref_from_prefix(desc) {
+            let own = h.descriptor_length.get();
+            if h.magic == crate::descriptor::DESCRIPTOR_MAGIC && own != e.descriptor_length {
+                return Err(at(
+                    d_at.saturating_add(6),
+                    FileErrorKind::DescriptorLength {
+                        index: e.descriptor_length,
+                        descriptor: own,
+                    },
+                ));
+            }
+        }
+        let view = TensorView::parse_with(desc, &self.options)
+            .map_err(|err| at(d_at, FileErrorKind::Descriptor(err)))?;
+        let alignment = u64::from(self.alignment);
+        let has_buffers = !view.buffers().is_empty();
+        if has_buffers && !e.data_offset.is_multiple_of(alignment) {
+            return Err(at(entry_at, FileErrorKind::DataPlacement));
+        }
+        let expected =
+            data_extent(&view, alignment).ok_or(at(entry_at, FileErrorKind::DataPlacement))?;
+        if expected != e.data_length {
+            return Err(at(
+                entry_at,
+                FileErrorKind::DataLength {
+                    index: e.data_length,
+                    expected,
+                },
+            ));
+        }
+        let data = slice_at(self.bytes, e.data_offset, e.data_length)
+            .ok_or(at(entry_at, FileErrorKind::DataPlacement))?;
+        Ok(Tensor {
+            entry: *e,
+            descriptor: view,
+            data,
+            alignment: self.alignment,
+        })
+    }
+
+    const fn order(&self, scan: bool) -> FileOrder<'a> {
+        FileOrder {
+            index: self.index,
+            table: self.file_order,
+            scan,
+            count: self.count,
+            pos: INDEX_COUNT_LEN,
+            i: 0,
+            last: None,
+        }
+    }
+
+    /// The tensor of the entry at `off`, its descriptor checked against
+    /// the entry.
+    fn tensor_at(&self, off: u32) -> Result<Tensor<'a>, FileError> {
+        let (e, _) = read_entry(self.index, off as usize, self.index_offset)?;
+        self.check_tensor(&e, self.index_offset.saturating_add(u64::from(off)))
+    }
+
+    /// The tensor named `name`, its descriptor checked against its entry:
+    /// O(log n) with a table, else a linear scan of the index (stopping
+    /// early when it is sorted). `Ok(None)` when there is none.
+    ///
+    /// # Errors
+    /// The first rule the tensor's descriptor or data region breaks.
+    pub fn get(&self, name: &str) -> Result<Option<Tensor<'a>>, FileError> {
+        match self.find(name) {
+            Some(off) => self.tensor_at(off).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The offset in the index of the entry named `name`.
+    fn find(&self, name: &str) -> Option<u32> {
+        let key = name.as_bytes();
+        let index = self.index;
+        let name_of = |off: u32| split_entry(index, off as usize).map(|(n, _, _)| n);
+        if let Some(table) = self.by_name {
+            let i = table
+                .binary_search_by(|&off| name_of(off).map_or(Ordering::Less, |n| n.cmp(key)))
+                .ok()?;
+            return table.get(i).copied();
+        }
+        let sorted = self.flags.contains(FileFlags::SORTED_INDEX);
+        let mut pos = INDEX_COUNT_LEN;
+        for _ in 0..self.count {
+            let (n, _, next) = split_entry(index, pos)?;
+            if n == key {
+                return u32::try_from(pos).ok();
+            }
+            if sorted && n > key {
+                return None;
+            }
+            pos = next;
+        }
+        None
+    }
+
+    /// The tensors in index order, each checked as by [`get`](Self::get).
+    #[must_use]
+    pub const fn iter(&self) -> Tensors<'a> {
+        Tensors {
+            view: *self,
+            order: FileOrder {
+                index: self.index,
+                table: None,
+                scan: false,
+                count: self.count,
+                pos: INDEX_COUNT_LEN,
+                i: 0,
+                last: None,
+            },
+        }
+    }
+
+    /// The tensors in file order (ascending descriptor offset: a
+    /// composite's head, then its members), each checked as by
+    /// [`get`](Self::get).
+    #[must_use]
+    pub const fn iter_file_order(&self) -> Tensors<'a> {
+        Tensors {
+            view: *self,
+            order: self.order(self.needs_scan()),
+        }
+    }
+
+    const fn needs_scan(&self) -> bool {
+        self.file_order.is_none() && !self.in_file_order
+    }
+
+    /// Number of tensors.
+    #[must_use]
+    pub const fn len(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether the file holds no tensor.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The file header.
+    #[must_use]
+    pub const fn header(&self) -> &'a FileHeader {
+        self.header
+    }
+
+    /// The file flags.
+    #[must_use]
+    pub const fn flags(&self) -> FileFlags {
+        self.flags
+    }
+
+    /// `data_buffer_alignment`.
+    #[must_use]
+    pub const fn alignment(&self) -> u32 {
+        self.alignment
+    }
+
+    /// The container version `(major, minor)`.
+    #[must_use]
+    pub const fn version(&self) -> (u8, u8) {
+        (self.header.version_major, self.header.version_minor)
+    }
+
+    /// The KV section (empty when the file has none).
+    #[must_use]
+    pub const fn kv(&self) -> KvSection<'a> {
+        self.kv
+    }
+
+    /// The whole file's bytes.
+    #[must_use]
+    pub const fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+/// Checks an entry's ranges against the file alone.
+fn check_entry_bounds(
+    e: &IndexEntry<'_>,
+    first: u64,
+    region_end: u64,
+    entry_at: u64,
+) -> Result<(), FileError> {
+    let d = e.descriptor_offset;
+    let d_end = d.checked_add(u64::from(e.descriptor_length));
+    let desc_ok = d.is_multiple_of(8)
+        && d >= first
+        && e.descriptor_length as usize >= HEADER_LEN
+        && d_end.is_some_and(|end| end <= region_end);
+    if !desc_ok {
+        return Err(at(entry_at, FileErrorKind::DescriptorPlacement));
+    }
+    let data_end = e.data_offset.checked_add(e.data_length);
+    let data_ok = d_end.is_some_and(|de| e.data_offset >= de)
+        && data_end.is_some_and(|end| end <= region_end);
+    if !data_ok {
+        return Err(at(entry_at, FileErrorKind::DataPlacement));
+    }
+    Ok(())
+}
+
+/// Pairwise name uniqueness for an index of at most [`SMALL_INDEX`]
+/// entries.
+fn check_unique_pairwise(index: &[u8], n: usize, base: u64) -> Result<(), FileError> {
+    let mut a = INDEX_COUNT_LEN;
+    for i in 0..n {
+        let Some((name, _, next)) = split_entry(index, a) else {
+            return Ok(());
+        };
+        let mut b = next;
+        for _ in i.saturating_add(1)..n {
+            let Some((other, _, after)) = split_entry(index, b) else {
+                break;
+            };
+            if other == name {
+                return Err(at(
+                    base.saturating_add(b as u64),
+                    FileErrorKind::DuplicateName,
+                ));
+            }
+            b = after;
+        }
+        a = next;
+    }
+    Ok(())
+}
+
+/// Entry offsets in file order: the index's own order, a sorted table, or
+/// (small indexes) a scan for the next larger descriptor offset.
+#[derive(Debug, Clone)]
+struct FileOrder<'a> {
+    index: &'a [u8],
+    table: Option<&'a [u32]>,
+    scan: bool,
+    count: u32,
+    pos: usize,
+    i: u32,
+    last: Option<u64>,
+}
+
+impl Iterator for FileOrder<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.i >= self.count {
+            return None;
+        }
+        let found = if let Some(t) = self.table {
+            *t.get(self.i as usize)?
+        } else if self.scan {
+            // The entry with the smallest descriptor offset above the last.
+            let mut best: Option<(u64, usize)> = None;
+            let mut p = INDEX_COUNT_LEN;
+            for _ in 0..self.count {
+                let (_, f, next) = split_entry(self.index, p)?;
+                let d = f.descriptor_offset.get();
+                let above = self.last.is_none_or(|l| d > l);
+                if above && best.is_none_or(|(b, _)| d < b) {
+                    best = Some((d, p));
+                }
+                p = next;
+            }
+            let (d, p) = best?;
+            self.last = Some(d);
+            u32::try_from(p).ok()?
+        } else {
+            let p = self.pos;
+            let (_, _, next) = split_entry(self.index, p)?;
+            self.pos = next;
+            u32::try_from(p).ok()?
+        };
+        self.i = self.i.saturating_add(1);
+        Some(found)
+    }
+}
+
+/// Iterator over a [`FileIndex`]'s tensors, each checked on the way out.
+#[derive(Debug, Clone)]
+pub struct Tensors<'a> {
+    view: FileIndex<'a>,
+    order: FileOrder<'a>,
+}
+
+impl<'a> Iterator for Tensors<'a> {
+    type Item = Result<Tensor<'a>, FileError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let off = self.order.next()?;
+        Some(self.view.tensor_at(off))
+    }
+}
+
+/// A whole file, fully validated: [`FileIndex`]'s checks, then every
+/// descriptor (a strict [`TensorView`]) against its entry, every data
+/// region's length and alignment, and every composite assembled in file
+/// order and checked when its last member arrives (torn, too deep or
+/// breaking its rule: an error). Its accessors cannot fail.
+///
+/// ```
+/// use hurray_core::file::{FileView, FileWriter, WriterOptions, IndexEntry};
+/// use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor, TensorView};
+///
+/// // Write a one-tensor file into a Vec...
+/// let data = [7u8; 64];
+/// let buffers = [BufferHandle::new(64, 64, DeviceTag::Cpu, SyncMode::ProducerSynced)?];
+/// let mut desc = [0u8; 64];
+/// let n = TensorDescriptor::row_major(ElementType::Float32, &[4, 4], &buffers).encode(&mut desc)?;
+/// let mut index = [IndexEntry::default(); 4];
+/// let mut w = FileWriter::new(Vec::new(), WriterOptions::default(), &mut index)?;
+/// w.write_tensor("w", &TensorView::parse(&desc[..n])?, &[&data])?;
+/// let file = w.finish(&[])?;
+///
+/// // ...and read it back.
+/// let view = FileView::parse(&file)?;
+/// let t = view.get("w").unwrap();
+/// assert!(t.descriptor().shape().iter().eq([4, 4]));
+/// assert_eq!(t.buffer(0), Some(&data[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct FileView<'a> {
+    index: FileIndex<'a>,
+}
+
+impl<'a> FileView<'a> {
+    /// Opens and fully validates a file with the default options and no
+    /// table ([`FileIndex::parse`], then [`FileIndex::verify`]).
+    ///
+    /// # Errors
+    /// The first rule the file breaks, at its absolute offset.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, FileError> {
+        FileIndex::parse(bytes)?.verify()
+    }
+
+    /// [`parse`](Self::parse) with options and a table (see
+    /// [`FileIndex::parse_with`]).
+    ///
+    /// # Errors
+    /// As [`FileIndex::parse_with`] and [`FileIndex::verify`].
+    pub fn parse_with(
+        bytes: &'a [u8],
+        options: &FileOptions<'a>,
+        table: &'a mut [u32],
+    ) -> Result<Self, FileError> {
+        FileIndex::parse_with(bytes, options, table)?.verify()
+    }
+
+    /// The validated index under this view.
+    #[must_use]
+    pub const fn index(&self) -> &FileIndex<'a> {
+        &self.index
+    }
+
+    /// The tensor named `name`.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<Tensor<'a>> {
+        self.index.get(name).ok().flatten()
+    }
+
+    /// The tensors in index order.
+    pub fn iter(&self) -> impl Iterator<Item = Tensor<'a>> + use<'a> {
+        self.index.iter().filter_map(Result::ok)
+    }
+
+    /// The tensors in file order: a composite's head, then its members.
+    pub fn iter_file_order(&self) -> impl Iterator<Item = Tensor<'a>> + use<'a> {
+        self.index.iter_file_order().filter_map(Result::ok)
+    }
+
+    /// Number of tensors.
+    #[must_use]
+    pub const fn len(&self) -> u32 {
+        self.index.len()
+    }
+
+    /// Whether the file holds no tensor.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The file header.
+    #[must_use]
+    pub const fn header(&self) -> &'a FileHeader {
+        self.index.header()
+    }
+
+    /// The file flags.
+    #[must_use]
+    pub const fn flags(&self) -> FileFlags {
+        self.index.flags()
+    }
+
+    /// `data_buffer_alignment`.
+    #[must_use]
+    pub const fn alignment(&self) -> u32 {
+        self.index.alignment()
+    }
+
+    /// The container version `(major, minor)`.
+    #[must_use]
+    pub const fn version(&self) -> (u8, u8) {
+        self.index.version()
+    }
+
+    /// The KV section (empty when the file has none).
+    #[must_use]
+    pub const fn kv(&self) -> KvSection<'a> {
+        self.index.kv()
+    }
+
+    /// The whole file's bytes.
+    #[must_use]
+    pub const fn as_bytes(&self) -> &'a [u8] {
+        self.index.as_bytes()
+    }
+}
