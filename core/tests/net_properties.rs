@@ -37,7 +37,9 @@ fn roundtrip(m: &Message<'_>, stream: u32) {
     let mut buf = vec![0u8; m.encoded_len()];
     let n = m.encode(stream, &mut buf).unwrap();
     assert_eq!(n, buf.len());
-    let Status::Complete(f) = Frame::parse(&buf, u32::MAX).unwrap() else { panic!() };
+    let Status::Complete(f) = Frame::parse(&buf, u32::MAX).unwrap() else {
+        panic!()
+    };
     assert_eq!((f.len(), f.stream_id()), (n, stream));
     let back = Message::decode(&f).unwrap();
     assert_eq!(&back, m);
@@ -136,24 +138,44 @@ fn server_config() -> ServerConfig<'static> {
 fn conversation() -> Vec<u8> {
     let mut wire = Vec::new();
     let mut buf = [0u8; 512];
-    let hello = Hello { max_message_size: 2048, ..server_config().hello };
+    let hello = Hello {
+        max_message_size: 2048,
+        ..server_config().hello
+    };
     let n = Message::ClientHello(hello).encode(0, &mut buf).unwrap();
     wire.extend_from_slice(&buf[..n]);
     let b = [BufferHandle::new(40, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
     let mut d = [0u8; 128];
-    let view = TensorDescriptor::row_major(ElementType::UInt8, &[40], &b).encode_view(&mut d).unwrap();
-    let put = TensorPut { key: "k", descriptor: view, total_data_bytes: 40 };
+    let view = TensorDescriptor::row_major(ElementType::UInt8, &[40], &b)
+        .encode_view(&mut d)
+        .unwrap();
+    let put = TensorPut {
+        key: "k",
+        descriptor: view,
+        total_data_bytes: 40,
+    };
     let n = Message::TensorPut(put).encode(3, &mut buf).unwrap();
     wire.extend_from_slice(&buf[..n]);
     for off in (0..40).step_by(16) {
         let end = (off + 16).min(40);
         let data = vec![off as u8; end - off];
-        let n = Message::TensorData(DataFrame { offset: off as u64, data: &data }).encode(3, &mut buf).unwrap();
+        let n = Message::TensorData(DataFrame {
+            offset: off as u64,
+            data: &data,
+        })
+        .encode(3, &mut buf)
+        .unwrap();
         wire.extend_from_slice(&buf[..n]);
     }
     let n = Message::TensorDataEnd.encode(3, &mut buf).unwrap();
     wire.extend_from_slice(&buf[..n]);
-    let req = TensorRequest { key: "x", preferred_layouts: LayoutList::EMPTY, preferred_device: 0, min_alignment: 64, flags: RequestFlags::NONE };
+    let req = TensorRequest {
+        key: "x",
+        preferred_layouts: LayoutList::EMPTY,
+        preferred_device: 0,
+        min_alignment: 64,
+        flags: RequestFlags::NONE,
+    };
     let n = Message::TensorRequest(req).encode(5, &mut buf).unwrap();
     wire.extend_from_slice(&buf[..n]);
     let n = Message::Ping(Ping(9)).encode(0, &mut buf).unwrap();
@@ -206,8 +228,16 @@ fn run_server(wire: &[u8], chunks: &[usize]) -> (Vec<String>, Option<SessionErro
 fn a_valid_conversation_gives_the_expected_events() {
     let (events, err) = run_server(&conversation(), &[usize::MAX]);
     assert_eq!(err, None);
-    let kinds: Vec<&str> = events.iter().map(|e| e.split(['(', ' ']).next().unwrap()).collect();
-    assert_eq!(kinds, ["Hello", "PutStart", "PutData", "PutData", "PutData", "PutEnd", "Request", "Ping"]);
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e.split(['(', ' ']).next().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Hello", "PutStart", "PutData", "PutData", "PutData", "PutEnd", "Request", "Ping"
+        ]
+    );
 }
 
 proptest! {

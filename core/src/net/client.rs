@@ -28,8 +28,7 @@ use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::server::text_of;
 use super::stream::{
-    CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of,
-    encode_pending,
+    CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of, encode_pending,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -244,7 +243,11 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         Ok(Status::Complete((event, used)))
     }
 
-    fn dispatch<'a>(&mut self, now: u64, frame: &Frame<'a>) -> Result<ClientEvent<'a>, SessionError> {
+    fn dispatch<'a>(
+        &mut self,
+        now: u64,
+        frame: &Frame<'a>,
+    ) -> Result<ClientEvent<'a>, SessionError> {
         let stream = frame.stream_id();
         let code = frame.message_type();
         let msg = match Message::decode(frame) {
@@ -407,7 +410,11 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                         ..
                     }) if parent != stream => {
                         if message.shard_index != stream.wrapping_sub(parent) {
-                            return self.fault_request(stream, parent, SessionErrorKind::ShardMismatch);
+                            return self.fault_request(
+                                stream,
+                                parent,
+                                SessionErrorKind::ShardMismatch,
+                            );
                         }
                         let timeout = self.config.request_timeout;
                         if self
@@ -425,7 +432,9 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                             return self.fault_request(
                                 stream,
                                 parent,
-                                SessionErrorKind::TooManyStreams { max: super::stream::cap::<S>() },
+                                SessionErrorKind::TooManyStreams {
+                                    max: super::stream::cap::<S>(),
+                                },
                             );
                         }
                         parent
@@ -565,7 +574,12 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if self.outbox.push(p) {
             return Ok(());
         }
-        Err(self.fatal(0, SessionErrorKind::TooManyStreams { max: super::stream::cap::<S>() }))
+        Err(self.fatal(
+            0,
+            SessionErrorKind::TooManyStreams {
+                max: super::stream::cap::<S>(),
+            },
+        ))
     }
 
     // --- timers ------------------------------------------------------------------
@@ -711,10 +725,11 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     fn put_transfer(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
         match self.streams.get_mut(stream) {
             Some(Slot {
-                kind: Kind::Put {
-                    transfer,
-                    ended: false,
-                },
+                kind:
+                    Kind::Put {
+                        transfer,
+                        ended: false,
+                    },
                 ..
             }) => Ok(transfer),
             _ => Err(ApiMisuse::WrongState(stream)),
@@ -726,7 +741,12 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     ///
     /// # Errors
     /// Out of order, past the total, empty, or too large for the server.
-    pub fn data_prefix(&mut self, stream: u32, offset: u64, len: u32) -> Result<[u8; 20], ApiMisuse> {
+    pub fn data_prefix(
+        &mut self,
+        stream: u32,
+        offset: u64,
+        len: u32,
+    ) -> Result<[u8; 20], ApiMisuse> {
         let max = self.peer_max;
         if u64::from(len).saturating_add(8) > u64::from(max) {
             return Err(ApiMisuse::TooLargeForPeer {
@@ -753,12 +773,12 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     ) -> Result<usize, ApiMisuse> {
         let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
         let total = 20usize.saturating_add(data.len());
-        let dst = out.get_mut(..total).ok_or(ApiMisuse::Encode(
-            crate::EncodeError::OutputTooSmall {
-                needed: total as u64,
-                available: 0,
-            },
-        ))?;
+        let dst =
+            out.get_mut(..total)
+                .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
+                    needed: total as u64,
+                    available: 0,
+                }))?;
         let Some((a, b)) = dst.split_at_mut_checked(20) else {
             return Err(ApiMisuse::InvalidArgument("data"));
         };
@@ -776,7 +796,12 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     ///
     /// # Errors
     /// Before every byte was sent.
-    pub fn send_data_end(&mut self, now: u64, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+    pub fn send_data_end(
+        &mut self,
+        now: u64,
+        stream: u32,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
         let mut t = *self.put_transfer(stream)?;
         t.on_end().map_err(|_| ApiMisuse::OutOfOrder(stream))?;
         let n = Message::TensorDataEnd.encode(stream, out)?;

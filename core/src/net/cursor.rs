@@ -125,7 +125,7 @@ impl<'a> Reader<'a> {
 
 /// Copies `src` into `dst` when their lengths agree (the check the
 /// optimizer needs to drop `copy_from_slice`'s panic).
-pub(crate) fn copy(dst: &mut [u8], src: &[u8]) -> bool {
+pub(crate) const fn copy(dst: &mut [u8], src: &[u8]) -> bool {
     if dst.len() != src.len() {
         return false;
     }
@@ -148,7 +148,11 @@ impl<'o> Writer<'o> {
                 available: out.len() as u64,
             });
         }
-        Ok(Self { out, pos: 0, needed })
+        Ok(Self {
+            out,
+            pos: 0,
+            needed,
+        })
     }
 
     pub(crate) fn put(&mut self, bytes: &[u8]) {

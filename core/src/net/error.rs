@@ -145,19 +145,17 @@ impl NetErrorKind {
 impl fmt::Display for NetErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Self::Truncated { needed, available } => write!(
-                f,
-                "truncated: {needed} bytes needed, {available} available"
-            ),
+            Self::Truncated { needed, available } => {
+                write!(f, "truncated: {needed} bytes needed, {available} available")
+            }
             Self::TooLarge { length, max } => write!(
                 f,
                 "payload of {length} bytes exceeds the maximum message size {max}"
             ),
             Self::UnknownType(t) => write!(f, "unknown message type {t:#010x}"),
-            Self::TrailingBytes { expected, found } => write!(
-                f,
-                "{found} bytes where the fields occupy {expected}"
-            ),
+            Self::TrailingBytes { expected, found } => {
+                write!(f, "{found} bytes where the fields occupy {expected}")
+            }
             Self::NotUtf8 { field } => write!(f, "{field} is not UTF-8"),
             Self::ReservedBits { field, value } => {
                 write!(f, "reserved bits set in {field} ({value:#x})")
@@ -314,21 +312,21 @@ impl fmt::Display for SessionErrorKind {
             Self::VersionMismatch { version } => {
                 write!(f, "protocol version {version} is not spoken")
             }
-            Self::DataOutOfOrder { expected, found } => write!(
-                f,
-                "data frame at offset {found}, expected {expected}"
-            ),
-            Self::DataOverrun { total, end } => write!(
-                f,
-                "data frame ends at {end}, past total_data_bytes {total}"
-            ),
-            Self::DataShort { total, received } => write!(
-                f,
-                "data end after {received} of {total} bytes"
-            ),
+            Self::DataOutOfOrder { expected, found } => {
+                write!(f, "data frame at offset {found}, expected {expected}")
+            }
+            Self::DataOverrun { total, end } => {
+                write!(f, "data frame ends at {end}, past total_data_bytes {total}")
+            }
+            Self::DataShort { total, received } => {
+                write!(f, "data end after {received} of {total} bytes")
+            }
             Self::ShardMismatch => write!(f, "shard does not fit its parallel transfer"),
             Self::DeviceRefused { device_tag } => {
-                write!(f, "buffers on device {device_tag:#04x}, not one the client accepts")
+                write!(
+                    f,
+                    "buffers on device {device_tag:#04x}, not one the client accepts"
+                )
             }
             Self::UnsolicitedPong => write!(f, "pong without a ping"),
             Self::Timeout => write!(f, "timed out"),

@@ -309,7 +309,8 @@ impl<'a> Hello<'a> {
     /// a list longer than 65,535.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, EncodeError> {
         let dev = u16::try_from(self.devices.len()).map_err(|_| too_long("devices"))?;
-        let mc = u16::try_from(self.memory_classes.len()).map_err(|_| too_long("memory_classes"))?;
+        let mc =
+            u16::try_from(self.memory_classes.len()).map_err(|_| too_long("memory_classes"))?;
         let mut w = Writer::new(out, self.encoded_len())?;
         w.u32(self.protocol_version);
         w.u32(self.max_message_size);

@@ -25,8 +25,7 @@ use super::hello::{Hello, PROTOCOL_VERSION};
 use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::stream::{
-    CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of,
-    encode_pending,
+    CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of, encode_pending,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -260,7 +259,11 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         }
     }
 
-    fn dispatch<'a>(&mut self, now: u64, frame: &Frame<'a>) -> Result<ServerEvent<'a>, SessionError> {
+    fn dispatch<'a>(
+        &mut self,
+        now: u64,
+        frame: &Frame<'a>,
+    ) -> Result<ServerEvent<'a>, SessionError> {
         let stream = frame.stream_id();
         let code = frame.message_type();
         let msg = match Message::decode(frame) {
@@ -342,10 +345,11 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 let timeout = self.config.request_timeout;
                 let r = match self.streams.get_mut(stream) {
                     Some(Slot {
-                        kind: Kind::Put {
-                            transfer,
-                            ended: false,
-                        },
+                        kind:
+                            Kind::Put {
+                                transfer,
+                                ended: false,
+                            },
                         deadline,
                         ..
                     }) => {
@@ -428,12 +432,15 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             .contains(Capabilities::PARALLEL_STREAMS);
         let kind = kind(parallel);
         let refused = if self.streams.in_use(stream)
-            || matches!(kind, Kind::Response { parallel: true, .. }) && self.streams.block_busy(stream)
+            || matches!(kind, Kind::Response { parallel: true, .. })
+                && self.streams.block_busy(stream)
         {
             // [NP-STREAM-2]: the ERROR closes the stream already open too.
             Some(SessionErrorKind::StreamInUse)
         } else if self.streams.open_count() >= S {
-            Some(SessionErrorKind::TooManyStreams { max: super::stream::cap::<S>() })
+            Some(SessionErrorKind::TooManyStreams {
+                max: super::stream::cap::<S>(),
+            })
         } else {
             None
         };
@@ -511,7 +518,12 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             return Ok(());
         }
         // The peer makes us owe more than we can hold: it is not reading.
-        Err(self.fatal(0, SessionErrorKind::TooManyStreams { max: super::stream::cap::<S>() }))
+        Err(self.fatal(
+            0,
+            SessionErrorKind::TooManyStreams {
+                max: super::stream::cap::<S>(),
+            },
+        ))
     }
 
     // --- timers --------------------------------------------------------------
@@ -633,9 +645,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             let tag = b.device_tag().code();
             // Rule 4 of the device negotiation: CPU only as a fallback the
             // client listed, for a device the server advertised.
-            let fallback = tag == 0
-                && self.peer_devices.contains(0)
-                && self.config.hello.lists_device(device);
+            let fallback =
+                tag == 0 && self.peer_devices.contains(0) && self.config.hello.lists_device(device);
             if tag != device && !fallback {
                 return Err(ApiMisuse::InvalidArgument("device_tag"));
             }
@@ -702,7 +713,12 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// [`ApiMisuse::OutOfOrder`] (the offset is not where the last frame
     /// ended, `len` is 0 or passes the total), a frame too large for the
     /// client, or a stream not sending.
-    pub fn data_prefix(&mut self, stream: u32, offset: u64, len: u32) -> Result<[u8; 20], ApiMisuse> {
+    pub fn data_prefix(
+        &mut self,
+        stream: u32,
+        offset: u64,
+        len: u32,
+    ) -> Result<[u8; 20], ApiMisuse> {
         self.established()?;
         self.check_size((len as usize).saturating_add(8))?;
         self.sending(stream)?
@@ -724,12 +740,12 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     ) -> Result<usize, ApiMisuse> {
         let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
         let total = 20usize.saturating_add(data.len());
-        let dst = out.get_mut(..total).ok_or(ApiMisuse::Encode(
-            crate::EncodeError::OutputTooSmall {
-                needed: total as u64,
-                available: 0,
-            },
-        ))?;
+        let dst =
+            out.get_mut(..total)
+                .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
+                    needed: total as u64,
+                    available: 0,
+                }))?;
         let Some((a, b)) = dst.split_at_mut_checked(20) else {
             return Err(ApiMisuse::InvalidArgument("data"));
         };

@@ -115,7 +115,11 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
     }
     let Some(parent) = first.descriptor.shard().map(|s| s.parent_shape) else {
         // One unsharded tensor is its own cover.
-        return if n == 1 { Ok(()) } else { Err(ShardError::Index { index: 0 }) };
+        return if n == 1 {
+            Ok(())
+        } else {
+            Err(ShardError::Index { index: 0 })
+        };
     };
     let parent_volume = volume(parent.iter()).ok_or(ShardError::Overflow)?;
     let mut covered = 0u64;

@@ -39,7 +39,11 @@ impl Transfer {
         }
     }
 
-    pub(crate) fn on_descriptor(&mut self, total: u64, members: u32) -> Result<(), SessionErrorKind> {
+    pub(crate) fn on_descriptor(
+        &mut self,
+        total: u64,
+        members: u32,
+    ) -> Result<(), SessionErrorKind> {
         if self.phase != Phase::AwaitDescriptor || self.tensors_left == 0 {
             return Err(SessionErrorKind::Unexpected {
                 message_type: MessageType::TensorDescriptor.code(),
@@ -53,7 +57,11 @@ impl Transfer {
         Ok(())
     }
 
-    pub(crate) const fn on_data(&mut self, offset: u64, len: usize) -> Result<(), SessionErrorKind> {
+    pub(crate) const fn on_data(
+        &mut self,
+        offset: u64,
+        len: usize,
+    ) -> Result<(), SessionErrorKind> {
         let Phase::Data { total, done } = self.phase else {
             return Err(SessionErrorKind::Unexpected {
                 message_type: MessageType::TensorData.code(),
@@ -167,8 +175,7 @@ impl<const S: usize> Streams<S> {
     pub(crate) fn in_use(&self, id: u32) -> bool {
         self.slots.iter().flatten().any(|s| {
             s.id == id
-                || matches!(s.kind, Kind::Response { parallel: true, .. })
-                    && block_of(id) == s.id
+                || matches!(s.kind, Kind::Response { parallel: true, .. }) && block_of(id) == s.id
         })
     }
 
@@ -319,7 +326,9 @@ impl Outbox {
 pub(crate) fn encode_pending(p: Pending, out: &mut [u8]) -> Result<usize, ApiMisuse> {
     let (stream, msg) = match p {
         Pending::Pong(t) => (0, Message::Pong(Ping(t))),
-        Pending::Error { stream, code, text } => (stream, Message::Error(ErrorMessage { code, text })),
+        Pending::Error { stream, code, text } => {
+            (stream, Message::Error(ErrorMessage { code, text }))
+        }
         Pending::Hello => return Err(ApiMisuse::InvalidArgument("hello")),
     };
     Ok(msg.encode(stream, out)?)
@@ -350,7 +359,11 @@ impl CodeSet {
 /// `S` as a `u32` (saturating).
 pub(crate) const fn cap<const S: usize>() -> u32 {
     #[allow(clippy::cast_possible_truncation)] // checked on the line itself
-    if S > u32::MAX as usize { u32::MAX } else { S as u32 }
+    if S > u32::MAX as usize {
+        u32::MAX
+    } else {
+        S as u32
+    }
 }
 
 /// Bytes any control message of a session with `hello` needs.
