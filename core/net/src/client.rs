@@ -181,13 +181,27 @@ impl Client {
     /// The next event of the session, owned (reads as needed, with the
     /// session's deadline).
     async fn next_event(&mut self) -> Result<Ev, Error> {
+        self.next_event_into(None).await
+    }
+
+    /// [`next_event`](Self::next_event), appending the data of `sink`'s
+    /// stream to its vector directly (no copy per frame).
+    async fn next_event_into(&mut self, mut sink: Option<(u32, &mut Vec<u8>)>) -> Result<Ev, Error> {
         loop {
             let now = self.now();
             match self.session.handle(now, self.inbox.pending()) {
                 Ok(Status::Complete((event, used))) => {
-                    let ev = Ev::from(event);
+                    let ev = match (event, sink.as_mut()) {
+                        (ClientEvent::Data { stream_id, frame, .. }, Some((s, data))) if stream_id == *s => {
+                            data.extend_from_slice(frame.data);
+                            Ev::Other
+                        }
+                        (event, _) => Ev::from(event),
+                    };
                     self.inbox.consume(used);
-                    self.flush().await?;
+                    if self.session.has_pending() {
+                        self.flush().await?;
+                    }
                     return Ok(ev);
                 }
                 Ok(Status::Partial { needed }) => {
@@ -249,7 +263,8 @@ impl Client {
         self.flush().await?;
         let mut fetched: Option<Fetched> = None;
         loop {
-            match self.next_event().await? {
+            let sink = fetched.as_mut().map(|f| (stream, &mut f.data));
+            match self.next_event_into(sink).await? {
                 Ev::Descriptor {
                     stream: s,
                     descriptor,

@@ -198,6 +198,12 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         self.streams.open_count()
     }
 
+    /// Whether control messages wait for [`poll_transmit`](Self::poll_transmit).
+    #[must_use]
+    pub const fn has_pending(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
     /// Whether the stream (a request, shard or put) is still open.
     #[must_use]
     pub fn is_open(&self, stream: u32) -> bool {
