@@ -186,13 +186,21 @@ impl Client {
 
     /// [`next_event`](Self::next_event), appending the data of `sink`'s
     /// stream to its vector directly (no copy per frame).
-    async fn next_event_into(&mut self, mut sink: Option<(u32, &mut Vec<u8>)>) -> Result<Ev, Error> {
+    async fn next_event_into(
+        &mut self,
+        mut sink: Option<(u32, &mut Vec<u8>)>,
+    ) -> Result<Ev, Error> {
         loop {
             let now = self.now();
             match self.session.handle(now, self.inbox.pending()) {
                 Ok(Status::Complete((event, used))) => {
                     let ev = match (event, sink.as_mut()) {
-                        (ClientEvent::Data { stream_id, frame, .. }, Some((s, data))) if stream_id == *s => {
+                        (
+                            ClientEvent::Data {
+                                stream_id, frame, ..
+                            },
+                            Some((s, data)),
+                        ) if stream_id == *s => {
                             data.extend_from_slice(frame.data);
                             Ev::Other
                         }
