@@ -662,7 +662,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     }
 
     /// Sends `request` on a new `stream` at `now`. With `PARALLEL_OK` the
-    /// stream id must be a multiple of [`MAX_SHARDS`] and its block free
+    /// stream id must be a multiple of [`MAX_SHARDS`](super::MAX_SHARDS) and its block free
     /// (`[NP-SHARD-2]`).
     ///
     /// # Errors
