@@ -13,6 +13,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
+/// The tests run one at a time: the idle-connection test compares the
+/// process's open fds with a baseline, which a concurrent test would move.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A fresh directory under the target dir.
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("hurray-net-{}-{name}", std::process::id()));
@@ -172,6 +176,7 @@ async fn good_client_works(addr: std::net::SocketAddr, n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_into_memory_and_file_put_and_get_back() {
+    let _serial = SERIAL.lock().await;
     let dir = tempdir("roundtrip");
     let n = 3 << 20; // 3 MiB: many frames
     let file = make_file(&dir, n);
@@ -248,6 +253,7 @@ async fn get_into_memory_and_file_put_and_get_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shared_conformance_file_round_trips() {
+    let _serial = SERIAL.lock().await;
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/files/basic.hrry");
     if !path.exists() {
@@ -288,6 +294,7 @@ async fn the_shared_conformance_file_round_trips() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_stay_inside_the_store_and_limits_hold() {
+    let _serial = SERIAL.lock().await;
     let dir = tempdir("keys");
     let store = dir.join("store");
     let server = start(
@@ -348,6 +355,7 @@ async fn keys_stay_inside_the_store_and_limits_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_is_required_when_set() {
+    let _serial = SERIAL.lock().await;
     let dir = tempdir("token");
     let file = make_file(&dir, 100);
     let server = start(
@@ -388,6 +396,7 @@ async fn a_token_is_required_when_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_a_transfer_finish() {
+    let _serial = SERIAL.lock().await;
     let dir = tempdir("shutdown");
     let n = 8 << 20;
     let file = make_file(&dir, n);
@@ -418,6 +427,7 @@ async fn shutdown_lets_a_transfer_finish() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_peers_get_the_right_error_and_others_keep_being_served() {
+    let _serial = SERIAL.lock().await;
     let dir = tempdir("hostile");
     let n = 1000;
     let file = make_file(&dir, n);
@@ -555,6 +565,7 @@ fn open_fds() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_idle_connections_are_capped_and_timed_out() {
+    let _serial = SERIAL.lock().await;
     let dir = tempdir("idle");
     let file = make_file(&dir, 64);
     let server = start(
