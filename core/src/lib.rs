@@ -83,6 +83,7 @@ pub mod file;
 mod handle;
 pub mod interop;
 pub mod stream;
+pub mod net;
 mod table;
 
 pub use builder::{BuilderLayout, DescriptorBuilder};

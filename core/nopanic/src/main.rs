@@ -6,7 +6,8 @@
 //! tensor descriptor with every reader option, the DLPack/Arrow mapping —
 //! and to the C ABI functions of `hurray_ffi` built on them, and reads every
 //! accessor of what they return: header fields, every layout's fields, the
-//! tiled levels, every optional section. Its `#[panic_handler]` calls a
+//! tiled levels, every optional section — and to the network protocol's
+//! codec and both session machines (`hurray_core::net`). Its `#[panic_handler]` calls a
 //! function that exists nowhere: the program links only if the optimizer
 //! removed every call to the panic handler, i.e. proved that no panic is
 //! reachable from these entry points. A new panic path in a decoder turns
@@ -279,6 +280,7 @@ fn exercise(bytes: &[u8], ids: &[u64]) -> u64 {
     #[cfg(feature = "files")]
     mix(&mut acc, ffi_containers(bytes));
     mix(&mut acc, stream(bytes, black_box(7)));
+    mix(&mut acc, net(bytes));
     let code = acc as i32;
     mix(
         &mut acc,
@@ -440,6 +442,144 @@ fn ffi_containers(bytes: &[u8]) -> u64 {
         acc ^= hurray_stream_finish(&mut dec, &mut err) as u64;
         acc ^ err.value ^ n as u64
     }
+/// The network codec and both session machines over the same bytes: every
+/// decoder, every field of what they return, and a server and a client
+/// session fed the bytes as messages, with their timers and control queue.
+#[inline(never)]
+fn net(bytes: &[u8]) -> u64 {
+    use hurray_core::net::*;
+    let mut acc = 0u64;
+    let max = black_box(4096u32);
+    let mut rest = bytes;
+    while let Ok(Status::Complete(frame)) = Frame::parse(rest, max) {
+        mix(&mut acc, u64::from(frame.message_type() ^ frame.stream_id()));
+        match Message::decode(&frame) {
+            Ok(m) => mix(&mut acc, message(&m)),
+            Err(e) => mix(&mut acc, u64::from(e.offset()) ^ e.kind().error_code().code() as u64),
+        }
+        rest = rest.get(frame.len()..).unwrap_or(&[]);
+    }
+    if let Ok(Status::Partial { needed }) = Frame::parse(bytes, max) {
+        mix(&mut acc, needed as u64);
+    }
+    // Each payload decoder on its own.
+    let p = bytes.get(12..).unwrap_or(&[]);
+    for kind in 1..=13u32 {
+        if let Some(t) = MessageType::from_code(kind) {
+            match Message::decode_payload(t, p) {
+                Ok(m) => mix(&mut acc, message(&m)),
+                Err(e) => mix(&mut acc, u64::from(e.offset())),
+            }
+        }
+    }
+    if let Ok(list) = LayoutList::parse(black_box(3), p) {
+        for e in list.iter() {
+            mix(&mut acc, u64::from(e.tag) ^ e.ext_metadata.len() as u64);
+        }
+    }
+    let mut shards = [None, None];
+    if let Ok(m) = DescriptorMessage::decode(p) {
+        shards = [Some(m), Some(m)];
+    }
+    if let [Some(a), Some(b)] = shards {
+        mix(&mut acc, check_shards(&[a, b]).map_or(19, |()| 23));
+    }
+    mix(&mut acc, sessions(bytes));
+    acc
+}
+
+/// Every field of a decoded message.
+#[inline(never)]
+fn message(m: &hurray_core::net::Message<'_>) -> u64 {
+    use hurray_core::net::Message;
+    let mut acc = u64::from(m.message_type().code()) ^ m.payload_len() as u64;
+    match m {
+        Message::ClientHello(h) | Message::ServerHello(h) => {
+            mix(&mut acc, u64::from(h.protocol_version ^ h.max_message_size));
+            mix(&mut acc, h.capabilities.bits() ^ h.devices.len() as u64);
+            mix(&mut acc, u64::from(h.accepts_memory_class(2) ^ h.lists_device(1)));
+            for e in h.layouts.iter() {
+                mix(&mut acc, u64::from(e.tag) ^ e.ext_metadata.len() as u64);
+            }
+        }
+        Message::TensorRequest(r) => {
+            mix(&mut acc, r.key.len() as u64 ^ u64::from(r.min_alignment));
+            mix(&mut acc, u64::from(r.flags.bits() ^ u32::from(r.preferred_device)));
+            mix(&mut acc, u64::from(r.preferred_layouts.contains_tag(2)));
+        }
+        Message::TensorDescriptor(d) => {
+            view(&mut acc, &d.descriptor);
+            mix(&mut acc, d.total_data_bytes ^ u64::from(d.shard_index ^ d.total_shards));
+            mix(&mut acc, u64::from(d.member_count()));
+        }
+        Message::TensorPut(p) => {
+            view(&mut acc, &p.descriptor);
+            mix(&mut acc, p.key.len() as u64 ^ p.total_data_bytes);
+        }
+        Message::TensorData(d) => mix(&mut acc, d.offset ^ d.end().unwrap_or(5)),
+        Message::Error(e) => mix(&mut acc, u64::from(e.code.code()) ^ e.text.len() as u64),
+        Message::Ping(t) | Message::Pong(t) => mix(&mut acc, t.0),
+        Message::RdmaRegister(r) => mix(&mut acc, r.remote_addr ^ r.length ^ r.rkey.len() as u64),
+        _ => {}
+    }
+    acc
+}
+
+/// A server and a client session fed `bytes` as received messages.
+#[inline(never)]
+fn sessions(bytes: &[u8]) -> u64 {
+    use hurray_core::net::*;
+    let hello = Hello {
+        protocol_version: PROTOCOL_VERSION,
+        max_message_size: black_box(2048),
+        capabilities: Capabilities::PARALLEL_STREAMS,
+        layouts: LayoutList::EMPTY,
+        devices: &[0],
+        memory_classes: &[],
+    };
+    let t = black_box(100u64);
+    let mut out = [0u8; 512];
+    let mut acc = 0u64;
+    let mut server = ServerSession::<4>::new(
+        ServerConfig { hello, handshake_timeout: t, idle_timeout: t, request_timeout: t },
+        0,
+    );
+    let mut client = ClientSession::<4>::new(
+        ClientConfig { hello, handshake_timeout: t, idle_timeout: t, request_timeout: t },
+        0,
+    );
+    let mut rest = bytes;
+    for now in 0..black_box(8u64) {
+        match server.handle(now, rest) {
+            Ok(Status::Complete((e, used))) => {
+                if let ServerEvent::Request { stream_id, .. } = e {
+                    acc ^= server.send_error(stream_id, ErrorCode::UnknownTensor, "no", &mut out).map_or(1, |n| n as u64);
+                }
+                if let ServerEvent::PutEnd { stream_id } = e {
+                    acc ^= server.send_put_ack(stream_id, &mut out).map_or(2, |n| n as u64);
+                }
+                rest = rest.get(used..).unwrap_or(&[]);
+            }
+            Ok(Status::Partial { needed }) => acc ^= needed as u64,
+            Err(e) => acc ^= u64::from(e.error_code().code()),
+        }
+        while let Ok(Some(n)) = server.poll_transmit(&mut out) {
+            acc ^= n as u64;
+        }
+        acc ^= server.handle_timeout(now).map_or(3, |s| u64::from(s.unwrap_or(4)));
+        match client.handle(now, rest) {
+            Ok(Status::Complete((_, used))) => rest = rest.get(used..).unwrap_or(&[]),
+            Ok(Status::Partial { needed }) => acc ^= needed as u64,
+            Err(e) => acc ^= u64::from(e.stream_id),
+        }
+        while let Ok(Some(n)) = client.poll_transmit(&mut out) {
+            acc ^= n as u64;
+        }
+        acc ^= client.handle_timeout(now).map_or(5, |s| u64::from(s.unwrap_or(6)));
+        acc ^= client.poll_timeout().unwrap_or(7) ^ server.poll_timeout().unwrap_or(8);
+        acc ^= client.open_streams() as u64 ^ server.open_streams() as u64;
+    }
+    acc
 }
 
 /// The C ABI over the same bytes: no panic can reach the boundary either.

@@ -1,0 +1,183 @@
+//! Throughput and latency of the hurray network protocol on loopback,
+//! against a plain TCP copy of the same bytes in the same process.
+//!
+//! `cargo run --release -p hurray-rs-net --example net_bench -- [MiB] [--quick]`
+//!
+//! 1. One client fetches one tensor of `MiB` MiB (default 1024) from a
+//!    server that serves it from a mapped `.hrry` file; the baseline writes
+//!    the same mapped bytes over a plain TCP connection in 1 MiB writes and
+//!    reads them into one vector. Best of 3 each; every byte is checked.
+//! 2. 64 concurrent clients each fetch 1,000 small tensors (20 with
+//!    `--quick`): p50 and p99 latency per fetch, every byte checked.
+//!
+//! Prints numbers; asserts no timing.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor, TensorView};
+use hurray_net::{Client, ClientOptions, Server, ServerOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn desc(n: u64) -> Vec<u8> {
+    let b = [BufferHandle::new(n, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
+    let mut out = vec![0u8; 256];
+    let k = TensorDescriptor::row_major(ElementType::UInt8, &[n], &b)
+        .encode(&mut out)
+        .unwrap();
+    out.truncate(k);
+    out
+}
+
+fn fill(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn write_file(path: &PathBuf, tensors: &[(String, Vec<u8>)]) {
+    let mut w = hurray_io::file::create(path, hurray_core::file::WriterOptions::default()).unwrap();
+    let descs: Vec<Vec<u8>> = tensors.iter().map(|(_, d)| desc(d.len() as u64)).collect();
+    for ((name, data), d) in tensors.iter().zip(&descs) {
+        w.write_tensor(name, &TensorView::parse(d).unwrap(), &[data])
+            .unwrap();
+    }
+    w.finish(&[]).unwrap();
+}
+
+async fn plain_copy(data: &'static [u8]) -> Duration {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sender = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        for chunk in data.chunks(1 << 20) {
+            s.write_all(chunk).await.unwrap();
+        }
+        s.flush().await.unwrap();
+    });
+    let t = Instant::now();
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut got = Vec::with_capacity(data.len());
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = s.read(&mut buf).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    let d = t.elapsed();
+    sender.await.unwrap();
+    assert!(got == data, "plain copy corrupted the bytes");
+    d
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let mib: usize = args
+        .iter()
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(if quick { 64 } else { 1024 });
+    let dir = std::env::temp_dir().join(format!("hurray-net-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.hrry");
+    let n = mib << 20;
+    let data = fill(n, 7);
+    write_file(&big, &[("big".to_owned(), data.clone())]);
+    let data: &'static [u8] = Box::leak(data.into_boxed_slice());
+
+    // 1. One large tensor.
+    let options = ServerOptions {
+        max_connections: 128,
+        ..ServerOptions::default()
+    };
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options.clone(), &[&big])
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.run(std::future::pending::<()>()));
+    let mut best_plain = Duration::MAX;
+    let mut best_proto = Duration::MAX;
+    for _ in 0..3 {
+        best_plain = best_plain.min(plain_copy(data).await);
+        let mut c = Client::connect(addr, ClientOptions::default())
+            .await
+            .unwrap();
+        let t = Instant::now();
+        let got = c.get("big").await.unwrap();
+        best_proto = best_proto.min(t.elapsed());
+        assert!(got.data == data, "protocol corrupted the bytes");
+    }
+    let gbps = |d: Duration| n as f64 / d.as_secs_f64() / 1e9;
+    println!("one tensor of {mib} MiB, best of 3:");
+    println!("  plain TCP copy     {:8.3} GB/s", gbps(best_plain));
+    println!("  hurray protocol    {:8.3} GB/s", gbps(best_proto));
+    println!(
+        "  ratio              {:8.3}",
+        best_plain.as_secs_f64() / best_proto.as_secs_f64()
+    );
+
+    // 2. Many clients, small tensors.
+    let per_client = if quick { 20 } else { 1000 };
+    let small: Vec<(String, Vec<u8>)> = (0..64)
+        .map(|i| (format!("t{i}"), fill(4096 + i * 64, i as u64 + 1)))
+        .collect();
+    let smallf = dir.join("small.hrry");
+    write_file(&smallf, &small);
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options, &[&smallf])
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let counters = server.counters();
+    tokio::spawn(server.run(std::future::pending::<()>()));
+    let small: &'static [(String, Vec<u8>)] = Box::leak(small.into_boxed_slice());
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..64usize {
+        tasks.push(tokio::spawn(async move {
+            let mut client = Client::connect(addr, ClientOptions::default())
+                .await
+                .unwrap();
+            let mut lat = Vec::with_capacity(per_client);
+            for k in 0..per_client {
+                let (name, want) = &small[(c + k) % small.len()];
+                let s = Instant::now();
+                let got = client.get(name).await.unwrap();
+                lat.push(s.elapsed());
+                assert!(&got.data == want);
+            }
+            lat
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let wall = t.elapsed();
+    all.sort();
+    let p = |q: f64| all[((all.len() as f64 - 1.0) * q) as usize];
+    println!(
+        "64 clients x {per_client} small tensors (4-8 KiB): {} fetches in {:.2?}, every byte right",
+        all.len(),
+        wall
+    );
+    println!("  latency p50 {:?}  p99 {:?}", p(0.50), p(0.99));
+    println!(
+        "  server errors sent: {}",
+        counters
+            .errors
+            .iter()
+            .map(|e| e.load(std::sync::atomic::Ordering::Relaxed))
+            .sum::<u64>()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,725 @@
+//! The server: accepts connections (up to a cap), drives one
+//! [`ServerSession`] per connection, serves tensors of `.hrry` files and of
+//! the store, and stores puts.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use hurray_core::TensorView;
+use hurray_core::net::{
+    Capabilities, DescriptorMessage, ErrorCode, Hello, LayoutList, PROTOCOL_VERSION, ServerConfig,
+    ServerEvent, ServerSession, Status, TensorPut, TensorRequest,
+};
+use hurray_io::file::{self as hfile, MappedFile};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use crate::conn::{Inbox, Read};
+use crate::store::key_to_file_name;
+use crate::{AUTH_MAGIC, Error, MAX_TOKEN_LEN};
+
+/// Streams one connection may have open.
+const STREAMS: usize = 16;
+
+/// How a [`Server`] behaves.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Largest payload accepted (and announced), in bytes.
+    pub max_message_size: u32,
+    /// Connections served at once; more are answered `BUSY` and closed.
+    pub max_connections: usize,
+    /// Largest tensor a put may carry (held in memory until stored).
+    pub max_put_bytes: u64,
+    /// Time from accept to `CLIENT_HELLO`.
+    pub handshake_timeout: Duration,
+    /// Time between two messages.
+    pub idle_timeout: Duration,
+    /// Time between two messages of a put, and for each write of an answer.
+    pub request_timeout: Duration,
+    /// How long [`Server::run`] waits for connections after shutdown.
+    pub grace: Duration,
+    /// Where puts are stored; `None` refuses every put (`UNAUTHORIZED`).
+    pub store: Option<PathBuf>,
+    /// The access token clients must present (see the crate docs).
+    pub token: Option<Vec<u8>>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            max_message_size: 1 << 20,
+            max_connections: 256,
+            max_put_bytes: 1 << 30,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(30),
+            grace: Duration::from_secs(30),
+            store: None,
+            token: None,
+        }
+    }
+}
+
+/// Counters a user can read while the server runs.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Connections accepted and served.
+    pub connections: AtomicU64,
+    /// Connections refused because the cap was reached.
+    pub refused: AtomicU64,
+    /// Connections open now.
+    pub open: AtomicU64,
+    /// Tensors served.
+    pub served: AtomicU64,
+    /// Tensors stored.
+    pub stored: AtomicU64,
+    /// Bytes received (whole messages).
+    pub bytes_in: AtomicU64,
+    /// Bytes sent.
+    pub bytes_out: AtomicU64,
+    /// Connections closed by a timeout.
+    pub timeouts: AtomicU64,
+    /// `ERROR`s sent, by code: index `code` for 1–8, `9 + (code - 0xF0)`
+    /// for 0xF0–0xF3, 0 for any other.
+    pub errors: [AtomicU64; 13],
+}
+
+impl Counters {
+    fn error(&self, code: ErrorCode) {
+        let c = code.code();
+        let i = match c {
+            1..=8 => c as usize,
+            0xF0..=0xF3 => 9 + (c - 0xF0) as usize,
+            _ => 0,
+        };
+        self.errors[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `ERROR`s sent with `code`.
+    #[must_use]
+    pub fn errors_sent(&self, code: ErrorCode) -> u64 {
+        let c = code.code();
+        let i = match c {
+            1..=8 => c as usize,
+            0xF0..=0xF3 => 9 + (c - 0xF0) as usize,
+            _ => 0,
+        };
+        self.errors[i].load(Ordering::Relaxed)
+    }
+}
+
+struct Shared {
+    options: ServerOptions,
+    files: Vec<MappedFile>,
+    /// Tensor name → index into `files`.
+    names: HashMap<String, usize>,
+    counters: Arc<Counters>,
+}
+
+/// A bound server, ready to [`run`](Self::run).
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.listener.local_addr().ok())
+            .field("tensors", &self.shared.names.len())
+            .finish()
+    }
+}
+
+fn hello_for(max: u32) -> Hello<'static> {
+    Hello {
+        protocol_version: PROTOCOL_VERSION,
+        max_message_size: max,
+        capabilities: Capabilities::NONE,
+        layouts: LayoutList::EMPTY,
+        devices: &[0x00],
+        memory_classes: &[0x00],
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Server {
+    /// Opens and fully validates every file of `files` (CRC, every
+    /// descriptor), indexes their tensors by name (a name in two files is
+    /// an error), creates the store directory if one is set, and binds
+    /// `addr`.
+    ///
+    /// # Errors
+    /// A file is invalid or cannot be opened, a name repeats, or the
+    /// address cannot be bound.
+    pub async fn bind(
+        addr: SocketAddr,
+        options: ServerOptions,
+        files: &[impl AsRef<Path>],
+    ) -> Result<Self, Error> {
+        let mut mapped = Vec::new();
+        let mut names = HashMap::new();
+        for (i, path) in files.iter().enumerate() {
+            let mut f = hfile::open(path.as_ref())?;
+            let view = f.view().map_err(hfile::Error::from)?;
+            for t in view.index().iter() {
+                let t = t.map_err(hfile::Error::from)?;
+                if names.insert(t.name().to_owned(), i).is_some() {
+                    return Err(Error::Limit("a tensor name appears in two served files"));
+                }
+            }
+            mapped.push(f);
+        }
+        if let Some(store) = &options.store {
+            std::fs::create_dir_all(store)?;
+        }
+        let listener = TcpListener::bind(addr).await?;
+        info!(%addr, tensors = names.len(), "hurray server bound");
+        Ok(Self {
+            listener,
+            shared: Arc::new(Shared {
+                options,
+                files: mapped,
+                names,
+                counters: Arc::new(Counters::default()),
+            }),
+        })
+    }
+
+    /// The address the server listens on.
+    ///
+    /// # Panics
+    /// Never in practice: a bound listener has an address.
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// The server's counters (shared; they keep counting while it runs).
+    #[must_use]
+    pub fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.shared.counters)
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting, lets every
+    /// connection finish what it is doing (up to [`ServerOptions::grace`])
+    /// and returns.
+    ///
+    /// # Errors
+    /// Accepting failed for a reason other than a transient one.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+        let permits = Arc::new(Semaphore::new(self.shared.options.max_connections));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut tasks = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = self.listener.accept() => {
+                    let (stream, peer) = match accepted {
+                        Ok(a) => a,
+                        Err(e) => { warn!(error = %e, "accept failed"); continue; }
+                    };
+                    let shared = Arc::clone(&self.shared);
+                    match Arc::clone(&permits).try_acquire_owned() {
+                        Ok(permit) => {
+                            shared.counters.connections.fetch_add(1, Ordering::Relaxed);
+                            let stop = stop_rx.clone();
+                            tasks.spawn(async move {
+                                shared.counters.open.fetch_add(1, Ordering::Relaxed);
+                                let r = serve(stream, &shared, stop).await;
+                                shared.counters.open.fetch_sub(1, Ordering::Relaxed);
+                                if let Err(e) = r {
+                                    debug!(%peer, error = %e, "connection ended");
+                                }
+                                drop(permit);
+                            });
+                        }
+                        Err(_) => {
+                            shared.counters.refused.fetch_add(1, Ordering::Relaxed);
+                            tasks.spawn(async move { refuse(stream, &shared).await; });
+                        }
+                    }
+                    // Reap finished tasks so the set stays small.
+                    while tasks.try_join_next().is_some() {}
+                }
+            }
+        }
+        info!("hurray server shutting down");
+        let _ = stop_tx.send(true);
+        drop(self.listener);
+        let grace = self.shared.options.grace;
+        let _ =
+            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        tasks.abort_all();
+        Ok(())
+    }
+}
+
+/// Answers a connection over the cap with `ERROR` `BUSY` and closes it.
+async fn refuse(mut stream: TcpStream, shared: &Shared) {
+    let mut out = [0u8; 64];
+    let msg = hurray_core::net::Message::Error(hurray_core::net::ErrorMessage {
+        code: ErrorCode::Busy,
+        text: "too many connections",
+    });
+    if let Ok(n) = msg.encode(0, &mut out) {
+        shared.counters.error(ErrorCode::Busy);
+        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out[..n])).await;
+    }
+    let _ = stream.shutdown().await;
+}
+
+/// A put being received.
+struct Put {
+    key: String,
+    descriptor: Vec<u8>,
+    data: Vec<u8>,
+}
+
+/// Writes with the request timeout; counts the bytes.
+async fn send<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    shared: &Shared,
+    bytes: &[u8],
+) -> Result<(), Error> {
+    match tokio::time::timeout(shared.options.request_timeout, wr.write_all(bytes)).await {
+        Ok(r) => r?,
+        Err(_) => return Err(Error::Timeout),
+    }
+    shared
+        .counters
+        .bytes_out
+        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    Ok(())
+}
+
+async fn flush_control(
+    session: &mut ServerSession<'static, STREAMS>,
+    wr: &mut BufWriter<OwnedWriteHalf>,
+    shared: &Shared,
+) -> Result<(), Error> {
+    let mut out = vec![0u8; session.max_control_len()];
+    let mut any = false;
+    while let Some(n) = session.poll_transmit(&mut out)? {
+        if out[0] == 9 {
+            let code = u32::from_le_bytes([out[12], out[13], out[14], out[15]]);
+            shared.counters.error(ErrorCode::from_code(code));
+        }
+        send(wr, shared, &out[..n]).await?;
+        any = true;
+    }
+    if any {
+        match tokio::time::timeout(shared.options.request_timeout, wr.flush()).await {
+            Ok(r) => r?,
+            Err(_) => return Err(Error::Timeout),
+        }
+    }
+    Ok(())
+}
+
+/// Reads and checks the token preamble.
+async fn authenticate(stream: &mut TcpStream, shared: &Shared) -> Result<bool, Error> {
+    let Some(token) = &shared.options.token else {
+        return Ok(true);
+    };
+    let read = async {
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).await?;
+        let len = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
+        if head[..8] != AUTH_MAGIC || len > MAX_TOKEN_LEN {
+            return Ok::<_, std::io::Error>(false);
+        }
+        let mut got = vec![0u8; len];
+        stream.read_exact(&mut got).await?;
+        // Compare without an early exit on the first differing byte.
+        let same = got.len() == token.len()
+            && got.iter().zip(token).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+        Ok(same)
+    };
+    match tokio::time::timeout(shared.options.handshake_timeout, read).await {
+        Ok(Ok(ok)) => Ok(ok),
+        Ok(Err(_)) => Ok(false),
+        Err(_) => Err(Error::Timeout),
+    }
+}
+
+/// One connection, start to end.
+async fn serve(
+    mut stream: TcpStream,
+    shared: &Shared,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), Error> {
+    let _ = stream.set_nodelay(true);
+    if !authenticate(&mut stream, shared).await? {
+        warn!("connection without a valid token refused");
+        let mut out = [0u8; 64];
+        let msg = hurray_core::net::Message::Error(hurray_core::net::ErrorMessage {
+            code: ErrorCode::Unauthorized,
+            text: "a valid access token is required",
+        });
+        let n = msg
+            .encode(0, &mut out)
+            .map_err(hurray_core::net::ApiMisuse::from)?;
+        shared.counters.error(ErrorCode::Unauthorized);
+        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out[..n])).await;
+        return Ok(());
+    }
+    let o = &shared.options;
+    let config = ServerConfig {
+        hello: hello_for(o.max_message_size),
+        handshake_timeout: ms(o.handshake_timeout),
+        idle_timeout: ms(o.idle_timeout),
+        request_timeout: ms(o.request_timeout),
+    };
+    let base = Instant::now();
+    let now = || u64::try_from(base.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut session = ServerSession::<'static, STREAMS>::new(config, 0);
+    let (mut rd, wr) = stream.into_split();
+    let mut wr = BufWriter::with_capacity(256 << 10, wr);
+    let mut inbox = Inbox::new(o.max_message_size as usize + 12);
+    let mut puts: HashMap<u32, Put> = HashMap::new();
+    let mut table = Vec::new();
+    let mut out = vec![0u8; 64 << 10];
+    loop {
+        flush_control(&mut session, &mut wr, shared).await?;
+        if session.is_closed() {
+            break;
+        }
+        if *stop.borrow() && puts.is_empty() {
+            debug!("closing an idle connection for shutdown");
+            break;
+        }
+        let pending = inbox.pending();
+        match session.handle(now(), pending) {
+            Ok(Status::Complete((event, used))) => {
+                shared
+                    .counters
+                    .bytes_in
+                    .fetch_add(used as u64, Ordering::Relaxed);
+                on_event(
+                    event,
+                    &mut session,
+                    &mut wr,
+                    shared,
+                    &mut puts,
+                    &mut table,
+                    &mut out,
+                )
+                .await?;
+                inbox.consume(used);
+                // Answers go out now; a client waits for them.
+                match tokio::time::timeout(o.request_timeout, wr.flush()).await {
+                    Ok(r) => r?,
+                    Err(_) => return Err(Error::Timeout),
+                }
+            }
+            Ok(Status::Partial { needed }) => {
+                let deadline = session
+                    .poll_timeout()
+                    .map(|t| base + Duration::from_millis(t.min(u64::MAX / 4)));
+                let read = tokio::select! {
+                    r = inbox.fill(&mut rd, needed, deadline) => r?,
+                    _ = stop.changed() => continue,
+                };
+                match read {
+                    Read::Bytes => {}
+                    Read::Eof => break,
+                    Read::Deadline => match session.handle_timeout(now()) {
+                        Ok(Some(stream)) => {
+                            puts.remove(&stream);
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            shared.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+                            flush_control(&mut session, &mut wr, shared).await?;
+                            return Err(e.into());
+                        }
+                    },
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "closing a connection for a protocol violation");
+                flush_control(&mut session, &mut wr, shared).await?;
+                return Err(e.into());
+            }
+        }
+    }
+    let _ = wr.flush().await;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn on_event(
+    event: ServerEvent<'_>,
+    session: &mut ServerSession<'static, STREAMS>,
+    wr: &mut BufWriter<OwnedWriteHalf>,
+    shared: &Shared,
+    puts: &mut HashMap<u32, Put>,
+    table: &mut Vec<u32>,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    match event {
+        ServerEvent::Request { stream_id, request } => {
+            serve_request(stream_id, &request, session, wr, shared, table, out).await?;
+        }
+        ServerEvent::PutStart { stream_id, put } => {
+            if let Err((code, text)) = start_put(&put, shared) {
+                let n = session.send_error(stream_id, code, text, out)?;
+                shared.counters.error(code);
+                send(wr, shared, &out[..n]).await?;
+            } else {
+                puts.insert(
+                    stream_id,
+                    Put {
+                        key: put.key.to_owned(),
+                        descriptor: put.descriptor.as_bytes().to_vec(),
+                        data: Vec::with_capacity(put.total_data_bytes as usize),
+                    },
+                );
+            }
+        }
+        ServerEvent::PutData { stream_id, frame } => {
+            if let Some(p) = puts.get_mut(&stream_id) {
+                p.data.extend_from_slice(frame.data);
+            }
+        }
+        ServerEvent::PutEnd { stream_id } => {
+            if let Some(p) = puts.remove(&stream_id) {
+                let result = store_put(p, shared).await;
+                let n = match result {
+                    Ok(()) => {
+                        shared.counters.stored.fetch_add(1, Ordering::Relaxed);
+                        session.send_put_ack(stream_id, out)?
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "storing a put failed");
+                        shared.counters.error(ErrorCode::Internal);
+                        session.send_error(
+                            stream_id,
+                            ErrorCode::Internal,
+                            "storing the tensor failed",
+                            out,
+                        )?
+                    }
+                };
+                send(wr, shared, &out[..n]).await?;
+            }
+        }
+        ServerEvent::PeerError { stream_id, .. } => {
+            puts.remove(&stream_id);
+        }
+        ServerEvent::StreamError(e) => {
+            puts.remove(&e.stream_id);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Whether a put may start: a store, a key that maps to a file name, a size
+/// under the limit.
+fn start_put(put: &TensorPut<'_>, shared: &Shared) -> Result<(), (ErrorCode, &'static str)> {
+    if shared.options.store.is_none() {
+        return Err((ErrorCode::Unauthorized, "this server stores no tensors"));
+    }
+    if key_to_file_name(put.key).is_none() {
+        return Err((ErrorCode::InvalidMessage, "key too long for the store"));
+    }
+    if put.total_data_bytes > shared.options.max_put_bytes {
+        return Err((ErrorCode::Busy, "tensor larger than this server stores"));
+    }
+    Ok(())
+}
+
+/// Writes a complete put as a one-tensor `.hrry` file in the store: a
+/// temporary name, synced, renamed (`hurray_io::file::create`).
+async fn store_put(p: Put, shared: &Shared) -> Result<(), Error> {
+    let (Some(store), Some(name)) = (shared.options.store.clone(), key_to_file_name(&p.key)) else {
+        return Err(Error::Limit("no store"));
+    };
+    tokio::task::spawn_blocking(move || -> Result<(), Error> {
+        let view = TensorView::parse(&p.descriptor).map_err(|_| Error::Limit("descriptor"))?;
+        let mut parts = Vec::new();
+        let mut at = 0usize;
+        for b in view.buffers().iter() {
+            let len = usize::try_from(b.byte_size()).map_err(|_| Error::Limit("buffer size"))?;
+            parts.push(&p.data[at..at + len]);
+            at += len;
+        }
+        let mut w = hfile::create(
+            store.join(name),
+            hurray_core::file::WriterOptions::default(),
+        )?;
+        w.write_tensor(&p.key, &view, &parts)?;
+        w.finish(&[])?;
+        Ok(())
+    })
+    .await
+    .map_err(|_| Error::Limit("store task failed"))?
+}
+
+/// Serves `request`: from a served file, else from the store.
+async fn serve_request(
+    stream_id: u32,
+    request: &TensorRequest<'_>,
+    session: &mut ServerSession<'static, STREAMS>,
+    wr: &mut BufWriter<OwnedWriteHalf>,
+    shared: &Shared,
+    table: &mut Vec<u32>,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    // A stored tensor is mapped for this request only.
+    let mut stored = None;
+    let bytes: &[u8] = match shared.names.get(request.key) {
+        Some(&i) => shared.files[i].bytes(),
+        None => {
+            let path = shared
+                .options
+                .store
+                .as_ref()
+                .zip(key_to_file_name(request.key))
+                .map(|(s, n)| s.join(n));
+            match path.and_then(|p| hfile::open(p).ok()) {
+                Some(f) => stored.insert(f).bytes(),
+                None => {
+                    return refuse_stream(
+                        stream_id,
+                        ErrorCode::UnknownTensor,
+                        "no tensor has this key",
+                        session,
+                        wr,
+                        shared,
+                        out,
+                    )
+                    .await;
+                }
+            }
+        }
+    };
+    let index = match hfile::index(bytes, table) {
+        Ok(i) => i,
+        Err(_) => {
+            return refuse_stream(
+                stream_id,
+                ErrorCode::Internal,
+                "stored file is invalid",
+                session,
+                wr,
+                shared,
+                out,
+            )
+            .await;
+        }
+    };
+    let tensor = match index.get(request.key) {
+        Ok(Some(t)) => t,
+        _ => {
+            return refuse_stream(
+                stream_id,
+                ErrorCode::UnknownTensor,
+                "no tensor has this key",
+                session,
+                wr,
+                shared,
+                out,
+            )
+            .await;
+        }
+    };
+    let view = *tensor.descriptor();
+    let Some(message) = DescriptorMessage::unsharded(view) else {
+        return refuse_stream(
+            stream_id,
+            ErrorCode::Internal,
+            "tensor too large",
+            session,
+            wr,
+            shared,
+            out,
+        )
+        .await;
+    };
+    if out.len() < message.encoded_len() + 12 {
+        out.resize(message.encoded_len() + 12, 0);
+    }
+    let n = match session.send_descriptor(stream_id, &message, out) {
+        Ok(n) => n,
+        Err(hurray_core::net::ApiMisuse::InvalidArgument("device_tag")) => {
+            return refuse_stream(
+                stream_id,
+                ErrorCode::DeviceUnavailable,
+                "the tensor is not on the requested device",
+                session,
+                wr,
+                shared,
+                out,
+            )
+            .await;
+        }
+        Err(hurray_core::net::ApiMisuse::TooLargeForPeer { .. }) => {
+            return refuse_stream(
+                stream_id,
+                ErrorCode::MessageTooLarge,
+                "the descriptor exceeds your maximum message size",
+                session,
+                wr,
+                shared,
+                out,
+            )
+            .await;
+        }
+        Err(e) => return Err(e.into()),
+    };
+    send(wr, shared, &out[..n]).await?;
+    // The buffers back to back, in frames that fit the client.
+    let chunk = (session.peer_max_message_size() - 8).min(1 << 20) as usize;
+    let mut offset = 0u64;
+    for buffer in tensor.buffers() {
+        for part in buffer.chunks(chunk) {
+            let prefix = session.data_prefix(stream_id, offset, part.len() as u32)?;
+            send(wr, shared, &prefix).await?;
+            send(wr, shared, part).await?;
+            offset += part.len() as u64;
+        }
+    }
+    let n = session.send_data_end(stream_id, out)?;
+    send(wr, shared, &out[..n]).await?;
+    match tokio::time::timeout(shared.options.request_timeout, wr.flush()).await {
+        Ok(r) => r?,
+        Err(_) => return Err(Error::Timeout),
+    }
+    shared.counters.served.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn refuse_stream(
+    stream_id: u32,
+    code: ErrorCode,
+    text: &str,
+    session: &mut ServerSession<'static, STREAMS>,
+    wr: &mut BufWriter<OwnedWriteHalf>,
+    shared: &Shared,
+    out: &mut [u8],
+) -> Result<(), Error> {
+    let n = session.send_error(stream_id, code, text, out)?;
+    shared.counters.error(code);
+    send(wr, shared, &out[..n]).await?;
+    Ok(())
+}

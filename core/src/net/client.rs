@@ -1,0 +1,859 @@
+//! The client's side of a connection as a sans-I/O state machine, the
+//! mirror of [`ServerSession`](super::ServerSession):
+//! [`ClientSession::handle`] for bytes from the server, [`request`] and
+//! [`put`] (and the data mutators) for what the application sends,
+//! [`poll_transmit`] for what the session owes (`CLIENT_HELLO` first, then
+//! `PONG`s and `ERROR`s), [`poll_timeout`] / [`handle_timeout`] with time
+//! passed in. `S` streams at most, no allocation, no panic on any bytes.
+//!
+//! It checks everything the server sends: the handshake, the order
+//! descriptor → data → end on each stream (composite members counted),
+//! data offsets, totals, shard streams (each in its request's block, with
+//! the index its stream id implies and one `total_shards` for all), and the
+//! device of every buffer against what the client accepts.
+//!
+//! [`request`]: ClientSession::request
+//! [`put`]: ClientSession::put
+//! [`poll_transmit`]: ClientSession::poll_transmit
+//! [`poll_timeout`]: ClientSession::poll_timeout
+//! [`handle_timeout`]: ClientSession::handle_timeout
+
+use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
+use super::control::{ErrorMessage, Ping};
+use super::cursor::copy;
+use super::error::{ApiMisuse, SessionError, SessionErrorKind};
+use super::header::{Frame, Status};
+use super::hello::{Hello, PROTOCOL_VERSION};
+use super::message::{Message, data_frame_prefix};
+use super::request::TensorRequest;
+use super::server::text_of;
+use super::stream::{
+    CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of, encode_pending,
+};
+use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
+
+/// What a client advertises and how long it waits.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientConfig<'c> {
+    /// The `CLIENT_HELLO` to send; its `max_message_size` is the largest
+    /// payload this client accepts, its `devices` those it accepts buffers
+    /// on.
+    pub hello: Hello<'c>,
+    /// Time allowed for `SERVER_HELLO`.
+    pub handshake_timeout: u64,
+    /// Time allowed between two complete messages while a stream is open.
+    pub idle_timeout: u64,
+    /// Time allowed between two messages of one request's answer, or
+    /// between a put's end and its acknowledgement.
+    pub request_timeout: u64,
+}
+
+/// What [`ClientSession::handle`] found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum ClientEvent<'a> {
+    /// The server accepted the session: its hello.
+    Connected(Hello<'a>),
+    /// A tensor (or shard, or composite member) begins on `stream_id`, in
+    /// answer to the request on `request_id`.
+    Descriptor {
+        /// The stream it travels on.
+        stream_id: u32,
+        /// The request's stream.
+        request_id: u32,
+        /// The descriptor and transport fields.
+        message: DescriptorMessage<'a>,
+    },
+    /// Bytes of the current tensor on `stream_id`, in order.
+    Data {
+        /// The stream.
+        stream_id: u32,
+        /// The request's stream.
+        request_id: u32,
+        /// Offset and bytes.
+        frame: DataFrame<'a>,
+    },
+    /// The current tensor on `stream_id` is complete.
+    DataEnd {
+        /// The stream.
+        stream_id: u32,
+        /// The request's stream.
+        request_id: u32,
+        /// Whether the whole answer (every member, every shard) is in.
+        request_complete: bool,
+    },
+    /// The server accepted the put on `stream_id`.
+    PutAck {
+        /// The stream.
+        stream_id: u32,
+    },
+    /// The server closed a stream with `ERROR`.
+    PeerError {
+        /// The stream.
+        stream_id: u32,
+        /// Code and text.
+        error: ErrorMessage<'a>,
+    },
+    /// The server broke a rule on one stream: `ERROR` queued, stream (and,
+    /// for a shard, its whole request) closed.
+    StreamError(SessionError),
+    /// A `PING` (the `PONG` is queued).
+    Ping(Ping),
+    /// The `PONG` to our `PING`.
+    Pong(Ping),
+    /// Nothing for the application.
+    Ignored,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Start,
+    AwaitHello,
+    Open,
+    Closed,
+}
+
+/// One connection to a server.
+///
+/// ```
+/// use hurray_core::net::*;
+///
+/// let hello = Hello {
+///     protocol_version: PROTOCOL_VERSION, max_message_size: 1 << 16,
+///     capabilities: Capabilities::NONE, layouts: LayoutList::EMPTY,
+///     devices: &[0x00], memory_classes: &[],
+/// };
+/// let config = ClientConfig { hello, handshake_timeout: 5_000, idle_timeout: 60_000, request_timeout: 30_000 };
+/// let mut client = ClientSession::<4>::new(config, 0);
+/// let mut out = [0u8; 256];
+/// let n = client.poll_transmit(&mut out).unwrap().unwrap();
+/// assert_eq!(&out[..4], &[1, 0, 0, 0]); // CLIENT_HELLO first, on stream 0
+/// assert_eq!(&out[4..8], &[0, 0, 0, 0]);
+/// # let _ = n;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClientSession<'c, const S: usize> {
+    config: ClientConfig<'c>,
+    state: State,
+    peer_max: u32,
+    peer_caps: Capabilities,
+    accepted_devices: CodeSet,
+    streams: Streams<S>,
+    outbox: Outbox,
+    idle_deadline: u64,
+    ping: Option<u64>,
+    ping_deadline: u64,
+}
+
+impl<'c, const S: usize> ClientSession<'c, S> {
+    /// A session for a connection opened at `now`; its first
+    /// `poll_transmit` is the `CLIENT_HELLO`.
+    #[must_use]
+    pub fn new(config: ClientConfig<'c>, now: u64) -> Self {
+        let mut outbox = Outbox::new();
+        let _ = outbox.push(Pending::Hello);
+        Self {
+            config,
+            state: State::Start,
+            peer_max: 0,
+            peer_caps: Capabilities::NONE,
+            accepted_devices: CodeSet::from_codes(config.hello.devices),
+            streams: Streams::new(),
+            outbox,
+            idle_deadline: after(now, config.handshake_timeout),
+            ping: None,
+            ping_deadline: NEVER,
+        }
+    }
+
+    // --- getters -----------------------------------------------------------
+
+    /// Whether the server accepted the session.
+    #[must_use]
+    pub fn is_established(&self) -> bool {
+        self.state == State::Open
+    }
+
+    /// Whether the connection is over (flush `poll_transmit`, then close).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// The server's largest accepted payload (0 before the handshake).
+    #[must_use]
+    pub const fn peer_max_message_size(&self) -> u32 {
+        self.peer_max
+    }
+
+    /// The server's capabilities.
+    #[must_use]
+    pub const fn peer_capabilities(&self) -> Capabilities {
+        self.peer_caps
+    }
+
+    /// Streams open now.
+    #[must_use]
+    pub fn open_streams(&self) -> usize {
+        self.streams.open_count()
+    }
+
+    /// Whether control messages wait for [`poll_transmit`](Self::poll_transmit).
+    #[must_use]
+    pub const fn has_pending(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    /// Whether the stream (a request, shard or put) is still open.
+    #[must_use]
+    pub fn is_open(&self, stream: u32) -> bool {
+        self.streams.get(stream).is_some()
+    }
+
+    /// Bytes a `poll_transmit` buffer needs for any control message.
+    #[must_use]
+    pub const fn max_control_len(&self) -> usize {
+        super::stream::max_control_len(&self.config.hello)
+    }
+
+    // --- what arrived ---------------------------------------------------------
+
+    /// Handles the message at the start of `buf`, received by `now`.
+    ///
+    /// # Errors
+    /// The connection is over; the `ERROR` to send, if any, is queued.
+    pub fn handle<'a>(
+        &mut self,
+        now: u64,
+        buf: &'a [u8],
+    ) -> Result<Status<(ClientEvent<'a>, usize)>, SessionError> {
+        if self.state == State::Closed {
+            return Ok(Status::Complete((ClientEvent::Ignored, buf.len())));
+        }
+        let frame = match Frame::parse(buf, self.config.hello.max_message_size) {
+            Ok(Status::Complete(f)) => f,
+            Ok(Status::Partial { needed }) => return Ok(Status::Partial { needed }),
+            Err(e) => {
+                let stream = buf
+                    .get(4..8)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map_or(0, u32::from_le_bytes);
+                return Err(self.fatal(stream, SessionErrorKind::Malformed(e)));
+            }
+        };
+        let used = frame.len();
+        let event = self.dispatch(now, &frame)?;
+        if self.state == State::Open {
+            self.idle_deadline = after(now, self.config.idle_timeout);
+        }
+        Ok(Status::Complete((event, used)))
+    }
+
+    fn dispatch<'a>(
+        &mut self,
+        now: u64,
+        frame: &Frame<'a>,
+    ) -> Result<ClientEvent<'a>, SessionError> {
+        let stream = frame.stream_id();
+        let code = frame.message_type();
+        let msg = match Message::decode(frame) {
+            Ok(m) => m,
+            Err(e) => return self.fault(stream, SessionErrorKind::Malformed(e)),
+        };
+        let kind = msg.message_type();
+        if kind.is_connection_message() != (stream == 0) && kind != MessageType::Error {
+            return self.fault(stream, SessionErrorKind::WrongStream { message_type: code });
+        }
+        if self.state != State::Open {
+            return match msg {
+                Message::ServerHello(h) if self.state == State::AwaitHello => self.on_hello(h),
+                Message::Error(e) if stream == 0 => Err(self.peer_closed(e.code)),
+                _ => Err(self.fatal(stream, SessionErrorKind::Unexpected { message_type: code })),
+            };
+        }
+        match msg {
+            Message::Ping(t) => {
+                self.queue(Pending::Pong(t.0))?;
+                Ok(ClientEvent::Ping(t))
+            }
+            Message::Pong(t) => {
+                if self.ping != Some(t.0) {
+                    return self.fault(0, SessionErrorKind::UnsolicitedPong);
+                }
+                self.ping = None;
+                self.ping_deadline = NEVER;
+                Ok(ClientEvent::Pong(t))
+            }
+            Message::Error(error) => {
+                if stream == 0 {
+                    return Err(self.peer_closed(error.code));
+                }
+                // An ERROR on a shard stream ends its whole request.
+                let request = self.request_of(stream).unwrap_or(stream);
+                self.streams.remove(request);
+                self.streams.remove(stream);
+                Ok(ClientEvent::PeerError {
+                    stream_id: stream,
+                    error,
+                })
+            }
+            Message::TensorDescriptor(message) => self.on_descriptor(now, stream, message),
+            Message::TensorData(frame) => {
+                let Some(request) = self.request_of(stream) else {
+                    return self.not_open(stream, code);
+                };
+                let r = match self.receiving(stream, now) {
+                    Some(t) => t.on_data(frame.offset, frame.data.len()),
+                    None => return self.not_open(stream, code),
+                };
+                match r {
+                    Ok(()) => Ok(ClientEvent::Data {
+                        stream_id: stream,
+                        request_id: request,
+                        frame,
+                    }),
+                    Err(k) => self.fault_request(stream, request, k),
+                }
+            }
+            Message::TensorDataEnd => {
+                let Some(request) = self.request_of(stream) else {
+                    return self.not_open(stream, code);
+                };
+                let r = match self.receiving(stream, now) {
+                    Some(t) => t.on_end(),
+                    None => return self.not_open(stream, code),
+                };
+                match r {
+                    Ok(false) => Ok(ClientEvent::DataEnd {
+                        stream_id: stream,
+                        request_id: request,
+                        request_complete: false,
+                    }),
+                    Ok(true) => {
+                        if stream != request {
+                            self.streams.remove(stream);
+                        }
+                        let complete = self.streams.shard_done(request);
+                        Ok(ClientEvent::DataEnd {
+                            stream_id: stream,
+                            request_id: request,
+                            request_complete: complete,
+                        })
+                    }
+                    Err(k) => self.fault_request(stream, request, k),
+                }
+            }
+            Message::TensorPutAck => match self.streams.get(stream) {
+                Some(Slot {
+                    kind: Kind::Put { ended: true, .. },
+                    ..
+                }) => {
+                    self.streams.remove(stream);
+                    Ok(ClientEvent::PutAck { stream_id: stream })
+                }
+                _ => self.not_open(stream, code),
+            },
+            _ => self.fault(stream, SessionErrorKind::Unexpected { message_type: code }),
+        }
+    }
+
+    fn on_hello<'a>(&mut self, hello: Hello<'a>) -> Result<ClientEvent<'a>, SessionError> {
+        // [NP-HELLO-2]: the server's version is at most ours, and not 0.
+        if hello.protocol_version == 0 || hello.protocol_version > PROTOCOL_VERSION {
+            return Err(self.fatal(
+                0,
+                SessionErrorKind::VersionMismatch {
+                    version: hello.protocol_version,
+                },
+            ));
+        }
+        self.peer_max = hello.max_message_size;
+        self.peer_caps = hello.capabilities;
+        self.state = State::Open;
+        Ok(ClientEvent::Connected(hello))
+    }
+
+    /// The request a stream answers: itself, or a shard's parent.
+    fn request_of(&self, stream: u32) -> Option<u32> {
+        match self.streams.get(stream)?.kind {
+            Kind::Shard { parent, .. } => Some(parent),
+            Kind::Response { .. } => Some(stream),
+            Kind::Put { .. } => None,
+        }
+    }
+
+    fn receiving(&mut self, stream: u32, now: u64) -> Option<&mut Transfer> {
+        let timeout = self.config.request_timeout;
+        match self.streams.get_mut(stream) {
+            Some(Slot {
+                kind: Kind::Response { transfer, .. } | Kind::Shard { transfer, .. },
+                deadline,
+                ..
+            }) => {
+                *deadline = after(now, timeout);
+                Some(transfer)
+            }
+            _ => None,
+        }
+    }
+
+    fn on_descriptor<'a>(
+        &mut self,
+        now: u64,
+        stream: u32,
+        message: DescriptorMessage<'a>,
+    ) -> Result<ClientEvent<'a>, SessionError> {
+        let code = MessageType::TensorDescriptor.code();
+        // Which request does this stream answer? Its own, or, for a new
+        // stream in an open parallel request's block, that request's.
+        let request = match self.request_of(stream) {
+            Some(r) => r,
+            None => {
+                let parent = block_of(stream);
+                match self.streams.get(parent) {
+                    Some(Slot {
+                        kind: Kind::Response { parallel: true, .. },
+                        ..
+                    }) if parent != stream => {
+                        if message.shard_index != stream.wrapping_sub(parent) {
+                            return self.fault_request(
+                                stream,
+                                parent,
+                                SessionErrorKind::ShardMismatch,
+                            );
+                        }
+                        let timeout = self.config.request_timeout;
+                        if self
+                            .streams
+                            .insert(Slot {
+                                id: stream,
+                                kind: Kind::Shard {
+                                    parent,
+                                    transfer: Transfer::new(),
+                                },
+                                deadline: after(now, timeout),
+                            })
+                            .is_err()
+                        {
+                            return self.fault_request(
+                                stream,
+                                parent,
+                                SessionErrorKind::TooManyStreams {
+                                    max: super::stream::cap::<S>(),
+                                },
+                            );
+                        }
+                        parent
+                    }
+                    _ => return self.not_open(stream, code),
+                }
+            }
+        };
+        // Shard fields: index as the stream implies, one total for all.
+        let (parallel, shards_total, device) = match self.streams.get(request) {
+            Some(Slot {
+                kind:
+                    Kind::Response {
+                        parallel,
+                        shards_total,
+                        device,
+                        ..
+                    },
+                ..
+            }) => (*parallel, *shards_total, *device),
+            _ => return self.not_open(stream, code),
+        };
+        if message.shard_index != stream.wrapping_sub(request)
+            || message.total_shards > 1 && !parallel
+            || shards_total != 0 && shards_total != message.total_shards
+        {
+            return self.fault_request(stream, request, SessionErrorKind::ShardMismatch);
+        }
+        // [NP-DEVICE-2]: buffers on the preferred device or one we listed.
+        if let Some(b) = message.descriptor.buffers().get(0) {
+            let tag = b.device_tag().code();
+            if tag != device && !self.accepted_devices.contains(tag) {
+                return self.fault_request(
+                    stream,
+                    request,
+                    SessionErrorKind::DeviceRefused { device_tag: tag },
+                );
+            }
+        }
+        let r = match self.receiving(stream, now) {
+            Some(t) => t.on_descriptor(message.total_data_bytes, message.member_count()),
+            None => return self.not_open(stream, code),
+        };
+        if let Err(k) = r {
+            return self.fault_request(stream, request, k);
+        }
+        if let Some(Slot {
+            kind: Kind::Response { shards_total, .. },
+            ..
+        }) = self.streams.get_mut(request)
+        {
+            *shards_total = message.total_shards;
+        }
+        Ok(ClientEvent::Descriptor {
+            stream_id: stream,
+            request_id: request,
+            message,
+        })
+    }
+
+    fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<ClientEvent<'a>, SessionError> {
+        if self.streams.recently_closed(stream) && self.streams.get(stream).is_none() {
+            return Ok(ClientEvent::Ignored);
+        }
+        let kind = if self.streams.get(stream).is_some() {
+            SessionErrorKind::Unexpected { message_type: code }
+        } else {
+            SessionErrorKind::UnknownStream
+        };
+        self.fault(stream, kind)
+    }
+
+    /// A fault on a stream of `request`: the whole request is closed, with
+    /// `ERROR` on the request's stream (`[NP-SHARD-3]`).
+    fn fault_request<'a>(
+        &mut self,
+        stream: u32,
+        request: u32,
+        kind: SessionErrorKind,
+    ) -> Result<ClientEvent<'a>, SessionError> {
+        if stream != request {
+            self.streams.remove(stream);
+        }
+        match self.fault(request, kind)? {
+            ClientEvent::StreamError(e) => Ok(ClientEvent::StreamError(SessionError {
+                stream_id: stream,
+                kind: e.kind,
+            })),
+            other => Ok(other),
+        }
+    }
+
+    fn fault<'a>(
+        &mut self,
+        stream: u32,
+        kind: SessionErrorKind,
+    ) -> Result<ClientEvent<'a>, SessionError> {
+        if stream == 0 || self.state != State::Open {
+            return Err(self.fatal(stream, kind));
+        }
+        let error = SessionError {
+            stream_id: stream,
+            kind,
+        };
+        self.streams.remove(stream);
+        self.queue(Pending::Error {
+            stream,
+            code: error.error_code(),
+            text: text_of(&kind),
+        })?;
+        Ok(ClientEvent::StreamError(error))
+    }
+
+    fn fatal(&mut self, stream: u32, kind: SessionErrorKind) -> SessionError {
+        let error = SessionError {
+            stream_id: stream,
+            kind,
+        };
+        let _ = self.outbox.push(Pending::Error {
+            stream,
+            code: error.error_code(),
+            text: text_of(&kind),
+        });
+        self.state = State::Closed;
+        error
+    }
+
+    const fn peer_closed(&mut self, code: ErrorCode) -> SessionError {
+        self.state = State::Closed;
+        SessionError {
+            stream_id: 0,
+            kind: SessionErrorKind::PeerError { code },
+        }
+    }
+
+    fn queue(&mut self, p: Pending) -> Result<(), SessionError> {
+        if self.outbox.push(p) {
+            return Ok(());
+        }
+        Err(self.fatal(
+            0,
+            SessionErrorKind::TooManyStreams {
+                max: super::stream::cap::<S>(),
+            },
+        ))
+    }
+
+    // --- timers ------------------------------------------------------------------
+
+    /// When [`handle_timeout`](Self::handle_timeout) must run next.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<u64> {
+        if self.state == State::Closed {
+            return None;
+        }
+        Some(
+            self.idle_deadline
+                .min(self.ping_deadline)
+                .min(self.streams.earliest()),
+        )
+    }
+
+    /// Runs the timers at `now`: a request or put whose server went quiet
+    /// past the request timeout is closed with `ERROR` (`TIMEOUT`) and
+    /// returned; a handshake or ping left unanswered ends the connection.
+    ///
+    /// # Errors
+    /// The connection timed out.
+    pub fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
+        if self.state == State::Closed {
+            return Ok(None);
+        }
+        if now >= self.idle_deadline || now >= self.ping_deadline {
+            return Err(self.fatal(0, SessionErrorKind::Timeout));
+        }
+        if let Some(id) = self.streams.expired(now) {
+            let _ = self.fault(id, SessionErrorKind::Timeout)?;
+            return Ok(Some(id));
+        }
+        Ok(None)
+    }
+
+    // --- what to send ------------------------------------------------------------------
+
+    /// The next control message the session owes the server.
+    ///
+    /// # Errors
+    /// `out` too small (the message stays queued).
+    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
+        let Some(p) = self.outbox.front() else {
+            return Ok(None);
+        };
+        let n = match p {
+            Pending::Hello => {
+                let n = Message::ClientHello(self.config.hello).encode(0, out)?;
+                self.state = State::AwaitHello;
+                n
+            }
+            other => encode_pending(other, out)?,
+        };
+        self.outbox.pop();
+        Ok(Some(n))
+    }
+
+    fn ready(&self, stream: u32, payload: usize) -> Result<(), ApiMisuse> {
+        if self.state != State::Open {
+            return Err(ApiMisuse::NotEstablished);
+        }
+        if payload as u64 > u64::from(self.peer_max) {
+            return Err(ApiMisuse::TooLargeForPeer {
+                length: payload as u64,
+                max: self.peer_max,
+            });
+        }
+        if stream == 0 || self.streams.in_use(stream) {
+            return Err(ApiMisuse::StreamUnavailable(stream));
+        }
+        Ok(())
+    }
+
+    /// Sends `request` on a new `stream` at `now`. With `PARALLEL_OK` the
+    /// stream id must be a multiple of [`MAX_SHARDS`](super::MAX_SHARDS) and its block free
+    /// (`[NP-SHARD-2]`).
+    ///
+    /// # Errors
+    /// [`ApiMisuse`] (stream unavailable, not established, too large for
+    /// the server, no free slot, `out` too small); nothing changes.
+    pub fn request(
+        &mut self,
+        now: u64,
+        stream: u32,
+        request: &TensorRequest<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        self.ready(stream, request.encoded_len())?;
+        let parallel = request.flags.contains(RequestFlags::PARALLEL_OK);
+        if parallel && (block_of(stream) != stream || self.streams.block_busy(stream)) {
+            return Err(ApiMisuse::StreamUnavailable(stream));
+        }
+        if self.streams.open_count() >= S {
+            return Err(ApiMisuse::NoFreeStream);
+        }
+        let n = Message::TensorRequest(*request).encode(stream, out)?;
+        self.streams.insert(Slot {
+            id: stream,
+            kind: Kind::Response {
+                transfer: Transfer::new(),
+                parallel,
+                shards_total: 0,
+                shards_done: 0,
+                device: request.preferred_device,
+            },
+            deadline: after(now, self.config.request_timeout),
+        })?;
+        Ok(n)
+    }
+
+    /// Starts `put` on a new `stream`; send its bytes with
+    /// [`data_prefix`](Self::data_prefix) / [`send_data`](Self::send_data),
+    /// then [`send_data_end`](Self::send_data_end).
+    ///
+    /// # Errors
+    /// As [`request`](Self::request).
+    pub fn put(
+        &mut self,
+        stream: u32,
+        put: &TensorPut<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        self.ready(stream, put.encoded_len())?;
+        if self.streams.open_count() >= S {
+            return Err(ApiMisuse::NoFreeStream);
+        }
+        let n = Message::TensorPut(*put).encode(stream, out)?;
+        let mut transfer = Transfer::new();
+        let _ = transfer.on_descriptor(put.total_data_bytes, 0);
+        self.streams.insert(Slot {
+            id: stream,
+            kind: Kind::Put {
+                transfer,
+                ended: false,
+            },
+            deadline: NEVER,
+        })?;
+        Ok(n)
+    }
+
+    fn put_transfer(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
+        match self.streams.get_mut(stream) {
+            Some(Slot {
+                kind:
+                    Kind::Put {
+                        transfer,
+                        ended: false,
+                    },
+                ..
+            }) => Ok(transfer),
+            _ => Err(ApiMisuse::WrongState(stream)),
+        }
+    }
+
+    /// Records `len` bytes of the put on `stream` at `offset`; returns the
+    /// 20 bytes to send before them.
+    ///
+    /// # Errors
+    /// Out of order, past the total, empty, or too large for the server.
+    pub fn data_prefix(
+        &mut self,
+        stream: u32,
+        offset: u64,
+        len: u32,
+    ) -> Result<[u8; 20], ApiMisuse> {
+        let max = self.peer_max;
+        if u64::from(len).saturating_add(8) > u64::from(max) {
+            return Err(ApiMisuse::TooLargeForPeer {
+                length: u64::from(len).saturating_add(8),
+                max,
+            });
+        }
+        self.put_transfer(stream)?
+            .on_data(offset, len as usize)
+            .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
+        Ok(data_frame_prefix(stream, offset, len))
+    }
+
+    /// [`data_prefix`](Self::data_prefix) and a copy of `data` into `out`.
+    ///
+    /// # Errors
+    /// As [`data_prefix`](Self::data_prefix); `out` too small.
+    pub fn send_data(
+        &mut self,
+        stream: u32,
+        offset: u64,
+        data: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
+        let total = 20usize.saturating_add(data.len());
+        let dst =
+            out.get_mut(..total)
+                .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
+                    needed: total as u64,
+                    available: 0,
+                }))?;
+        let Some((a, b)) = dst.split_at_mut_checked(20) else {
+            return Err(ApiMisuse::InvalidArgument("data"));
+        };
+        if b.len() != data.len() {
+            return Err(ApiMisuse::InvalidArgument("data"));
+        }
+        let prefix = self.data_prefix(stream, offset, len)?;
+        copy(a, &prefix);
+        copy(b, data);
+        Ok(total)
+    }
+
+    /// Ends the put's data on `stream` at `now`; the acknowledgement is
+    /// then due within the request timeout.
+    ///
+    /// # Errors
+    /// Before every byte was sent.
+    pub fn send_data_end(
+        &mut self,
+        now: u64,
+        stream: u32,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        let mut t = *self.put_transfer(stream)?;
+        t.on_end().map_err(|_| ApiMisuse::OutOfOrder(stream))?;
+        let n = Message::TensorDataEnd.encode(stream, out)?;
+        let timeout = self.config.request_timeout;
+        if let Some(slot) = self.streams.get_mut(stream) {
+            slot.kind = Kind::Put {
+                transfer: t,
+                ended: true,
+            };
+            slot.deadline = after(now, timeout);
+        }
+        Ok(n)
+    }
+
+    /// Abandons `stream` (a request with its shards, or a put) with
+    /// `ERROR`; stream 0 closes the connection.
+    ///
+    /// # Errors
+    /// `out` too small.
+    pub fn send_error(
+        &mut self,
+        stream: u32,
+        code: ErrorCode,
+        text: &str,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
+        if stream == 0 {
+            self.state = State::Closed;
+        } else {
+            self.streams.remove(stream);
+        }
+        Ok(n)
+    }
+
+    /// Sends a `PING` with `token` at `now`.
+    ///
+    /// # Errors
+    /// Not established, or `out` too small.
+    pub fn send_ping(&mut self, now: u64, token: u64, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+        if self.state != State::Open {
+            return Err(ApiMisuse::NotEstablished);
+        }
+        let n = Message::Ping(Ping(token)).encode(0, out)?;
+        self.ping = Some(token);
+        self.ping_deadline = after(now, self.config.idle_timeout);
+        Ok(n)
+    }
+}

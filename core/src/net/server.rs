@@ -1,0 +1,877 @@
+//! The server's side of a connection as a sans-I/O state machine
+//! (quinn-proto's shape): [`ServerSession::handle`] for bytes that arrived,
+//! the `send_*` mutators for what the application answers (each checks the
+//! stream's state and writes the message into the caller's buffer),
+//! [`ServerSession::poll_transmit`] for control messages the session owes
+//! the peer (`SERVER_HELLO`, `PONG`, `ERROR`), and
+//! [`ServerSession::poll_timeout`] / [`ServerSession::handle_timeout`] with
+//! time passed in (milliseconds of any monotonic clock). No socket, no
+//! clock, no allocation: `S` streams at most, fixed at compile time.
+//!
+//! What the machine guarantees: the peer's messages are accepted only in
+//! the order `docs/spec/network.md` allows; every fault is answered with the
+//! `ERROR` code that section names; a fault on a stream closes that stream
+//! only, a fault on stream 0 (or in the handshake) closes the connection;
+//! the application cannot send a message out of order (its mutators refuse
+//! with [`ApiMisuse`] and change nothing). `handle` never panics on any
+//! bytes.
+
+use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
+use super::control::{ErrorMessage, Ping};
+use super::cursor::copy;
+use super::error::{ApiMisuse, SessionError, SessionErrorKind};
+use super::header::{Frame, Status};
+use super::hello::{Hello, PROTOCOL_VERSION};
+use super::message::{Message, data_frame_prefix};
+use super::request::TensorRequest;
+use super::stream::{
+    CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of, encode_pending,
+};
+use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
+
+/// What a server advertises and how long it waits.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerConfig<'c> {
+    /// The advertisement sent in `SERVER_HELLO`; its `protocol_version` is
+    /// replaced by the version the session settles on, and its
+    /// `max_message_size` is the largest payload this server accepts.
+    pub hello: Hello<'c>,
+    /// Time allowed from the connection's start to `CLIENT_HELLO`.
+    pub handshake_timeout: u64,
+    /// Time allowed between two complete messages.
+    pub idle_timeout: u64,
+    /// Time allowed between two messages of a put.
+    pub request_timeout: u64,
+}
+
+/// What [`ServerSession::handle`] found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum ServerEvent<'a> {
+    /// The handshake is done (`SERVER_HELLO` is queued): the client's hello.
+    Hello(Hello<'a>),
+    /// A tensor is requested on `stream_id`: answer with
+    /// [`send_descriptor`](ServerSession::send_descriptor) and data, or
+    /// [`send_error`](ServerSession::send_error).
+    Request {
+        /// The stream.
+        stream_id: u32,
+        /// The request.
+        request: TensorRequest<'a>,
+    },
+    /// A put starts on `stream_id`.
+    PutStart {
+        /// The stream.
+        stream_id: u32,
+        /// Key, descriptor and size.
+        put: TensorPut<'a>,
+    },
+    /// Bytes of a put, in order.
+    PutData {
+        /// The stream.
+        stream_id: u32,
+        /// Offset and bytes.
+        frame: DataFrame<'a>,
+    },
+    /// Every byte of the put arrived: answer with
+    /// [`send_put_ack`](ServerSession::send_put_ack) or an error.
+    PutEnd {
+        /// The stream.
+        stream_id: u32,
+    },
+    /// The client closed a stream with `ERROR`.
+    PeerError {
+        /// The stream.
+        stream_id: u32,
+        /// Its code and text.
+        error: ErrorMessage<'a>,
+    },
+    /// The client broke a rule on one stream: the session queued the
+    /// `ERROR` and closed the stream; the connection goes on.
+    StreamError(SessionError),
+    /// A `PING` (the `PONG` is queued).
+    Ping(Ping),
+    /// The `PONG` to our last `PING`.
+    Pong(Ping),
+    /// Nothing for the application (a late frame on a stream we closed, or
+    /// bytes after the connection closed).
+    Ignored,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    AwaitHello,
+    Open,
+    Closed,
+}
+
+/// One client connection, seen from the server.
+///
+/// ```
+/// use hurray_core::net::*;
+///
+/// let config = ServerConfig {
+///     hello: Hello {
+///         protocol_version: PROTOCOL_VERSION,
+///         max_message_size: 1 << 16,
+///         capabilities: Capabilities::NONE,
+///         layouts: LayoutList::tags(&[0x01]).unwrap(),
+///         devices: &[0x00],
+///         memory_classes: &[0x00],
+///     },
+///     handshake_timeout: 5_000, idle_timeout: 60_000, request_timeout: 30_000,
+/// };
+/// let mut server = ServerSession::<4>::new(config, 0);
+///
+/// // The client's hello arrives...
+/// let mut wire = [0u8; 64];
+/// let n = Message::ClientHello(Hello { max_message_size: 4096, ..config.hello }).encode(0, &mut wire)?;
+/// let Status::Complete((event, used)) = server.handle(1, &wire[..n]).unwrap() else { panic!() };
+/// assert!(matches!(event, ServerEvent::Hello(_)));
+/// assert_eq!(used, n);
+/// // ...and the session owes it a SERVER_HELLO.
+/// let mut out = [0u8; 256];
+/// let m = server.poll_transmit(&mut out).unwrap().unwrap();
+/// assert_eq!(out[0], 0x02);
+/// assert!(server.is_established());
+/// # let _ = m; Ok::<(), hurray_core::EncodeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ServerSession<'c, const S: usize> {
+    config: ServerConfig<'c>,
+    state: State,
+    version: u32,
+    peer_max: u32,
+    peer_devices: CodeSet,
+    streams: Streams<S>,
+    outbox: Outbox,
+    idle_deadline: u64,
+    ping: Option<u64>,
+    ping_deadline: u64,
+}
+
+impl<'c, const S: usize> ServerSession<'c, S> {
+    /// A session for a connection accepted at `now`.
+    #[must_use]
+    pub fn new(config: ServerConfig<'c>, now: u64) -> Self {
+        Self {
+            config,
+            state: State::AwaitHello,
+            version: PROTOCOL_VERSION,
+            peer_max: 0,
+            peer_devices: CodeSet::default(),
+            streams: Streams::new(),
+            outbox: Outbox::new(),
+            idle_deadline: after(now, config.handshake_timeout),
+            ping: None,
+            ping_deadline: NEVER,
+        }
+    }
+
+    // --- getters -----------------------------------------------------------
+
+    /// Whether the handshake is done and the connection open.
+    #[must_use]
+    pub fn is_established(&self) -> bool {
+        self.state == State::Open
+    }
+
+    /// Whether the connection is over: flush [`poll_transmit`](Self::poll_transmit),
+    /// then close the transport.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// The largest payload the client accepts (0 before the handshake).
+    #[must_use]
+    pub const fn peer_max_message_size(&self) -> u32 {
+        self.peer_max
+    }
+
+    /// The largest payload this server accepts.
+    #[must_use]
+    pub const fn max_message_size(&self) -> u32 {
+        self.config.hello.max_message_size
+    }
+
+    /// Streams open now.
+    #[must_use]
+    pub fn open_streams(&self) -> usize {
+        self.streams.open_count()
+    }
+
+    /// Whether control messages wait for [`poll_transmit`](Self::poll_transmit).
+    #[must_use]
+    pub const fn has_pending(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    /// Bytes a `poll_transmit` buffer needs to hold any control message.
+    #[must_use]
+    pub const fn max_control_len(&self) -> usize {
+        super::stream::max_control_len(&self.config.hello)
+    }
+
+    // --- what arrived -------------------------------------------------------
+
+    /// Handles the message at the start of `buf`, received by `now`.
+    ///
+    /// `Partial` asks for more bytes (`needed` in all, already checked
+    /// against the maximum message size); `Complete((event, consumed))`
+    /// says what happened and how many bytes to drop.
+    ///
+    /// # Errors
+    /// The connection is over ([`is_closed`](Self::is_closed)); the
+    /// `ERROR` to send, if any, is queued.
+    pub fn handle<'a>(
+        &mut self,
+        now: u64,
+        buf: &'a [u8],
+    ) -> Result<Status<(ServerEvent<'a>, usize)>, SessionError> {
+        if self.state == State::Closed {
+            return Ok(Status::Complete((ServerEvent::Ignored, buf.len())));
+        }
+        let frame = match Frame::parse(buf, self.config.hello.max_message_size) {
+            Ok(Status::Complete(f)) => f,
+            Ok(Status::Partial { needed }) => return Ok(Status::Partial { needed }),
+            Err(e) => {
+                // [NP-FRAME-2]: answered on the message's stream, then the
+                // connection closes (its payload is never read).
+                let stream = buf
+                    .get(4..8)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map_or(0, u32::from_le_bytes);
+                return Err(self.fatal(stream, SessionErrorKind::Malformed(e)));
+            }
+        };
+        let used = frame.len();
+        let event = self.dispatch(now, &frame)?;
+        self.idle_deadline = after(now, self.idle_timeout());
+        Ok(Status::Complete((event, used)))
+    }
+
+    fn idle_timeout(&self) -> u64 {
+        if self.state == State::AwaitHello {
+            self.config.handshake_timeout
+        } else {
+            self.config.idle_timeout
+        }
+    }
+
+    fn dispatch<'a>(
+        &mut self,
+        now: u64,
+        frame: &Frame<'a>,
+    ) -> Result<ServerEvent<'a>, SessionError> {
+        let stream = frame.stream_id();
+        let code = frame.message_type();
+        let msg = match Message::decode(frame) {
+            Ok(m) => m,
+            Err(e) => return self.fault(stream, SessionErrorKind::Malformed(e)),
+        };
+        let kind = msg.message_type();
+        // [NP-STREAM-1]: connection messages on stream 0, the rest elsewhere.
+        if kind.is_connection_message() != (stream == 0) && kind != MessageType::Error {
+            return self.fault(stream, SessionErrorKind::WrongStream { message_type: code });
+        }
+        if self.state == State::AwaitHello {
+            let Message::ClientHello(hello) = msg else {
+                return Err(self.fatal(stream, SessionErrorKind::Unexpected { message_type: code }));
+            };
+            return self.on_hello(hello);
+        }
+        match msg {
+            Message::Ping(t) => {
+                self.queue(Pending::Pong(t.0))?;
+                Ok(ServerEvent::Ping(t))
+            }
+            Message::Pong(t) => {
+                if self.ping != Some(t.0) {
+                    return self.fault(0, SessionErrorKind::UnsolicitedPong);
+                }
+                self.ping = None;
+                self.ping_deadline = NEVER;
+                Ok(ServerEvent::Pong(t))
+            }
+            Message::Error(error) => {
+                if stream == 0 {
+                    // [NP-ERROR-3]: never answer an ERROR with an ERROR.
+                    self.state = State::Closed;
+                    return Err(SessionError {
+                        stream_id: 0,
+                        kind: SessionErrorKind::PeerError { code: error.code },
+                    });
+                }
+                self.streams.remove(stream);
+                Ok(ServerEvent::PeerError {
+                    stream_id: stream,
+                    error,
+                })
+            }
+            Message::TensorRequest(request) => {
+                if let Some(e) = self.open(stream, now, |ok_parallel| Kind::Response {
+                    transfer: Transfer::new(),
+                    parallel: ok_parallel
+                        && request.flags.contains(RequestFlags::PARALLEL_OK)
+                        && block_of(stream) == stream,
+                    shards_total: 0,
+                    shards_done: 0,
+                    device: request.preferred_device,
+                })? {
+                    return Ok(ServerEvent::StreamError(e));
+                }
+                Ok(ServerEvent::Request {
+                    stream_id: stream,
+                    request,
+                })
+            }
+            Message::TensorPut(put) => {
+                let mut transfer = Transfer::new();
+                // The descriptor came with the put: data comes next.
+                let _ = transfer.on_descriptor(put.total_data_bytes, 0);
+                if let Some(e) = self.open(stream, now, |_| Kind::Put {
+                    transfer,
+                    ended: false,
+                })? {
+                    return Ok(ServerEvent::StreamError(e));
+                }
+                Ok(ServerEvent::PutStart {
+                    stream_id: stream,
+                    put,
+                })
+            }
+            Message::TensorData(frame) => {
+                let timeout = self.config.request_timeout;
+                let r = match self.streams.get_mut(stream) {
+                    Some(Slot {
+                        kind:
+                            Kind::Put {
+                                transfer,
+                                ended: false,
+                            },
+                        deadline,
+                        ..
+                    }) => {
+                        *deadline = after(now, timeout);
+                        transfer.on_data(frame.offset, frame.data.len())
+                    }
+                    _ => return self.not_open(stream, code),
+                };
+                match r {
+                    Ok(()) => Ok(ServerEvent::PutData {
+                        stream_id: stream,
+                        frame,
+                    }),
+                    Err(kind) => self.fault(stream, kind),
+                }
+            }
+            Message::TensorDataEnd => {
+                let timeout = self.config.request_timeout;
+                let r = match self.streams.get_mut(stream) {
+                    Some(Slot {
+                        kind: Kind::Put { transfer, ended },
+                        deadline,
+                        ..
+                    }) if !*ended => {
+                        *deadline = after(now, timeout);
+                        let r = transfer.on_end();
+                        if r.is_ok() {
+                            *ended = true;
+                        }
+                        r
+                    }
+                    _ => return self.not_open(stream, code),
+                };
+                match r {
+                    Ok(_) => Ok(ServerEvent::PutEnd { stream_id: stream }),
+                    Err(kind) => self.fault(stream, kind),
+                }
+            }
+            // Server-to-client messages, a second hello, and RDMA (never
+            // negotiated, [NP-RDMA-1]).
+            _ => self.fault(stream, SessionErrorKind::Unexpected { message_type: code }),
+        }
+    }
+
+    fn on_hello<'a>(&mut self, hello: Hello<'a>) -> Result<ServerEvent<'a>, SessionError> {
+        // [NP-HELLO-2]: version 0 does not exist; a newer client is answered
+        // with ours, which it accepts or refuses.
+        if hello.protocol_version == 0 {
+            return Err(self.fatal(
+                0,
+                SessionErrorKind::VersionMismatch {
+                    version: hello.protocol_version,
+                },
+            ));
+        }
+        self.version = if hello.protocol_version < PROTOCOL_VERSION {
+            hello.protocol_version
+        } else {
+            PROTOCOL_VERSION
+        };
+        self.peer_max = hello.max_message_size;
+        self.peer_devices = CodeSet::from_codes(hello.devices);
+        self.state = State::Open;
+        self.queue(Pending::Hello)?;
+        Ok(ServerEvent::Hello(hello))
+    }
+
+    /// Opens `stream` for a request or put; `Some(error)` when refused
+    /// (the `ERROR` is queued).
+    fn open(
+        &mut self,
+        stream: u32,
+        now: u64,
+        kind: impl FnOnce(bool) -> Kind,
+    ) -> Result<Option<SessionError>, SessionError> {
+        let parallel = self
+            .config
+            .hello
+            .capabilities
+            .contains(Capabilities::PARALLEL_STREAMS);
+        let kind = kind(parallel);
+        let refused = if self.streams.in_use(stream)
+            || matches!(kind, Kind::Response { parallel: true, .. })
+                && self.streams.block_busy(stream)
+        {
+            // [NP-STREAM-2]: the ERROR closes the stream already open too.
+            Some(SessionErrorKind::StreamInUse)
+        } else if self.streams.open_count() >= S {
+            Some(SessionErrorKind::TooManyStreams {
+                max: super::stream::cap::<S>(),
+            })
+        } else {
+            None
+        };
+        if let Some(kind) = refused {
+            return match self.fault(stream, kind)? {
+                ServerEvent::StreamError(e) => Ok(Some(e)),
+                _ => Ok(None),
+            };
+        }
+        let deadline = match kind {
+            Kind::Put { .. } => after(now, self.config.request_timeout),
+            _ => NEVER,
+        };
+        // Cannot fail: a slot is free (checked above).
+        let _ = self.streams.insert(Slot {
+            id: stream,
+            kind,
+            deadline,
+        });
+        Ok(None)
+    }
+
+    fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<ServerEvent<'a>, SessionError> {
+        if self.streams.recently_closed(stream) && self.streams.get(stream).is_none() {
+            return Ok(ServerEvent::Ignored);
+        }
+        let kind = if self.streams.get(stream).is_some() {
+            SessionErrorKind::Unexpected { message_type: code }
+        } else {
+            SessionErrorKind::UnknownStream
+        };
+        self.fault(stream, kind)
+    }
+
+    /// A fault on `stream`: stream 0 closes the connection, any other
+    /// stream is answered with `ERROR` and closed.
+    fn fault<'a>(
+        &mut self,
+        stream: u32,
+        kind: SessionErrorKind,
+    ) -> Result<ServerEvent<'a>, SessionError> {
+        // Before the handshake every fault ends the connection ([NP-HELLO-1]).
+        if stream == 0 || self.state != State::Open {
+            return Err(self.fatal(stream, kind));
+        }
+        let error = SessionError {
+            stream_id: stream,
+            kind,
+        };
+        self.streams.remove(stream);
+        self.queue(Pending::Error {
+            stream,
+            code: error.error_code(),
+            text: text_of(&kind),
+        })?;
+        Ok(ServerEvent::StreamError(error))
+    }
+
+    fn fatal(&mut self, stream: u32, kind: SessionErrorKind) -> SessionError {
+        let error = SessionError {
+            stream_id: stream,
+            kind,
+        };
+        let _ = self.outbox.push(Pending::Error {
+            stream,
+            code: error.error_code(),
+            text: text_of(&kind),
+        });
+        self.state = State::Closed;
+        error
+    }
+
+    fn queue(&mut self, p: Pending) -> Result<(), SessionError> {
+        if self.outbox.push(p) {
+            return Ok(());
+        }
+        // The peer makes us owe more than we can hold: it is not reading.
+        Err(self.fatal(
+            0,
+            SessionErrorKind::TooManyStreams {
+                max: super::stream::cap::<S>(),
+            },
+        ))
+    }
+
+    // --- timers --------------------------------------------------------------
+
+    /// When [`handle_timeout`](Self::handle_timeout) must run next
+    /// (`None`: never, the connection is closed).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<u64> {
+        if self.state == State::Closed {
+            return None;
+        }
+        let t = self
+            .idle_deadline
+            .min(self.ping_deadline)
+            .min(self.streams.earliest());
+        Some(t)
+    }
+
+    /// Runs the timers at `now`: a put stalled past its request timeout is
+    /// closed with `ERROR` (`TIMEOUT`) and returned; a silent connection
+    /// (handshake, idle, unanswered ping) is closed with an error.
+    ///
+    /// # Errors
+    /// The connection timed out.
+    pub fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
+        if self.state == State::Closed {
+            return Ok(None);
+        }
+        if now >= self.idle_deadline || now >= self.ping_deadline {
+            return Err(self.fatal(0, SessionErrorKind::Timeout));
+        }
+        if let Some(id) = self.streams.expired(now) {
+            let _ = self.fault(id, SessionErrorKind::Timeout)?;
+            return Ok(Some(id));
+        }
+        Ok(None)
+    }
+
+    // --- what to send ------------------------------------------------------------
+
+    /// The next control message the session owes the client, written into
+    /// `out` ([`max_control_len`](Self::max_control_len) bytes suffice).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::Encode`] when `out` is too small (the message stays
+    /// queued).
+    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
+        let Some(p) = self.outbox.front() else {
+            return Ok(None);
+        };
+        let n = match p {
+            Pending::Hello => {
+                let hello = Hello {
+                    protocol_version: self.version,
+                    ..self.config.hello
+                };
+                Message::ServerHello(hello).encode(0, out)?
+            }
+            other => encode_pending(other, out)?,
+        };
+        self.outbox.pop();
+        Ok(Some(n))
+    }
+
+    fn check_size(&self, payload: usize) -> Result<(), ApiMisuse> {
+        if payload as u64 > u64::from(self.peer_max) {
+            return Err(ApiMisuse::TooLargeForPeer {
+                length: payload as u64,
+                max: self.peer_max,
+            });
+        }
+        Ok(())
+    }
+
+    fn established(&self) -> Result<(), ApiMisuse> {
+        if self.state == State::Open {
+            Ok(())
+        } else {
+            Err(ApiMisuse::NotEstablished)
+        }
+    }
+
+    /// Answers the request on `request_stream` with a descriptor: on that
+    /// stream, or for shard `i > 0` of a parallel answer on stream
+    /// `request_stream + i` (`[NP-SHARD-2]`). Checks the order, the shard
+    /// fields against the request, the device rule (`[NP-DEVICE-1]`) and
+    /// the client's maximum message size; writes the message into `out`.
+    ///
+    /// # Errors
+    /// [`ApiMisuse`] and no change when any check fails.
+    pub fn send_descriptor(
+        &mut self,
+        request_stream: u32,
+        msg: &DescriptorMessage<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        self.established()?;
+        self.check_size(msg.encoded_len())?;
+        let Some(&Slot {
+            kind:
+                Kind::Response {
+                    transfer,
+                    parallel,
+                    shards_total,
+                    device,
+                    ..
+                },
+            ..
+        }) = self.streams.get(request_stream)
+        else {
+            return Err(ApiMisuse::WrongState(request_stream));
+        };
+        if msg.total_shards > 1 && !parallel
+            || shards_total != 0 && shards_total != msg.total_shards
+        {
+            return Err(ApiMisuse::InvalidArgument("total_shards"));
+        }
+        if let Some(b) = msg.descriptor.buffers().get(0) {
+            let tag = b.device_tag().code();
+            // Rule 4 of the device negotiation: CPU only as a fallback the
+            // client listed, for a device the server advertised.
+            let fallback =
+                tag == 0 && self.peer_devices.contains(0) && self.config.hello.lists_device(device);
+            if tag != device && !fallback {
+                return Err(ApiMisuse::InvalidArgument("device_tag"));
+            }
+        }
+        let members = msg.member_count();
+        let stream = request_stream.saturating_add(msg.shard_index);
+        let n = if msg.shard_index == 0 {
+            let mut t = transfer;
+            t.on_descriptor(msg.total_data_bytes, members)
+                .map_err(|_| ApiMisuse::WrongState(stream))?;
+            let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
+            if let Some(Slot {
+                kind: Kind::Response { transfer, .. },
+                ..
+            }) = self.streams.get_mut(request_stream)
+            {
+                *transfer = t;
+            }
+            n
+        } else {
+            if self.streams.get(stream).is_some() {
+                return Err(ApiMisuse::WrongState(stream));
+            }
+            let mut t = Transfer::new();
+            t.on_descriptor(msg.total_data_bytes, members)
+                .map_err(|_| ApiMisuse::WrongState(stream))?;
+            let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
+            self.streams.insert(Slot {
+                id: stream,
+                kind: Kind::Shard {
+                    parent: request_stream,
+                    transfer: t,
+                },
+                deadline: NEVER,
+            })?;
+            n
+        };
+        if let Some(Slot {
+            kind: Kind::Response { shards_total, .. },
+            ..
+        }) = self.streams.get_mut(request_stream)
+        {
+            *shards_total = msg.total_shards;
+        }
+        Ok(n)
+    }
+
+    /// The transfer on `stream` (a response or a shard) the server sends.
+    fn sending(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
+        match self.streams.get_mut(stream) {
+            Some(Slot {
+                kind: Kind::Response { transfer, .. } | Kind::Shard { transfer, .. },
+                ..
+            }) => Ok(transfer),
+            _ => Err(ApiMisuse::WrongState(stream)),
+        }
+    }
+
+    /// Records `len` bytes at `offset` on `stream` and returns the 20 bytes
+    /// that go before them on the wire; the caller writes exactly `len`
+    /// data bytes after (from an mmap, without a copy).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::OutOfOrder`] (the offset is not where the last frame
+    /// ended, `len` is 0 or passes the total), a frame too large for the
+    /// client, or a stream not sending.
+    pub fn data_prefix(
+        &mut self,
+        stream: u32,
+        offset: u64,
+        len: u32,
+    ) -> Result<[u8; 20], ApiMisuse> {
+        self.established()?;
+        self.check_size((len as usize).saturating_add(8))?;
+        self.sending(stream)?
+            .on_data(offset, len as usize)
+            .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
+        Ok(data_frame_prefix(stream, offset, len))
+    }
+
+    /// [`data_prefix`](Self::data_prefix) and the data, copied into `out`.
+    ///
+    /// # Errors
+    /// As [`data_prefix`](Self::data_prefix); `out` too small.
+    pub fn send_data(
+        &mut self,
+        stream: u32,
+        offset: u64,
+        data: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
+        let total = 20usize.saturating_add(data.len());
+        let dst =
+            out.get_mut(..total)
+                .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
+                    needed: total as u64,
+                    available: 0,
+                }))?;
+        let Some((a, b)) = dst.split_at_mut_checked(20) else {
+            return Err(ApiMisuse::InvalidArgument("data"));
+        };
+        if b.len() != data.len() {
+            return Err(ApiMisuse::InvalidArgument("data"));
+        }
+        let prefix = self.data_prefix(stream, offset, len)?;
+        copy(a, &prefix);
+        copy(b, data);
+        Ok(total)
+    }
+
+    /// Ends the current tensor on `stream` (every byte sent); the last one
+    /// of a request or shard closes its stream.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::OutOfOrder`] before every byte was sent.
+    pub fn send_data_end(&mut self, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+        self.established()?;
+        let mut t = *self.sending(stream)?;
+        let done = t.on_end().map_err(|_| ApiMisuse::OutOfOrder(stream))?;
+        let n = Message::TensorDataEnd.encode(stream, out)?;
+        *self.sending(stream)? = t;
+        if done {
+            self.finish_shard(stream);
+        }
+        Ok(n)
+    }
+
+    fn finish_shard(&mut self, stream: u32) {
+        let parent = match self.streams.get(stream) {
+            Some(Slot {
+                kind: Kind::Shard { parent, .. },
+                ..
+            }) => Some(*parent),
+            _ => None,
+        };
+        match parent {
+            Some(p) => {
+                self.streams.remove(stream);
+                let _ = self.streams.shard_done(p);
+            }
+            None => {
+                let _ = self.streams.shard_done(stream);
+            }
+        }
+    }
+
+    /// Acknowledges the put on `stream` (all of its data arrived) and
+    /// closes the stream.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::WrongState`] before the put's data ended.
+    pub fn send_put_ack(&mut self, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+        self.established()?;
+        match self.streams.get(stream) {
+            Some(Slot {
+                kind: Kind::Put { ended: true, .. },
+                ..
+            }) => {}
+            _ => return Err(ApiMisuse::WrongState(stream)),
+        }
+        let n = Message::TensorPutAck.encode(stream, out)?;
+        self.streams.remove(stream);
+        Ok(n)
+    }
+
+    /// Closes `stream` (and its shards) with `ERROR`; stream 0 closes the
+    /// connection.
+    ///
+    /// # Errors
+    /// `out` too small.
+    pub fn send_error(
+        &mut self,
+        stream: u32,
+        code: ErrorCode,
+        text: &str,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
+        if stream == 0 {
+            self.state = State::Closed;
+        } else {
+            self.streams.remove(stream);
+        }
+        Ok(n)
+    }
+
+    /// Sends a `PING` with `token` at `now`; the client must answer within
+    /// the idle timeout.
+    ///
+    /// # Errors
+    /// Not established, or `out` too small.
+    pub fn send_ping(&mut self, now: u64, token: u64, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+        self.established()?;
+        let n = Message::Ping(Ping(token)).encode(0, out)?;
+        self.ping = Some(token);
+        self.ping_deadline = after(now, self.config.idle_timeout);
+        Ok(n)
+    }
+
+    /// The stream id a shard of `request_stream` travels on.
+    #[must_use]
+    pub const fn shard_stream(request_stream: u32, shard_index: u32) -> u32 {
+        block_of(request_stream).wrapping_add(shard_index)
+    }
+}
+
+/// The text sent with an `ERROR` the session writes itself.
+pub(crate) const fn text_of(kind: &SessionErrorKind) -> &'static str {
+    match kind {
+        SessionErrorKind::Malformed(_) => "malformed message",
+        SessionErrorKind::Unexpected { .. } => "message not allowed in this state",
+        SessionErrorKind::WrongStream { .. } => "message on the wrong stream",
+        SessionErrorKind::UnknownStream => "stream is not open",
+        SessionErrorKind::StreamInUse => "stream id in use",
+        SessionErrorKind::TooManyStreams { .. } => "too many streams open",
+        SessionErrorKind::VersionMismatch { .. } => "protocol version not supported",
+        SessionErrorKind::DataOutOfOrder { .. } => "data frame out of order",
+        SessionErrorKind::DataOverrun { .. } => "data frame past total_data_bytes or empty",
+        SessionErrorKind::DataShort { .. } => "data ended before total_data_bytes",
+        SessionErrorKind::ShardMismatch => "shard descriptors are inconsistent",
+        SessionErrorKind::DeviceRefused { .. } => "device not accepted",
+        SessionErrorKind::UnsolicitedPong => "pong without ping",
+        SessionErrorKind::Timeout => "timed out",
+        SessionErrorKind::Unauthorized => "unauthorized",
+        SessionErrorKind::PeerError { .. } => "peer error",
+    }
+}

@@ -1,0 +1,189 @@
+//! Shard consistency of a parallel transfer (upstream § Shard Consistency):
+//! [`check_shards`] takes every shard's descriptor message and proves they
+//! tile their parent exactly. No allocation: O(n²) pairwise box tests over
+//! at most [`MAX_SHARDS`](super::MAX_SHARDS) shards, checked arithmetic.
+
+use core::fmt;
+
+use super::transfer::DescriptorMessage;
+
+/// Why a set of shards does not form one tensor (answer: `SHARD_MISMATCH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ShardError {
+    /// Not as many shards as `total_shards` says.
+    Count {
+        /// `total_shards` of the first shard.
+        expected: u32,
+        /// Shards given.
+        found: u32,
+    },
+    /// Shard at position `index` disagrees with the first on
+    /// `total_shards`, carries no shard section, or repeats an index.
+    Index {
+        /// Position in the slice.
+        index: u32,
+    },
+    /// Shard at `index` has another parent shape, element type, rank or
+    /// layout than the first.
+    Inconsistent {
+        /// Position in the slice.
+        index: u32,
+        /// What differs.
+        what: &'static str,
+    },
+    /// Two shards overlap.
+    Overlap {
+        /// Position of one.
+        a: u32,
+        /// Position of the other.
+        b: u32,
+    },
+    /// The shards do not cover the parent (their volumes fall short).
+    Coverage {
+        /// Elements the shards cover.
+        covered: u64,
+        /// Elements of the parent.
+        parent: u64,
+    },
+    /// A volume overflows `u64`.
+    Overflow,
+}
+
+impl fmt::Display for ShardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Count { expected, found } => {
+                write!(f, "{found} shards where total_shards is {expected}")
+            }
+            Self::Index { index } => write!(f, "shard {index}: bad or repeated shard index"),
+            Self::Inconsistent { index, what } => {
+                write!(f, "shard {index}: {what} differs from shard 0")
+            }
+            Self::Overlap { a, b } => write!(f, "shards {a} and {b} overlap"),
+            Self::Coverage { covered, parent } => write!(
+                f,
+                "shards cover {covered} of the parent's {parent} elements"
+            ),
+            Self::Overflow => write!(f, "shard volume overflows"),
+        }
+    }
+}
+
+impl core::error::Error for ShardError {}
+
+fn volume(mut dims: impl Iterator<Item = u64>) -> Option<u64> {
+    dims.try_fold(1u64, |acc, d| acc.checked_mul(d))
+}
+
+/// Checks that `shards` (every shard of one parallel transfer, any order)
+/// share parent shape, element type and layout, carry each index of
+/// `0..total_shards` once, do not overlap and cover the parent exactly.
+///
+/// ```
+/// use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor};
+/// use hurray_core::net::{DescriptorMessage, ShardError, check_shards};
+///
+/// let b = [BufferHandle::new(8, 64, DeviceTag::Cpu, SyncMode::ProducerSynced)?];
+/// let (mut d0, mut d1) = ([0u8; 128], [0u8; 128]);
+/// let top = TensorDescriptor::row_major(ElementType::UInt8, &[2, 4], &b).with_shard(&[4, 4], &[0, 0]);
+/// let bottom = TensorDescriptor::row_major(ElementType::UInt8, &[2, 4], &b).with_shard(&[4, 4], &[2, 0]);
+/// let msg = |v, i| DescriptorMessage { descriptor: v, total_data_bytes: 8, shard_index: i, total_shards: 2 };
+/// let s0 = msg(top.encode_view(&mut d0)?, 0);
+/// let s1 = msg(bottom.encode_view(&mut d1)?, 1);
+/// assert_eq!(check_shards(&[s1, s0]), Ok(()));
+/// assert_eq!(check_shards(&[s0, s0]), Err(ShardError::Index { index: 1 }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// The first [`ShardError`] found.
+pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> {
+    let Some(first) = shards.first() else {
+        return Err(ShardError::Count {
+            expected: 1,
+            found: 0,
+        });
+    };
+    let n = u32::try_from(shards.len()).unwrap_or(u32::MAX);
+    if first.total_shards != n {
+        return Err(ShardError::Count {
+            expected: first.total_shards,
+            found: n,
+        });
+    }
+    let Some(parent) = first.descriptor.shard().map(|s| s.parent_shape) else {
+        // One unsharded tensor is its own cover.
+        return if n == 1 {
+            Ok(())
+        } else {
+            Err(ShardError::Index { index: 0 })
+        };
+    };
+    let parent_volume = volume(parent.iter()).ok_or(ShardError::Overflow)?;
+    let mut covered = 0u64;
+    for (i, s) in shards.iter().enumerate() {
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        let Some(shard) = s.descriptor.shard() else {
+            return Err(ShardError::Index { index });
+        };
+        if s.total_shards != n
+            || shards
+                .iter()
+                .take(i)
+                .any(|o| o.shard_index == s.shard_index)
+        {
+            return Err(ShardError::Index { index });
+        }
+        let inconsistent = |what| Err(ShardError::Inconsistent { index, what });
+        if !shard.parent_shape.iter().eq(parent.iter()) {
+            return inconsistent("parent_shape");
+        }
+        if s.descriptor.element_type() != first.descriptor.element_type() {
+            return inconsistent("element type");
+        }
+        if s.descriptor.layout().tag() != first.descriptor.layout().tag() {
+            return inconsistent("layout");
+        }
+        let v = volume(s.descriptor.shape().iter()).ok_or(ShardError::Overflow)?;
+        covered = covered.checked_add(v).ok_or(ShardError::Overflow)?;
+        for (j, o) in shards.iter().enumerate().take(i) {
+            if overlaps(s, o) {
+                return Err(ShardError::Overlap {
+                    a: u32::try_from(j).unwrap_or(u32::MAX),
+                    b: index,
+                });
+            }
+        }
+    }
+    // Disjoint boxes inside the parent whose volumes add up to it cover it.
+    if covered != parent_volume {
+        return Err(ShardError::Coverage {
+            covered,
+            parent: parent_volume,
+        });
+    }
+    Ok(())
+}
+
+/// Whether two shard boxes share an element.
+fn overlaps(a: &DescriptorMessage<'_>, b: &DescriptorMessage<'_>) -> bool {
+    let (Some(sa), Some(sb)) = (a.descriptor.shard(), b.descriptor.shard()) else {
+        return false;
+    };
+    let axes = sa
+        .shard_offset
+        .iter()
+        .zip(a.descriptor.shape().iter())
+        .zip(sb.shard_offset.iter().zip(b.descriptor.shape().iter()));
+    let mut any = false;
+    for ((ao, al), (bo, bl)) in axes {
+        any = true;
+        let (ae, be) = (ao.saturating_add(al), bo.saturating_add(bl));
+        if al == 0 || bl == 0 || ae <= bo || be <= ao {
+            return false;
+        }
+    }
+    any
+}
