@@ -802,6 +802,28 @@ fn ff_place_4_tensors_do_not_overlap() {
 }
 
 #[test]
+fn ff_place_4_an_index_out_of_file_order_is_sorted_by_the_view_only() {
+    // 100 names sorted byte-wise ("t10" < "t2"): the index is not in file
+    // order. FileIndex opens it without a sort; FileView sorts it through
+    // the table and checks overlaps; FileIndex::verify asks for that.
+    let ts: Vec<Tensor> = (0..100).map(|i| t(&format!("t{i}"), 1)).collect();
+    let mut fx = Fixture::new(ts);
+    fx.flags = 0b110;
+    let mut order: Vec<usize> = (0..100).collect();
+    order.sort_by_key(|&i| format!("t{i}"));
+    fx.order = Some(order);
+    let f = fx.bytes();
+    let mut table = vec![0u32; FileIndex::table_len(&f).unwrap()];
+    let idx = FileIndex::parse_with(&f, &FileOptions::STRICT, &mut table).unwrap();
+    assert!(idx.get("t42").unwrap().is_some());
+    assert!(matches!(idx.verify().unwrap_err().kind(), K::NeedsTable { entries: 100 }));
+    let mut table = vec![0u32; FileIndex::table_len(&f).unwrap()];
+    let view = FileView::parse_with(&f, &FileOptions::STRICT, &mut table).unwrap();
+    let names: Vec<_> = view.iter_file_order().map(|t| t.name().to_owned()).collect();
+    assert_eq!(names[..3], ["t0", "t1", "t2"]);
+}
+
+#[test]
 fn ff_desc_1_descriptors_are_strict() {
     let mut fx = two();
     fx.tensors[1].desc[14] = 0x3F; // no such element type
