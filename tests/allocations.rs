@@ -169,10 +169,7 @@ fn the_file_writer_view_and_sequential_reader_allocate_nothing() {
         let mut r = SequentialReader::new(&mut buf, Some(end));
         let mut input = file;
         let mut events = 0;
-        loop {
-            let Ok((used, ev)) = r.feed(&input[..input.len().min(100)]) else {
-                break;
-            };
+        while let Ok((used, ev)) = r.feed(&input[..input.len().min(100)]) {
             input = &input[used..];
             let end = matches!(ev, Some(SeqEvent::End { .. }));
             if ev.is_some() {
