@@ -816,10 +816,16 @@ fn ff_place_4_an_index_out_of_file_order_is_sorted_by_the_view_only() {
     let mut table = vec![0u32; FileIndex::table_len(&f).unwrap()];
     let idx = FileIndex::parse_with(&f, &FileOptions::STRICT, &mut table).unwrap();
     assert!(idx.get("t42").unwrap().is_some());
-    assert!(matches!(idx.verify().unwrap_err().kind(), K::NeedsTable { entries: 100 }));
+    assert!(matches!(
+        idx.verify().unwrap_err().kind(),
+        K::NeedsTable { entries: 100 }
+    ));
     let mut table = vec![0u32; FileIndex::table_len(&f).unwrap()];
     let view = FileView::parse_with(&f, &FileOptions::STRICT, &mut table).unwrap();
-    let names: Vec<_> = view.iter_file_order().map(|t| t.name().to_owned()).collect();
+    let names: Vec<_> = view
+        .iter_file_order()
+        .map(|t| t.name().to_owned())
+        .collect();
     assert_eq!(names[..3], ["t0", "t1", "t2"]);
 }
 

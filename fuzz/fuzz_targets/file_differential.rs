@@ -35,17 +35,28 @@ fuzz_target!(|data: &[u8]| {
     let mut table = vec![0u32; n];
     let ours = FileView::parse_with(data, &FileOptions::STRICT, &mut table);
     if !reference_can_run(data) {
-        assert!(ours.is_err(), "we accepted what the guard keeps from the reference");
+        assert!(
+            ours.is_err(),
+            "we accepted what the guard keeps from the reference"
+        );
         return;
     }
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let opened = reference_io::file::FileReader::open(std::io::Cursor::new(data)).await;
         match (&ours, opened) {
             (Ok(view), Ok(mut r)) => {
                 for t in view.iter() {
-                    let theirs = r.read_tensor(t.name()).await.expect("reference reads our tensor");
-                    assert_eq!(theirs.descriptor.encode().unwrap(), t.descriptor().as_bytes());
+                    let theirs = r
+                        .read_tensor(t.name())
+                        .await
+                        .expect("reference reads our tensor");
+                    assert_eq!(
+                        theirs.descriptor.encode().unwrap(),
+                        t.descriptor().as_bytes()
+                    );
                     let bufs: Vec<&[u8]> = t.buffers().collect();
                     assert_eq!(theirs.buffers.len(), bufs.len());
                     for (a, b) in theirs.buffers.iter().zip(bufs) {
