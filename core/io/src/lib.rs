@@ -2,7 +2,7 @@
 //!
 //! std I/O for hurray-rs, a thin shell over the `no_std` core:
 //!
-//! * [`file`] — `.hrry` files by path: opened through a memory map and
+//! * [`file`](mod@file) — `.hrry` files by path: opened through a memory map and
 //!   validated by the core's [`FileIndex`](hurray_core::file::FileIndex) /
 //!   [`FileView`](hurray_core::file::FileView) (with the CPU's CRC-32C
 //!   instructions and an O(log n) name table), and written by the core's
