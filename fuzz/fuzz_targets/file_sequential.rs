@@ -40,7 +40,9 @@ fn run(data: &[u8], chunk: usize, end: Option<u64>) -> (Vec<(u8, u64, usize)>, O
 }
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&pick, data)) = input.split_first() else { return };
+    let Some((&pick, data)) = input.split_first() else {
+        return;
+    };
     let chunk = usize::from(pick % 64) + 1;
     let end = (pick & 0x80 != 0).then(|| data.len().saturating_sub(40) as u64);
     let whole = run(data, data.len().max(1), end);

@@ -113,12 +113,16 @@ pub fn index<'a>(bytes: &'a [u8], table: &'a mut Vec<u32>) -> Result<FileIndex<'
     FileIndex::parse_with(bytes, &options(), table)
 }
 
-/// [`index`], then every descriptor and composite: a [`FileView`].
+/// [`index`], then file order, overlaps, every descriptor and composite:
+/// a [`FileView`].
 ///
 /// # Errors
 /// The first rule the file breaks.
 pub fn view<'a>(bytes: &'a [u8], table: &'a mut Vec<u32>) -> Result<FileView<'a>, FileError> {
-    index(bytes, table)?.verify()
+    let n = FileIndex::table_len(bytes)?;
+    table.clear();
+    table.resize(n, 0);
+    FileView::parse_with(bytes, &options(), table)
 }
 
 /// A `.hrry` file mapped into memory.

@@ -4,7 +4,7 @@
 //! operating system and the `no_std` [`hurray_core`] — no format rule lives
 //! here:
 //!
-//! * [`file`] — `.hrry` files by path: opened through a memory map and
+//! * [`file`](mod@file) — `.hrry` files by path: opened through a memory map and
 //!   validated by the core's [`FileIndex`](hurray_core::file::FileIndex) /
 //!   [`FileView`](hurray_core::file::FileView) (with the CPU's CRC-32C
 //!   instructions and an O(log n) name table), and written by the core's

@@ -891,6 +891,10 @@ mod files {
         if let Ok(v) = FileView::parse(bytes) {
             acc ^= u64::from(v.len());
         }
+        let table2: &'static mut [u32] = black_box(&mut []);
+        if let Ok(v) = FileView::parse_with(bytes, &FileOptions::STRICT, table2) {
+            acc ^= v.iter_file_order().count() as u64;
+        }
         let mut buf = [0u8; 256];
         let mut r = SequentialReader::new(&mut buf, black_box(Some(4096)));
         let mut input = bytes;

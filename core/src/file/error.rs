@@ -148,7 +148,7 @@ pub enum FileErrorKind {
     },
     /// An unsorted or out-of-order index of this many entries needs a
     /// caller table to be checked in O(n log n) (see
-    /// `FileView::parse_indexed`).
+    /// `FileIndex::parse_with`).
     NeedsTable {
         /// Index entries.
         entries: u64,

@@ -18,9 +18,11 @@
 //!   (and a zero CRC field when not), every KV entry and the keys'
 //!   uniqueness, every index entry, the names' uniqueness and (when
 //!   flagged) their strict order, and that every descriptor and data range
-//!   lies in the tensor region, 8- or data-aligned, with no two tensors
-//!   overlapping; it reads one pass over the index and no descriptor or
-//!   data byte. [`FileView`] has also checked every descriptor (strict
+//!   lies in the tensor region, 8- or data-aligned (and, for an index in
+//!   file order or a small one, that no two tensors overlap); it reads one
+//!   pass over the index and no descriptor or data byte. [`FileView`] has
+//!   also put any index into file order (a sort through the caller's
+//!   table), checked that no two tensors overlap, and every descriptor (strict
 //!   [`TensorView`](crate::TensorView)) against its entry and data region,
 //!   and every composite, assembled in file order and judged at its last
 //!   member.

@@ -329,7 +329,9 @@ impl<'a> FileIndex<'a> {
     /// the header, the trailer (magic first), the sections' bounds, the
     /// index CRC, every KV entry, every index entry alone, names unique
     /// (and sorted when flagged), every descriptor and data range inside
-    /// the tensor region, aligned, and no two tensors overlapping. Each
+    /// the tensor region and aligned, and — when the index is in file order
+    /// or small — no two tensors overlapping (for any other order that
+    /// takes a sort, which [`FileView::parse_with`] does). Each
     /// descriptor is then checked against its entry when it is handed out
     /// ([`get`](Self::get)); [`verify`](Self::verify) checks them all and
     /// the composites. Lookups by name are linear without a table; an
@@ -370,6 +372,18 @@ impl<'a> FileIndex<'a> {
         bytes: &'a [u8],
         options: &FileOptions<'a>,
         table: &'a mut [u32],
+    ) -> Result<Self, FileError> {
+        Self::open(bytes, options, table, false)
+    }
+
+    /// The open; `full` also puts an index that is not in file order into
+    /// file order through the table (an O(n log n) sort) and checks the
+    /// tensors do not overlap, which [`FileView`] needs.
+    fn open(
+        bytes: &'a [u8],
+        options: &FileOptions<'a>,
+        table: &'a mut [u32],
+        full: bool,
     ) -> Result<Self, FileError> {
         let l = locate(bytes)?;
         if l.flags.contains(FileFlags::HAS_INDEX_CRC32C) {
@@ -480,7 +494,7 @@ impl<'a> FileIndex<'a> {
         }
         // File order: the index's, or sorted through the table, or found
         // by scanning a small index.
-        let file_order = if in_file_order {
+        let file_order = if in_file_order || !full {
             None
         } else if use_table {
             let order = rest.get_mut(..n).unwrap_or_default();
@@ -502,6 +516,7 @@ impl<'a> FileIndex<'a> {
                 FileErrorKind::NeedsTable { entries: l.count },
             ));
         };
+        let _ = desc_of;
         let view = FileIndex {
             bytes,
             header: l.header,
@@ -516,7 +531,7 @@ impl<'a> FileIndex<'a> {
             file_order,
             in_file_order,
         };
-        if !in_file_order {
+        if !in_file_order && (full || view.count_is_small()) {
             view.check_overlaps()?;
         }
         Ok(view)
@@ -527,8 +542,18 @@ impl<'a> FileIndex<'a> {
     /// and returns the fully validated [`FileView`].
     ///
     /// # Errors
-    /// The first rule a tensor or composite breaks.
+    /// The first rule a tensor or composite breaks;
+    /// [`FileErrorKind::NeedsTable`] when the index is neither in file order
+    /// nor small (open it with [`FileView::parse_with`], which sorts it).
     pub fn verify(self) -> Result<FileView<'a>, FileError> {
+        if !self.file_order_known() {
+            return Err(at(
+                self.index_offset,
+                FileErrorKind::NeedsTable {
+                    entries: u64::from(self.count),
+                },
+            ));
+        }
         self.check_tensors()?;
         Ok(FileView { index: self })
     }
@@ -734,13 +759,25 @@ impl<'a> FileIndex<'a> {
 
     /// The tensors in file order (ascending descriptor offset: a
     /// composite's head, then its members), each checked as by
-    /// [`get`](Self::get).
+    /// [`get`](Self::get). One [`FileErrorKind::NeedsTable`] error when
+    /// the index is neither in file order nor small (a [`FileView`] always
+    /// knows its file order).
     #[must_use]
     pub const fn iter_file_order(&self) -> Tensors<'a> {
         Tensors {
             view: *self,
             order: self.order(self.needs_scan()),
         }
+    }
+
+    /// Whether file order can be walked: the index's own, a sorted table,
+    /// or a scan of a small index.
+    const fn file_order_known(&self) -> bool {
+        self.in_file_order || self.file_order.is_some() || self.count_is_small()
+    }
+
+    const fn count_is_small(&self) -> bool {
+        self.count as u64 <= SMALL_INDEX
     }
 
     const fn needs_scan(&self) -> bool {
@@ -908,6 +945,16 @@ impl<'a> Iterator for Tensors<'a> {
     type Item = Result<Tensor<'a>, FileError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.order.scan && !self.view.count_is_small() {
+            // File order is unknown and a scan would be quadratic.
+            self.order.count = 0;
+            return Some(Err(at(
+                self.view.index_offset,
+                FileErrorKind::NeedsTable {
+                    entries: u64::from(self.view.count),
+                },
+            )));
+        }
         let off = self.order.next()?;
         Some(self.view.tensor_at(off))
     }
@@ -965,7 +1012,7 @@ impl<'a> FileView<'a> {
         options: &FileOptions<'a>,
         table: &'a mut [u32],
     ) -> Result<Self, FileError> {
-        FileIndex::parse_with(bytes, options, table)?.verify()
+        FileIndex::open(bytes, options, table, true)?.verify()
     }
 
     /// The validated index under this view.
