@@ -1,6 +1,7 @@
 //! The wasm-bindgen surface the page calls (browser only).
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use hurray_core::TensorView;
 use hurray_gpu::wgpu::BufferUsages;
@@ -104,7 +105,7 @@ impl Default for StreamSession {
 }
 
 thread_local! {
-    static GPU: RefCell<Option<(GpuContext, GpuKernel)>> = const { RefCell::new(None) };
+    static GPU: RefCell<Option<(GpuContext, Rc<GpuKernel>)>> = const { RefCell::new(None) };
 }
 
 /// Opens the browser's WebGPU adapter and compiles the kernel; answers the
@@ -120,7 +121,7 @@ pub async fn gpu_init() -> Result<String, JsValue> {
     let kernel = GpuKernel::new(&ctx.device, include_str!("kernel.wgsl"), "heatmap")
         .map_err(|e| JsValue::from_str(&e.to_string()))?;
     let info = ctx.adapter_info();
-    GPU.with(|g| *g.borrow_mut() = Some((ctx, kernel)));
+    GPU.with(|g| *g.borrow_mut() = Some((ctx, Rc::new(kernel))));
     Ok(format!("{} ({:?})", info.name, info.backend))
 }
 
