@@ -89,8 +89,8 @@ fn colour(t: f32) -> u32 {
 
 @compute @workgroup_size(256)
 fn heatmap(@builtin(local_invocation_index) t: u32) {
-    var l = 3.4028235e38;
-    var h = -3.4028235e38;
+    var l = bitcast<f32>(0x7f7fffffu); // the largest finite f32
+    var h = -l;
     for (var i = t; i < p.n; i += 256u) {
         let v = value(i);
         values[i] = v;

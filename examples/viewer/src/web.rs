@@ -118,6 +118,26 @@ pub async fn gpu_init() -> Result<String, JsValue> {
     let ctx = GpuContext::new_async()
         .await
         .map_err(|e| JsValue::from_str(&e.to_string()))?;
+    // WebGPU reports shader errors asynchronously: ask for them, so a kernel
+    // the browser refuses is an error here rather than a blank heatmap.
+    let module = ctx
+        .device
+        .create_shader_module(hurray_gpu::wgpu::ShaderModuleDescriptor {
+            label: Some("heatmap"),
+            source: hurray_gpu::wgpu::ShaderSource::Wgsl(include_str!("kernel.wgsl").into()),
+        });
+    let info = module.get_compilation_info().await;
+    let errors: Vec<String> = info
+        .messages
+        .iter()
+        .map(|m| format!("{:?}: {}", m.message_type, m.message))
+        .collect();
+    if !errors.is_empty() {
+        return Err(JsValue::from_str(&format!(
+            "kernel.wgsl: {}",
+            errors.join("; ")
+        )));
+    }
     let kernel = GpuKernel::new(&ctx.device, include_str!("kernel.wgsl"), "heatmap")
         .map_err(|e| JsValue::from_str(&e.to_string()))?;
     let info = ctx.adapter_info();

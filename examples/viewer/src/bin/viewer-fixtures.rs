@@ -141,7 +141,7 @@ fn tensors() -> Res<Vec<T>> {
         name: "u16",
         desc,
         buffers: vec![data],
-        draws: vec![(0, 0.0, 999.0)],
+        draws: vec![(0, 0.0, 511.0)], /* the 512-wide window */
     });
     // f64: float64 [2, 2], listed but not drawn.
     let data: Vec<u8> = (0..4).flat_map(|i| f64::from(i).to_le_bytes()).collect();
@@ -317,7 +317,13 @@ fn main() -> Res<()> {
     entry(&mut m, "pattern.hrrs", "stream", &by_order, None);
     std::fs::write(out.join("ramp.hrrd"), &ts[0].desc)?;
     m.push(',');
-    entry(&mut m, "ramp.hrrd", "descriptor", &named[..1], None);
+    entry(
+        &mut m,
+        "ramp.hrrd",
+        "descriptor",
+        &[("ramp.hrrd".to_owned(), &ts[0])],
+        None,
+    );
 
     // Hostile inputs, each with the core's own error text.
     let mut hostile: Vec<(&str, &str, Vec<u8>)> = Vec::new();
