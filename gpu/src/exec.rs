@@ -153,17 +153,27 @@ pub(crate) async fn scoped<R>(
 
 /// [`scoped`] for synchronous callers. On native backends the scopes' results
 /// are ready at once; on the browser's WebGPU they arrive later and are not
-/// reported here (the async forms report them).
+/// reported here (the async forms report them): `f` has run, so its result
+/// is returned.
 pub(crate) fn scoped_now<R>(
     device: &wgpu::Device,
     f: impl FnOnce() -> R,
 ) -> Result<R, BackendError> {
-    let mut fut = std::pin::pin!(scoped(device, f));
-    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(r) => r,
-        // Only WebGPU defers the results; `f` has run and its scopes are popped.
-        Poll::Pending => Err(BackendError::ApiMisuse(crate::ApiMisuse::CannotBlock)),
+    let (out, pops) = {
+        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        (out, [validation.pop(), oom.pop(), internal.pop()])
+    };
+    for pop in pops {
+        let mut pop = std::pin::pin!(pop);
+        // Pending only on WebGPU, whose scopes answer through a promise.
+        if let Poll::Ready(Some(e)) = pop.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            return Err(e.into());
+        }
     }
+    Ok(out)
 }
 
 /// `device.poll(ty)`, with a lost device and a panic inside wgpu reported as
