@@ -82,8 +82,8 @@ pub mod field;
 pub mod file;
 mod handle;
 pub mod interop;
-pub mod stream;
 pub mod net;
+pub mod stream;
 mod table;
 
 pub use builder::{BuilderLayout, DescriptorBuilder};

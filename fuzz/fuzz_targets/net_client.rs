@@ -34,7 +34,10 @@ fuzz_target!(|data: &[u8]| {
     let mut out = vec![0u8; 4096];
     while c.poll_transmit(&mut out).unwrap().is_some() {}
     // The server's hello, so the fuzzer starts inside the session.
-    let sh = Hello { capabilities: Capabilities::PARALLEL_STREAMS, ..CONFIG.hello };
+    let sh = Hello {
+        capabilities: Capabilities::PARALLEL_STREAMS,
+        ..CONFIG.hello
+    };
     let n = Message::ServerHello(sh).encode(0, &mut out).unwrap();
     let hello = out[..n].to_vec();
     let Ok(Status::Complete((ClientEvent::Connected(_), _))) = c.handle(0, &hello) else {
@@ -48,15 +51,26 @@ fuzz_target!(|data: &[u8]| {
         flags: RequestFlags::NONE,
     };
     c.request(0, 1, &req, &mut out).unwrap();
-    let par = TensorRequest { flags: RequestFlags::PARALLEL_OK, ..req };
+    let par = TensorRequest {
+        flags: RequestFlags::PARALLEL_OK,
+        ..req
+    };
     c.request(0, 256, &par, &mut out).unwrap();
     let buffers = [BufferHandle::new(4, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
     let mut d = [0u8; 128];
     let view = TensorDescriptor::row_major(ElementType::UInt8, &[4], &buffers)
         .encode_view(&mut d)
         .unwrap();
-    c.put(2, &TensorPut { key: "p", descriptor: view, total_data_bytes: 4 }, &mut out)
-        .unwrap();
+    c.put(
+        2,
+        &TensorPut {
+            key: "p",
+            descriptor: view,
+            total_data_bytes: 4,
+        },
+        &mut out,
+    )
+    .unwrap();
     c.send_data(2, 0, &[1, 2, 3, 4], &mut out).unwrap();
     c.send_data_end(0, 2, &mut out).unwrap();
 
@@ -72,11 +86,17 @@ fuzz_target!(|data: &[u8]| {
                 Ok(Status::Complete((event, used))) => {
                     assert!(used <= pending.len());
                     match event {
-                        ClientEvent::Descriptor { stream_id, message, .. } => {
+                        ClientEvent::Descriptor {
+                            stream_id, message, ..
+                        } => {
                             progress.insert(stream_id, (message.total_data_bytes, 0));
                         }
-                        ClientEvent::Data { stream_id, frame, .. } => {
-                            let p = progress.get_mut(&stream_id).expect("data after a descriptor");
+                        ClientEvent::Data {
+                            stream_id, frame, ..
+                        } => {
+                            let p = progress
+                                .get_mut(&stream_id)
+                                .expect("data after a descriptor");
                             assert_eq!(frame.offset, p.1);
                             p.1 += frame.data.len() as u64;
                             assert!(p.1 <= p.0 && !frame.data.is_empty());

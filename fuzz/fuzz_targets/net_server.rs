@@ -27,7 +27,10 @@ const CONFIG: ServerConfig<'static> = ServerConfig {
 fn drain(s: &mut ServerSession<'_, 4>) {
     let mut out = vec![0u8; s.max_control_len()];
     let mut n = 0;
-    while let Some(len) = s.poll_transmit(&mut out).expect("control buffer is large enough") {
+    while let Some(len) = s
+        .poll_transmit(&mut out)
+        .expect("control buffer is large enough")
+    {
         let Ok(Status::Complete(f)) = Frame::parse(&out[..len], u32::MAX) else {
             panic!("a control message does not frame");
         };
