@@ -223,7 +223,10 @@ fn view(acc: &mut u64, v: &TensorView<'_>) {
     v.for_each_field(|f| {
         let range = f.range();
         let value = f.value.as_u64().unwrap_or(f.bytes.len() as u64);
-        mix(acc, (range.start ^ range.end) as u64 ^ f.path.name.len() as u64 ^ value);
+        mix(
+            acc,
+            (range.start ^ range.end) as u64 ^ f.path.name.len() as u64 ^ value,
+        );
     });
 }
 
@@ -442,6 +445,8 @@ fn ffi_containers(bytes: &[u8]) -> u64 {
         acc ^= hurray_stream_finish(&mut dec, &mut err) as u64;
         acc ^ err.value ^ n as u64
     }
+}
+
 /// The network codec and both session machines over the same bytes: every
 /// decoder, every field of what they return, and a server and a client
 /// session fed the bytes as messages, with their timers and control queue.
@@ -452,10 +457,16 @@ fn net(bytes: &[u8]) -> u64 {
     let max = black_box(4096u32);
     let mut rest = bytes;
     while let Ok(Status::Complete(frame)) = Frame::parse(rest, max) {
-        mix(&mut acc, u64::from(frame.message_type() ^ frame.stream_id()));
+        mix(
+            &mut acc,
+            u64::from(frame.message_type() ^ frame.stream_id()),
+        );
         match Message::decode(&frame) {
             Ok(m) => mix(&mut acc, message(&m)),
-            Err(e) => mix(&mut acc, u64::from(e.offset()) ^ e.kind().error_code().code() as u64),
+            Err(e) => mix(
+                &mut acc,
+                u64::from(e.offset()) ^ e.kind().error_code().code() as u64,
+            ),
         }
         rest = rest.get(frame.len()..).unwrap_or(&[]);
     }
@@ -497,19 +508,28 @@ fn message(m: &hurray_core::net::Message<'_>) -> u64 {
         Message::ClientHello(h) | Message::ServerHello(h) => {
             mix(&mut acc, u64::from(h.protocol_version ^ h.max_message_size));
             mix(&mut acc, h.capabilities.bits() ^ h.devices.len() as u64);
-            mix(&mut acc, u64::from(h.accepts_memory_class(2) ^ h.lists_device(1)));
+            mix(
+                &mut acc,
+                u64::from(h.accepts_memory_class(2) ^ h.lists_device(1)),
+            );
             for e in h.layouts.iter() {
                 mix(&mut acc, u64::from(e.tag) ^ e.ext_metadata.len() as u64);
             }
         }
         Message::TensorRequest(r) => {
             mix(&mut acc, r.key.len() as u64 ^ u64::from(r.min_alignment));
-            mix(&mut acc, u64::from(r.flags.bits() ^ u32::from(r.preferred_device)));
+            mix(
+                &mut acc,
+                u64::from(r.flags.bits() ^ u32::from(r.preferred_device)),
+            );
             mix(&mut acc, u64::from(r.preferred_layouts.contains_tag(2)));
         }
         Message::TensorDescriptor(d) => {
             view(&mut acc, &d.descriptor);
-            mix(&mut acc, d.total_data_bytes ^ u64::from(d.shard_index ^ d.total_shards));
+            mix(
+                &mut acc,
+                d.total_data_bytes ^ u64::from(d.shard_index ^ d.total_shards),
+            );
             mix(&mut acc, u64::from(d.member_count()));
         }
         Message::TensorPut(p) => {
@@ -541,11 +561,21 @@ fn sessions(bytes: &[u8]) -> u64 {
     let mut out = [0u8; 512];
     let mut acc = 0u64;
     let mut server = ServerSession::<4>::new(
-        ServerConfig { hello, handshake_timeout: t, idle_timeout: t, request_timeout: t },
+        ServerConfig {
+            hello,
+            handshake_timeout: t,
+            idle_timeout: t,
+            request_timeout: t,
+        },
         0,
     );
     let mut client = ClientSession::<4>::new(
-        ClientConfig { hello, handshake_timeout: t, idle_timeout: t, request_timeout: t },
+        ClientConfig {
+            hello,
+            handshake_timeout: t,
+            idle_timeout: t,
+            request_timeout: t,
+        },
         0,
     );
     let mut rest = bytes;
@@ -553,10 +583,14 @@ fn sessions(bytes: &[u8]) -> u64 {
         match server.handle(now, rest) {
             Ok(Status::Complete((e, used))) => {
                 if let ServerEvent::Request { stream_id, .. } = e {
-                    acc ^= server.send_error(stream_id, ErrorCode::UnknownTensor, "no", &mut out).map_or(1, |n| n as u64);
+                    acc ^= server
+                        .send_error(stream_id, ErrorCode::UnknownTensor, "no", &mut out)
+                        .map_or(1, |n| n as u64);
                 }
                 if let ServerEvent::PutEnd { stream_id } = e {
-                    acc ^= server.send_put_ack(stream_id, &mut out).map_or(2, |n| n as u64);
+                    acc ^= server
+                        .send_put_ack(stream_id, &mut out)
+                        .map_or(2, |n| n as u64);
                 }
                 rest = rest.get(used..).unwrap_or(&[]);
             }
@@ -566,7 +600,9 @@ fn sessions(bytes: &[u8]) -> u64 {
         while let Ok(Some(n)) = server.poll_transmit(&mut out) {
             acc ^= n as u64;
         }
-        acc ^= server.handle_timeout(now).map_or(3, |s| u64::from(s.unwrap_or(4)));
+        acc ^= server
+            .handle_timeout(now)
+            .map_or(3, |s| u64::from(s.unwrap_or(4)));
         match client.handle(now, rest) {
             Ok(Status::Complete((_, used))) => rest = rest.get(used..).unwrap_or(&[]),
             Ok(Status::Partial { needed }) => acc ^= needed as u64,
@@ -575,7 +611,9 @@ fn sessions(bytes: &[u8]) -> u64 {
         while let Ok(Some(n)) = client.poll_transmit(&mut out) {
             acc ^= n as u64;
         }
-        acc ^= client.handle_timeout(now).map_or(5, |s| u64::from(s.unwrap_or(6)));
+        acc ^= client
+            .handle_timeout(now)
+            .map_or(5, |s| u64::from(s.unwrap_or(6)));
         acc ^= client.poll_timeout().unwrap_or(7) ^ server.poll_timeout().unwrap_or(8);
         acc ^= client.open_streams() as u64 ^ server.open_streams() as u64;
     }
