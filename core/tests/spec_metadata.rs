@@ -397,6 +397,18 @@ fn md_shape_2_empty_tensors() {
     let v = accept(&bytes);
     assert_eq!(v.element_count(), Some(0));
     assert!(v.buffers().get(0).unwrap().is_empty());
+    // A zero dimension empties the tensor whatever the others hold: their
+    // product alone would overflow u64, the tensor's does not (the
+    // differential fuzzer found us rejecting this as an overflow, which the
+    // reference accepts).
+    for shape in [
+        [1 << 40, 1 << 40, 0],
+        [0, 1 << 40, 1 << 40],
+        [1 << 40, 0, 1 << 40],
+    ] {
+        let bytes = Desc::dense(ty::F32, &shape, 0).bytes();
+        assert_eq!(accept(&bytes).element_count(), Some(0), "{shape:?}");
+    }
     // An empty tensor still carries a complete, valid descriptor.
     let mut bad = d.clone();
     bad.buffers[0] = entry(0, 0, 0, 0, 0, 0);

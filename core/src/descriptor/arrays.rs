@@ -92,3 +92,17 @@ le_array!(
     /// A run of `uint32` values (Morton bits, CSF mode order).
     Words, U32, u32
 );
+
+impl Dims<'_> {
+    /// The product of the values from index `skip` on, `None` when it does
+    /// not fit in `u64`. A zero anywhere makes the product zero, whatever
+    /// the other factors and their order: a shape `[2^40, 2^40, 0]` has no
+    /// elements, it does not overflow.
+    #[must_use]
+    pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
+        if self.iter().skip(skip).any(|d| d == 0) {
+            return Some(0);
+        }
+        self.iter().skip(skip).try_fold(1u64, u64::checked_mul)
+    }
+}

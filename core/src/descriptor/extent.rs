@@ -52,9 +52,10 @@ impl Ctx<'_> {
         DescriptorError::new(entry_offset(self.table_at, index), kind)
     }
 
-    /// Product of the shape; `None` on overflow.
+    /// Product of the shape (zero when a dimension is zero); `None` on
+    /// overflow.
     pub(crate) fn element_count(&self) -> Option<u64> {
-        self.shape.iter().try_fold(1u64, u64::checked_mul)
+        self.shape.product_from(0)
     }
 
     /// Buffer `index` must hold at least `needed` bytes.

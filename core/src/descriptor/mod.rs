@@ -625,7 +625,7 @@ impl<'a> TensorView<'a> {
         if self.is_dynamic() {
             return None;
         }
-        self.shape.iter().try_fold(1u64, u64::checked_mul)
+        self.shape.product_from(0)
     }
 
     /// Byte offset of element `[0, …, 0]` in buffer 0 (0 for non-dense

@@ -153,7 +153,7 @@ impl BlockPaged {
                 },
             )
         };
-        let per_slot = ctx.shape.iter().skip(1).try_fold(1u64, u64::checked_mul);
+        let per_slot = ctx.shape.product_from(1);
         let pool = self
             .slots()
             .zip(per_slot)
