@@ -139,6 +139,21 @@ impl Packing {
         }
     }
 
+    /// [`byte_span`](Self::byte_span) in `i128`, where it cannot overflow
+    /// (`|first|, |last| < 2^63` and at most 16 bytes an element for the
+    /// built-in types; any `u32` width still fits); `None` only for a
+    /// packing that addresses no byte (an unsupported bit width).
+    pub(crate) const fn byte_span_wide(self, first: i64, last: i64) -> Option<(i128, i128)> {
+        match self {
+            Self::Bytes(w) => Some((first as i128 * w as i128, (last as i128 + 1) * w as i128)),
+            Self::Bits(_) => match self.per_byte_shift() {
+                Some(shift) => Some(((first >> shift) as i128, (last >> shift) as i128 + 1)),
+                None => None,
+            },
+            Self::SixBitGroups => Some(((first >> 2) as i128 * 3, ((last >> 2) as i128 + 1) * 3)),
+        }
+    }
+
     /// The half-open byte range, relative to `byte_offset`, that elements
     /// with linear offsets `first ..= last` touch (offsets may be negative,
     /// for strided layouts); `None` if it does not fit an `i64`.

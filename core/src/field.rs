@@ -1,7 +1,7 @@
 //! Field maps: each fixed part of the wire format is one zerocopy struct,
 //! and the struct is the only place its bytes are named.
 //!
-//! [`wire_struct!`] wraps a `#[repr(C)]` struct definition and, beside it,
+//! `wire_struct!` wraps a `#[repr(C)]` struct definition and, beside it,
 //! lists its fields as data ([`WireStruct::FIELDS`]: name, offset from
 //! `offset_of!`, wire type). The parser reads through the struct, error
 //! offsets come from `offset_of!`, the encoder writes the struct, and

@@ -123,6 +123,22 @@ fn ly_strided_1_every_element_inside_the_buffer() {
             what: "stride extent",
         },
     );
+    // The element span alone may pass i64 in bytes while `byte_offset`
+    // brings the start back to exactly i64::MIN: the extent is then named
+    // (it lies before the buffer), not called an overflow (the differential
+    // fuzzer found the old order of the sums refusing this as an overflow).
+    let s = -(1i64 << 60) - 4; // rows 2^62 + 16 bytes apart, backwards
+    reject(
+        &strided(ty::F32, &[2, 3, 4], &[0, s, 1], 64)
+            .byte_offset(32)
+            .bytes(),
+        77,
+        K::ExtentOutOfBounds {
+            start: i64::MIN,
+            end: 48,
+            byte_size: 64,
+        },
+    );
 }
 
 // --- tiled -----------------------------------------------------------------------

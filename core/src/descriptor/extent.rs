@@ -136,14 +136,22 @@ impl Ctx<'_> {
                 what: "buffer extent",
             },
         );
-        let (lo, hi) = self.packing.byte_span(first, last).ok_or(overflow)?;
-        let base = i64::try_from(self.byte_offset).map_err(|_| overflow)?;
-        let (Some(start), Some(end)) = (base.checked_add(lo), base.checked_add(hi)) else {
-            return Err(overflow);
-        };
+        // In i128, where nothing here can overflow: the elements' byte span
+        // alone may pass `i64` (a stride near 2^61 of 4-byte elements) while
+        // `byte_offset` brings it back, and `byte_offset` may pass `i64::MAX`
+        // (a huge buffer 0) while negative strides bring every element back
+        // below it. Only the result is held to the buffer (and, to name it
+        // in an error, to `i64`).
+        let (lo, hi) = self.packing.byte_span_wide(first, last).ok_or(overflow)?;
+        let base = i128::from(self.byte_offset);
+        let (start, end) = (base + lo, base + hi);
         let byte_size = self.size(0);
         // `end >= start`; a negative `start` is before the buffer.
-        if start < 0 || end.unsigned_abs() > byte_size {
+        if start < 0 || end > i128::from(byte_size) {
+            // The error names i64 positions; one beyond them is an overflow.
+            let (Ok(start), Ok(end)) = (i64::try_from(start), i64::try_from(end)) else {
+                return Err(overflow);
+            };
             return Err(self.err(
                 0,
                 DescriptorErrorKind::ExtentOutOfBounds {
