@@ -144,13 +144,23 @@ impl Packing {
     /// built-in types; any `u32` width still fits); `None` only for a
     /// packing that addresses no byte (an unsupported bit width).
     pub(crate) const fn byte_span_wide(self, first: i64, last: i64) -> Option<(i128, i128)> {
-        match self {
-            Self::Bytes(w) => Some((first as i128 * w as i128, (last as i128 + 1) * w as i128)),
+        // Every product and sum below is of values under 2^96: none can
+        // overflow an i128, and `checked_*` says so without a panic path.
+        let (first, last) = (first as i128, last as i128);
+        let (lo, after, width) = match self {
+            Self::Bytes(w) => (first, last.checked_add(1), w as i128),
             Self::Bits(_) => match self.per_byte_shift() {
-                Some(shift) => Some(((first >> shift) as i128, (last >> shift) as i128 + 1)),
+                Some(shift) => ((first >> shift), (last >> shift).checked_add(1), 1),
+                None => return None,
+            },
+            Self::SixBitGroups => ((first >> 2), (last >> 2).checked_add(1), 3),
+        };
+        match (after, lo.checked_mul(width)) {
+            (Some(after), Some(lo)) => match after.checked_mul(width) {
+                Some(hi) => Some((lo, hi)),
                 None => None,
             },
-            Self::SixBitGroups => Some(((first >> 2) as i128 * 3, ((last >> 2) as i128 + 1) * 3)),
+            _ => None,
         }
     }
 

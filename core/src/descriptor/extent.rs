@@ -144,7 +144,9 @@ impl Ctx<'_> {
         // in an error, to `i64`).
         let (lo, hi) = self.packing.byte_span_wide(first, last).ok_or(overflow)?;
         let base = i128::from(self.byte_offset);
-        let (start, end) = (base + lo, base + hi);
+        let (Some(start), Some(end)) = (base.checked_add(lo), base.checked_add(hi)) else {
+            return Err(overflow); // cannot happen: each term is below 2^96
+        };
         let byte_size = self.size(0);
         // `end >= start`; a negative `start` is before the buffer.
         if start < 0 || end > i128::from(byte_size) {
