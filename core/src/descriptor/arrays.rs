@@ -100,9 +100,11 @@ impl Dims<'_> {
     /// elements, it does not overflow.
     #[must_use]
     pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
-        if self.iter().skip(skip).any(|d| d == 0) {
-            return Some(0);
+        // The common case costs one pass; only an overflow looks for a zero.
+        match self.iter().skip(skip).try_fold(1u64, u64::checked_mul) {
+            Some(product) => Some(product),
+            None if self.iter().skip(skip).any(|d| d == 0) => Some(0),
+            None => None,
         }
-        self.iter().skip(skip).try_fold(1u64, u64::checked_mul)
     }
 }
