@@ -1196,7 +1196,14 @@ fn ff_seq_2_same_events_for_any_split() {
     let f = fx.bytes();
     let end = Some(region_end(&f));
     let whole = seq_events(&f, f.len(), end).unwrap();
-    for chunk in cases(&[1usize, 2, 3, 7, 10, 64, 100, 4095, 4096, 4097]) {
+    // Under Miri a chunk of 1 over this 16 KiB file takes many minutes: it
+    // keeps two chunk sizes that still cut descriptors, padding and data.
+    let chunks: &[usize] = if cfg!(miri) {
+        &[100, 4097]
+    } else {
+        &[1, 2, 3, 7, 10, 64, 100, 4095, 4096, 4097]
+    };
+    for &chunk in chunks {
         assert_eq!(seq_events(&f, chunk, end).unwrap(), whole, "chunk {chunk}");
     }
     // A strict descriptor check: a bad type tag is refused.
