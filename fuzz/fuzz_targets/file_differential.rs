@@ -4,7 +4,8 @@
 //! of the documented stricter cases (`docs/spec/README.md` § Files).
 //! Inputs that would make the reference itself panic or allocate without
 //! bound (its known faults: an alignment of 0, a section larger than the
-//! file) are not given to it.
+//! file, an index entry count it reserves memory for before checking it
+//! against the index's length) are not given to it.
 #![no_main]
 
 use hurray_core::file::{FileErrorKind as K, FileIndex, FileOptions, FileView};
@@ -25,8 +26,13 @@ fn reference_can_run(data: &[u8]) -> bool {
     let (io, il, ko) = (le64(data, t), le64(data, t + 8), le64(data, t + 16));
     let kl = u64::from(u32::from_le_bytes(data[t + 24..t + 28].try_into().unwrap()));
     let len = data.len() as u64;
+    let index_fits = io.checked_add(il).is_some_and(|e| e <= len);
+    // `Vec::with_capacity(count)` before a single entry is read: a count
+    // larger than the index's bytes aborts it with a capacity overflow.
+    let count_fits = !index_fits || il < 8 || le64(data, io as usize) <= il;
     align.is_power_of_two()
-        && io.checked_add(il).is_some_and(|e| e <= len)
+        && index_fits
+        && count_fits
         && ko.checked_add(kl).is_some_and(|e| e <= len)
 }
 
