@@ -30,10 +30,79 @@ fn reference_can_run(data: &[u8]) -> bool {
     // `Vec::with_capacity(count)` before a single entry is read: a count
     // larger than the index's bytes aborts it with a capacity overflow.
     let count_fits = !index_fits || il < 8 || le64(data, io as usize) <= il;
+    let kv_fits = ko.checked_add(kl).is_some_and(|e| e <= len);
     align.is_power_of_two()
         && index_fits
         && count_fits
-        && ko.checked_add(kl).is_some_and(|e| e <= len)
+        && kv_fits
+        && (kl == 0 || kv_counts_fit(&data[ko as usize..(ko + kl) as usize]))
+}
+
+/// Whether the reference's KV reader reserves no more entries than `kv`
+/// has bytes: it calls `Vec::with_capacity` on the section's entry count and
+/// on each array's element count before reading them (a hostile count made
+/// it abort with an out-of-memory in this target's first run). Walks the
+/// section as the reference does; stops (safe) where the reference would
+/// stop with an error.
+fn kv_counts_fit(kv: &[u8]) -> bool {
+    fn take<'a>(kv: &'a [u8], pos: &mut usize, n: usize) -> Option<&'a [u8]> {
+        let s = kv.get(*pos..pos.checked_add(n)?)?;
+        *pos += n;
+        Some(s)
+    }
+    fn u32_at(kv: &[u8], pos: &mut usize) -> Option<usize> {
+        Some(u32::from_le_bytes(take(kv, pos, 4)?.try_into().ok()?) as usize)
+    }
+    /// `Some(false)`: a count the reference would reserve beyond the bytes.
+    fn value(kv: &[u8], pos: &mut usize, tag: u8) -> Option<bool> {
+        match tag {
+            0x01 | 0x06 => {
+                let n = u32_at(kv, pos)?;
+                take(kv, pos, n)?;
+            }
+            0x02..=0x04 => drop(take(kv, pos, 8)?),
+            0x05 => drop(take(kv, pos, 1)?),
+            0x07 => {
+                let elem = *take(kv, pos, 1)?.first()?;
+                if elem == 0x07 || elem > 0x06 {
+                    return None;
+                }
+                let n = u32_at(kv, pos)?;
+                if n > kv.len() {
+                    return Some(false);
+                }
+                for _ in 0..n {
+                    if !value(kv, pos, elem)? {
+                        return Some(false);
+                    }
+                }
+            }
+            _ => return None,
+        }
+        Some(true)
+    }
+    let mut pos = 0;
+    let Some(count) = u32_at(kv, &mut pos) else {
+        return true;
+    };
+    if count > kv.len() {
+        return false;
+    }
+    for _ in 0..count {
+        let Some(n) = take(kv, &mut pos, 2).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+        else {
+            return true;
+        };
+        let (Some(_), Some(tag)) = (take(kv, &mut pos, n), take(kv, &mut pos, 1)) else {
+            return true;
+        };
+        match value(kv, &mut pos, tag[0]) {
+            Some(true) => {}
+            Some(false) => return false,
+            None => return true,
+        }
+    }
+    true
 }
 
 fuzz_target!(|data: &[u8]| {
