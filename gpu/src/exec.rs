@@ -31,6 +31,7 @@ pub(crate) const SPIN: Duration = Duration::from_micros(200);
 #[cfg(not(target_arch = "wasm32"))]
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 /// The longest [`block_on`] waits for one GPU event.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(60);
 
 /// A one-shot slot shared by a [`Sender`] and a [`Receiver`].
