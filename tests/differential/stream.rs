@@ -58,6 +58,28 @@ pub enum StreamVerdict {
     BothReject,
     /// The reference accepts; we reject for a documented reason.
     Stricter(StreamStricter),
+    /// Not given to the reference: a composite head announces more members
+    /// than the input has bytes, and the reference reserves room for every
+    /// announced member before reading one (`Vec::with_capacity`; a hostile
+    /// count aborts it with an out-of-memory, found by `stream_differential`).
+    /// Our decoder still reads the input (and must not panic).
+    ReferenceUnsafe,
+}
+
+/// Whether every composite head the reference could decode in `bytes`
+/// announces at most as many members as `bytes` has bytes (each member
+/// takes at least one), so that its `Vec::with_capacity(member_count)` is
+/// bounded by the input.
+fn member_counts_fit(bytes: &[u8]) -> bool {
+    (0..bytes.len())
+        .filter(|&i| bytes[i..].starts_with(b"HRRY"))
+        .all(|i| match theirs::TensorDescriptor::decode(&bytes[i..]) {
+            Ok(d) => match &d.layout {
+                theirs::LayoutDescriptor::Composite(c) => c.member_count as usize <= bytes.len(),
+                _ => true,
+            },
+            Err(_) => true,
+        })
 }
 
 /// Our decoder over `bytes` in one chunk: the tensors it finished and its
@@ -139,6 +161,10 @@ pub fn reference(bytes: &[u8]) -> (Vec<TheirRead>, Result<(), reference_io::Erro
 /// A [`Finding`] when they disagree in a way no documented case explains.
 pub fn stream_differ(bytes: &[u8]) -> Result<StreamVerdict, Finding> {
     let (mine, my_end) = ours(bytes);
+    if !member_counts_fit(bytes) {
+        let _ = (mine, my_end);
+        return Ok(StreamVerdict::ReferenceUnsafe);
+    }
     let (their, their_end) = reference(bytes);
     for (i, (m, (t, tb))) in mine.iter().zip(&their).enumerate() {
         let view = TensorView::parse(&m.descriptor).map_err(|e| {
