@@ -505,32 +505,32 @@ fn ff_kv_1_flag_and_location_agree() {
     );
 }
 
-fn with_kv(section: Vec<u8>) -> Result<FileView<'static>, FileError> {
+/// The two-tensor file with `section` as its key-value section.
+fn kv_file(section: Vec<u8>) -> Vec<u8> {
     let mut fx = two();
     fx.flags = 0b101;
     fx.kv = Some(section);
-    let f: &'static [u8] = Box::leak(fx.bytes().into_boxed_slice());
-    FileView::parse(f)
+    fx.bytes()
+}
+
+/// The error parsing [`kv_file`] of `section` gives.
+fn kv_err(section: Vec<u8>) -> FileError {
+    FileView::parse(&kv_file(section)).unwrap_err()
 }
 
 #[test]
 fn ff_kv_2_keys_are_utf8_and_unique() {
-    let v = with_kv(kv(&[(b"a", 0x05, &[0]), (b"b", 0x05, &[1])])).unwrap();
+    let f = kv_file(kv(&[(b"a", 0x05, &[0]), (b"b", 0x05, &[1])]));
+    let v = FileView::parse(&f).unwrap();
     assert_eq!(v.kv().len(), 2);
-    assert_eq!(
-        with_kv(kv(&[(b"", 0x05, &[0])])).unwrap_err().kind(),
-        K::EmptyName
-    );
-    assert_eq!(
-        with_kv(kv(&[(b"\xFF", 0x05, &[0])])).unwrap_err().kind(),
-        K::NotUtf8
-    );
-    let e = with_kv(kv(&[(b"a", 0x05, &[0]), (b"a", 0x05, &[1])])).unwrap_err();
+    assert_eq!(kv_err(kv(&[(b"", 0x05, &[0])])).kind(), K::EmptyName);
+    assert_eq!(kv_err(kv(&[(b"\xFF", 0x05, &[0])])).kind(), K::NotUtf8);
+    let e = kv_err(kv(&[(b"a", 0x05, &[0]), (b"a", 0x05, &[1])]));
     assert_eq!(e.kind(), K::DuplicateName);
     // The cap on entries.
     let mut big = 2000u32.to_le_bytes().to_vec();
     big.extend_from_slice(&[0; 8]);
-    let e = with_kv(big).unwrap_err();
+    let e = kv_err(big);
     assert_eq!(e.kind(), K::TooManyKvEntries { limit: 1024 });
 }
 
@@ -541,14 +541,14 @@ fn ff_kv_3_value_tags_bools_and_strings() {
     arr.extend_from_slice(&2u32.to_le_bytes());
     arr.extend_from_slice(&1u64.to_le_bytes());
     arr.extend_from_slice(&2u64.to_le_bytes());
-    let ok = with_kv(kv(&[
+    let f = kv_file(kv(&[
         (b"s", 0x01, &s),
         (b"i", 0x02, &(-5i64).to_le_bytes()),
         (b"f", 0x04, &1.5f64.to_le_bytes()),
         (b"y", 0x06, &string(&[0, 255])),
         (b"a", 0x07, &arr),
-    ]))
-    .unwrap();
+    ]));
+    let ok = FileView::parse(&f).unwrap();
     let kv = ok.kv();
     assert_eq!(kv.get("s"), Some(KvValue::String("llama")));
     assert_eq!(kv.get("i"), Some(KvValue::Int64(-5)));
@@ -559,26 +559,18 @@ fn ff_kv_3_value_tags_bools_and_strings() {
     };
     assert!(a.iter().eq([KvValue::Uint64(1), KvValue::Uint64(2)]));
     for tag in [0x00u8, 0x08, 0xEF, 0xF0, 0xFE, 0xFF] {
-        let e = with_kv(kv_bytes_one(tag, &[0; 8])).unwrap_err();
+        let e = kv_err(kv_bytes_one(tag, &[0; 8]));
         assert_eq!(e.kind(), K::KvValueTag(tag), "{tag:#x}");
     }
+    assert_eq!(kv_err(kv_bytes_one(0x05, &[2])).kind(), K::KvBool(2));
     assert_eq!(
-        with_kv(kv_bytes_one(0x05, &[2])).unwrap_err().kind(),
-        K::KvBool(2)
-    );
-    assert_eq!(
-        with_kv(kv_bytes_one(0x01, &string(b"\xC3")))
-            .unwrap_err()
-            .kind(),
+        kv_err(kv_bytes_one(0x01, &string(b"\xC3"))).kind(),
         K::NotUtf8
     );
     for elem in [0x00u8, 0x07, 0x08] {
         let mut a = vec![elem];
         a.extend_from_slice(&0u32.to_le_bytes());
-        assert_eq!(
-            with_kv(kv_bytes_one(0x07, &a)).unwrap_err().kind(),
-            K::KvValueTag(elem)
-        );
+        assert_eq!(kv_err(kv_bytes_one(0x07, &a)).kind(), K::KvValueTag(elem));
     }
 }
 
@@ -590,12 +582,12 @@ fn kv_bytes_one(tag: u8, payload: &[u8]) -> Vec<u8> {
 fn ff_kv_4_entries_fill_the_section() {
     let mut long = kv(&[(b"k", 0x05, &[1])]);
     long.extend_from_slice(&[0; 3]);
-    assert_eq!(with_kv(long).unwrap_err().kind(), K::KvLength);
+    assert_eq!(kv_err(long).kind(), K::KvLength);
     let mut count = kv(&[(b"k", 0x05, &[1])]);
     count[0] = 2;
-    assert_eq!(with_kv(count).unwrap_err().kind(), K::KvLength);
+    assert_eq!(kv_err(count).kind(), K::KvLength);
     let cut = kv(&[(b"k", 0x01, &5u32.to_le_bytes())]);
-    assert_eq!(with_kv(cut).unwrap_err().kind(), K::KvLength);
+    assert_eq!(kv_err(cut).kind(), K::KvLength);
 }
 
 // --- index ------------------------------------------------------------------------
