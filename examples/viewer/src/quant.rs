@@ -28,24 +28,25 @@ use hurray_core::{ElementType, Layout, Scheme, TensorView};
 /// The most elements a drawn window holds (512 × 512).
 pub const MAX_WINDOW: u64 = 512 * 512;
 
-/// The NF4 levels (`docs/spec/quantization.md`, the format's fixed table).
-pub const NF4: [f32; 16] = [
-    -1.0,
-    -0.696_192_8,
-    -0.525_073_05,
-    -0.394_917_48,
-    -0.284_441_38,
-    -0.184_773_43,
-    -0.091_050_036,
-    0.0,
-    0.079_580_3,
-    0.160_930_2,
-    0.246_112_3,
-    0.337_915_24,
-    0.440_709_83,
-    0.562_617,
-    0.722_956_84,
-    1.0,
+/// The NF4 levels (`docs/spec/quantization.md`, the format's fixed table),
+/// as float32 bit patterns (the kernel has the same words).
+pub const NF4_BITS: [u32; 16] = [
+    0xbf80_0000,
+    0xbf32_39b1,
+    0xbf06_6b30,
+    0xbeca_32a0,
+    0xbe91_a24d,
+    0xbe3d_353f,
+    0xbdba_7871,
+    0x0000_0000,
+    0x3da2_faff,
+    0x3e24_cae3,
+    0x3e7c_04dd,
+    0x3ead_033a,
+    0x3ee1_a4b8,
+    0x3f10_07ab,
+    0x3f39_13b3,
+    0x3f80_0000,
 ];
 
 /// The dequantization formula (the kernel's `formula` codes).
@@ -572,7 +573,7 @@ pub fn cpu_min_max(
             let v = match q.formula {
                 Formula::None => decode(plan.code, x),
                 Formula::Affine => (decode(plan.code, x) - z as f32) * s,
-                Formula::Nf4 => s * NF4[(x & 15) as usize],
+                Formula::Nf4 => s * f32::from_bits(NF4_BITS[(x & 15) as usize]),
                 Formula::Mxfp => s * decode(plan.code, x),
             };
             if v.is_finite() {
@@ -611,6 +612,22 @@ mod tests {
         assert_eq!(decode(2, 0x3c00), 1.0);
         assert_eq!(decode(3, 0x3f80), 1.0);
         assert_eq!(decode(6, 0xfffe), -2.0);
+    }
+
+    #[test]
+    fn nf4_levels_are_the_spec_table() {
+        // The decimals of the format's table, verbatim.
+        let spec = "-1.0 -0.6961928009986877 -0.5250730514526367 -0.39491748809814453 \
+            -0.28444138169288635 -0.18477343022823334 -0.09105003625154495 0.0 \
+            0.07958029955625534 0.16093020141124725 0.24611230194568634 0.33791524171829224 \
+            0.44070982933044434 0.5626170039176941 0.7229568362236023 1.0";
+        let levels: Vec<f32> = spec.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        let ours: Vec<f32> = NF4_BITS.iter().map(|b| f32::from_bits(*b)).collect();
+        assert_eq!(levels, ours);
+        let kernel = include_str!("kernel.wgsl");
+        for b in NF4_BITS {
+            assert!(kernel.contains(&format!("0x{b:08x}u")), "{b:#x} not in the kernel");
+        }
     }
 
     #[test]
