@@ -42,8 +42,10 @@ var<private> NF4: array<u32, 16> = array<u32, 16>(
     0x3da2faffu, 0x3e24cae3u, 0x3e7c04ddu, 0x3ead033au, 0x3ee1a4b8u, 0x3f1007abu, 0x3f3913b3u, 0x3f800000u,
 );
 
+// A quiet NaN, made at run time (a constant NaN is a shader-creation
+// error in WGSL).
 fn nan() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return bitcast<f32>(0x7fc00000u | min(p.n, 0u));
 }
 
 fn mask(n: u32) -> u32 {

@@ -635,10 +635,11 @@ fn entry(m: &mut String, file: &str, kind: &str, ts: &[(String, &T)], error: Opt
             .collect();
         let _ = write!(
             m,
-            "{}{{\"name\":{},\"type\":\"{}\",\"shape\":[{}],\"draws\":[{}]}}",
+            "{}{{\"name\":{},\"type\":\"{}\",\"quant\":\"{}\",\"shape\":[{}],\"draws\":[{}]}}",
             if i > 0 { "," } else { "" },
             quote(name),
             view.element_type().name(),
+            view.quantization().map_or("none", |q| q.scheme.name()),
             shape.join(","),
             draws.join(",")
         );
