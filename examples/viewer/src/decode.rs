@@ -332,7 +332,18 @@ pub fn describe_view(v: &TensorView<'_>, alignment: u64) -> String {
         string(&mut o, &f.path.to_string());
         let r = f.range();
         let _ = write!(o, ",{},{},", r.start, r.end);
-        string(&mut o, &field_value(&f.value));
+        let mut val = field_value(&f.value);
+        // Tags also in words.
+        let word = match (f.path.part, f.path.name) {
+            ("", "type_tag") => Some(v.element_type().name()),
+            ("", "layout_tag") => Some(v.layout().name()),
+            ("quant", "scheme_tag") => v.quantization().map(|q| q.scheme.name()),
+            _ => None,
+        };
+        if let Some(w) = word {
+            let _ = write!(val, " ({w})");
+        }
+        string(&mut o, &val);
         o.push(']');
     });
     o.push_str("],\"draw\":");

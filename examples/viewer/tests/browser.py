@@ -205,7 +205,7 @@ def fields(d, fx):
     t = next((t for t in res["tensors"] if t["name"] == "pb_i4_f16"), None)
     q = {n: (a, b, v) for n, a, b, v in (t["view"]["fields"] if t else []) if n.startswith("quant.")}
     x = q.get("quant.scheme_tag", (0, 0, ""))[0]
-    want = {"quant.scheme_tag": (x, x + 1, "3"), "quant.axis": (x + 4, x + 8, "1"),
+    want = {"quant.scheme_tag": (x, x + 1, "3 (per_block_affine)"), "quant.axis": (x + 4, x + 8, "1"),
             "quant.block_size": (x + 8, x + 12, "8"), "quant.scale_buffer_index": (x + 12, x + 16, "1"),
             "quant.zero_point_buffer_index": (x + 16, x + 20, "2"), "quant.scale_type_tag": (x + 20, x + 21, "1")}
     check(x > 0 and all(q.get(k) == v for k, v in want.items()), f"pb_i4_f16 quant fields {q}")
