@@ -3,14 +3,14 @@
 
 use std::fmt::Write;
 
+use hurray_core::TensorView;
+use hurray_core::field::FieldValue;
 use hurray_core::file::kv::DEFAULT_MAX_KV_ENTRIES;
 use hurray_core::file::{
     FILE_HEADER_LEN, FileError, FileHeader, FileView, INDEX_COUNT_LEN, KvArray, KvSection, KvValue,
     MIN_ENTRY_LEN, TRAILER_LEN, Trailer, crc32c, read_entry,
 };
 use hurray_core::stream::{Step, StreamDecoder};
-use hurray_core::TensorView;
-use hurray_core::field::FieldValue;
 use zerocopy::FromBytes;
 
 use crate::json::{self, string};
@@ -526,9 +526,7 @@ mod tests {
     use super::*;
     use hurray_core::file::{FileWriter, IndexEntry, WriterOptions};
     use hurray_core::stream::StreamWriter;
-    use hurray_core::{
-        BufferHandle, DeviceTag, ElementType, Scheme, SyncMode, TensorDescriptor,
-    };
+    use hurray_core::{BufferHandle, DeviceTag, ElementType, Scheme, SyncMode, TensorDescriptor};
 
     fn desc() -> Vec<u8> {
         let h = [BufferHandle::new(24, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];

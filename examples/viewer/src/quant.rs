@@ -251,11 +251,12 @@ pub fn draw_plan(v: &TensorView<'_>) -> Result<DrawPlan, String> {
             } else {
                 axis_len.div_ceil(block)
             };
-            let stored_len = if block != 0 && matches!(s, Scheme::PerBlock { .. } | Scheme::Nf4 { .. }) {
-                per_axis.checked_mul(block).ok_or("shape overflows")?
-            } else {
-                axis_len
-            };
+            let stored_len =
+                if block != 0 && matches!(s, Scheme::PerBlock { .. } | Scheme::Nf4 { .. }) {
+                    per_axis.checked_mul(block).ok_or("shape overflows")?
+                } else {
+                    axis_len
+                };
             let scale_code = match s {
                 Scheme::PerBlock {
                     scale_type: ElementType::Float16,
@@ -322,7 +323,11 @@ impl Window {
     #[must_use]
     pub fn scale_read(&self, q: &Quant) -> Option<(u32, u64, u64)> {
         let (m, (p0, p1)) = (q.map?, self.params?);
-        Some((m.scale_buffer, p0 * m.scale_width, (p1 - p0 + 1) * m.scale_width))
+        Some((
+            m.scale_buffer,
+            p0 * m.scale_width,
+            (p1 - p0 + 1) * m.scale_width,
+        ))
     }
 
     /// `(buffer, offset, length)` of the zero points the window uses (after
@@ -399,7 +404,10 @@ pub fn window(plan: &DrawPlan, slice: u64, rows: u64, cols: u64) -> Result<Windo
         let bit = s.checked_mul(plan.bits).ok_or_else(over)?;
         let end_bit = (s + cols).checked_mul(plan.bits).ok_or_else(over)?;
         let start = plan.start.checked_add(bit / 8).ok_or_else(over)?;
-        let end = plan.start.checked_add(end_bit.div_ceil(8)).ok_or_else(over)?;
+        let end = plan
+            .start
+            .checked_add(end_bit.div_ceil(8))
+            .ok_or_else(over)?;
         // Merge with the previous read when close; rows never go back.
         let at = match reads.last_mut() {
             Some((o, l)) if start >= *o && start <= *o + *l + MERGE_GAP => {
@@ -621,12 +629,18 @@ mod tests {
             -0.28444138169288635 -0.18477343022823334 -0.09105003625154495 0.0 \
             0.07958029955625534 0.16093020141124725 0.24611230194568634 0.33791524171829224 \
             0.44070982933044434 0.5626170039176941 0.7229568362236023 1.0";
-        let levels: Vec<f32> = spec.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        let levels: Vec<f32> = spec
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
         let ours: Vec<f32> = NF4_BITS.iter().map(|b| f32::from_bits(*b)).collect();
         assert_eq!(levels, ours);
         let kernel = include_str!("kernel.wgsl");
         for b in NF4_BITS {
-            assert!(kernel.contains(&format!("0x{b:08x}u")), "{b:#x} not in the kernel");
+            assert!(
+                kernel.contains(&format!("0x{b:08x}u")),
+                "{b:#x} not in the kernel"
+            );
         }
     }
 
@@ -635,7 +649,9 @@ mod tests {
         // Elements 1, 2, 3, 4 packed: bits 0-5 = 1, 6-11 = 2, 12-17 = 3, 18-23 = 4.
         let v: u32 = 1 | (2 << 6) | (3 << 12) | (4 << 18);
         let b = v.to_le_bytes();
-        let got: Vec<u32> = (0..4).map(|i| bits_at(&b[..3], i * 6, 6).unwrap()).collect();
+        let got: Vec<u32> = (0..4)
+            .map(|i| bits_at(&b[..3], i * 6, 6).unwrap())
+            .collect();
         assert_eq!(got, [1, 2, 3, 4]);
         assert_eq!(bits_at(&b[..2], 12, 6), None);
     }

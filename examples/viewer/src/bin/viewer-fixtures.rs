@@ -199,7 +199,11 @@ const NF4: [f64; 16] = [
 fn code_value(t: ElementType, q: u32) -> f64 {
     let signed = |bits: u32| {
         let q = i64::from(q);
-        if q >= 1 << (bits - 1) { q - (1 << bits) } else { q }
+        if q >= 1 << (bits - 1) {
+            q - (1 << bits)
+        } else {
+            q
+        }
     };
     // sign, exponent bits, mantissa bits, bias
     let float = |e: u32, m: u32, bias: i32| {
@@ -243,10 +247,15 @@ impl Quantized {
     fn blocks(&self) -> Option<(usize, u64, bool)> {
         match self.scheme {
             Scheme::PerChannel { axis, .. } => Some((axis as usize, 0, false)),
-            Scheme::PerBlock { axis, block_size, .. } | Scheme::Nf4 { axis, block_size, .. } => {
-                Some((axis as usize, u64::from(block_size), true))
+            Scheme::PerBlock {
+                axis, block_size, ..
             }
-            Scheme::Mxfp { axis, block_size, .. } => Some((axis as usize, u64::from(block_size), false)),
+            | Scheme::Nf4 {
+                axis, block_size, ..
+            } => Some((axis as usize, u64::from(block_size), true)),
+            Scheme::Mxfp {
+                axis, block_size, ..
+            } => Some((axis as usize, u64::from(block_size), false)),
             _ => None,
         }
     }
@@ -269,7 +278,9 @@ impl Quantized {
     /// The parameter index of a position: the channel, or the spec's block
     /// index `outer × ⌈S / K⌉ + ⌊i_axis / K⌋`.
     fn param(&self, ix: &[u64]) -> usize {
-        let Some((axis, k, _)) = self.blocks() else { return 0 };
+        let Some((axis, k, _)) = self.blocks() else {
+            return 0;
+        };
         if k == 0 {
             return ix[axis] as usize;
         }
@@ -286,10 +297,14 @@ impl Quantized {
         let s = &self.scales;
         match self.scheme {
             Scheme::Mxfp { .. } => 2f64.powi(i32::from(s[p]) - 127),
-            Scheme::PerBlock { scale_type: ElementType::Float16, .. } => {
-                f16_value(u16::from_le_bytes([s[2 * p], s[2 * p + 1]]))
-            }
-            Scheme::PerBlock { scale_type: ElementType::BFloat16, .. } => f64::from(f32::from_bits(
+            Scheme::PerBlock {
+                scale_type: ElementType::Float16,
+                ..
+            } => f16_value(u16::from_le_bytes([s[2 * p], s[2 * p + 1]])),
+            Scheme::PerBlock {
+                scale_type: ElementType::BFloat16,
+                ..
+            } => f64::from(f32::from_bits(
                 u32::from(u16::from_le_bytes([s[2 * p], s[2 * p + 1]])) << 16,
             )),
             Scheme::PerTensor { scale, .. } => f64::from(scale),
@@ -359,7 +374,8 @@ impl Quantized {
         }
         let handles: Vec<BufferHandle> = buffers.iter().map(|b| handle(b.len())).collect();
         let desc = encode(
-            &TensorDescriptor::row_major(self.t, &self.shape, &handles).with_quantization(self.scheme),
+            &TensorDescriptor::row_major(self.t, &self.shape, &handles)
+                .with_quantization(self.scheme),
         )?;
         let r = self.shape.len();
         let per_slice = (self.shape[r - 2] * self.shape[r - 1]) as usize;
@@ -368,12 +384,25 @@ impl Quantized {
             .chunks(per_slice)
             .enumerate()
             .map(|(i, v)| {
-                let lo = v.iter().copied().filter(|x| x.is_finite()).fold(f32::INFINITY, f32::min);
-                let hi = v.iter().copied().filter(|x| x.is_finite()).fold(f32::NEG_INFINITY, f32::max);
+                let lo = v
+                    .iter()
+                    .copied()
+                    .filter(|x| x.is_finite())
+                    .fold(f32::INFINITY, f32::min);
+                let hi = v
+                    .iter()
+                    .copied()
+                    .filter(|x| x.is_finite())
+                    .fold(f32::NEG_INFINITY, f32::max);
                 (i as u64, lo, hi)
             })
             .collect();
-        Ok(T { name: self.name, desc, buffers, draws })
+        Ok(T {
+            name: self.name,
+            desc,
+            buffers,
+            draws,
+        })
     }
 }
 
@@ -403,19 +432,33 @@ fn quantized() -> Res<Vec<T>> {
     };
     let any = |_: u32| true;
     let f32s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
-    let f16s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| f32_to_f16(*x).to_le_bytes()).collect() };
+    let f16s = |v: &[f32]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|x| f32_to_f16(*x).to_le_bytes())
+            .collect()
+    };
     let bf16s = |v: &[f32]| -> Vec<u8> {
-        v.iter().flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes()).collect()
+        v.iter()
+            .flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes())
+            .collect()
     };
     let ramp = |n: usize, k: f32| -> Vec<f32> { (0..n).map(|i| 0.25 + k * i as f32).collect() };
     let e8m0 = |n: usize| -> Vec<u8> { (0..n).map(|i| 124 + (i % 7) as u8).collect() };
-    let zps = |n: usize, lo: i32, span: i32| -> Vec<i32> { (0..n).map(|i| lo + (i as i32 * 5) % span).collect() };
+    let zps = |n: usize, lo: i32, span: i32| -> Vec<i32> {
+        (0..n).map(|i| lo + (i as i32 * 5) % span).collect()
+    };
     let qs = vec![
         Quantized {
             name: "pb_i4_f16",
             t: ElementType::Int4,
             shape: vec![6, 20],
-            scheme: Scheme::PerBlock { axis: 1, block_size: 8, scale_buffer: 1, zero_point_buffer: Some(2), scale_type: ElementType::Float16 },
+            scheme: Scheme::PerBlock {
+                axis: 1,
+                block_size: 8,
+                scale_buffer: 1,
+                zero_point_buffer: Some(2),
+                scale_type: ElementType::Float16,
+            },
             codes: codes(120, 16, &any),
             scales: f16s(&ramp(18, 0.5)),
             zero_points: Some(zps(18, -8, 16)),
@@ -424,7 +467,13 @@ fn quantized() -> Res<Vec<T>> {
             name: "pb_u8_bf16_axis0",
             t: ElementType::UInt8,
             shape: vec![10, 6],
-            scheme: Scheme::PerBlock { axis: 0, block_size: 4, scale_buffer: 1, zero_point_buffer: None, scale_type: ElementType::BFloat16 },
+            scheme: Scheme::PerBlock {
+                axis: 0,
+                block_size: 4,
+                scale_buffer: 1,
+                zero_point_buffer: None,
+                scale_type: ElementType::BFloat16,
+            },
             codes: codes(60, 256, &any),
             scales: bf16s(&ramp(18, -0.75)),
             zero_points: None,
@@ -433,7 +482,13 @@ fn quantized() -> Res<Vec<T>> {
             name: "pb_u2_f32",
             t: ElementType::UInt2,
             shape: vec![4, 6],
-            scheme: Scheme::PerBlock { axis: 1, block_size: 4, scale_buffer: 1, zero_point_buffer: Some(2), scale_type: ElementType::Float32 },
+            scheme: Scheme::PerBlock {
+                axis: 1,
+                block_size: 4,
+                scale_buffer: 1,
+                zero_point_buffer: Some(2),
+                scale_type: ElementType::Float32,
+            },
             codes: codes(24, 4, &any),
             scales: f32s(&ramp(8, 1.5)),
             zero_points: Some(zps(8, 0, 4)),
@@ -442,7 +497,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "nf4",
             t: ElementType::UInt4,
             shape: vec![4, 32],
-            scheme: Scheme::Nf4 { axis: 1, block_size: 16, scale_buffer: 1 },
+            scheme: Scheme::Nf4 {
+                axis: 1,
+                block_size: 16,
+                scale_buffer: 1,
+            },
             codes: codes(128, 16, &any),
             scales: f32s(&ramp(8, 0.3)),
             zero_points: None,
@@ -451,7 +510,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "nf4_partial",
             t: ElementType::UInt4,
             shape: vec![3, 9],
-            scheme: Scheme::Nf4 { axis: 1, block_size: 8, scale_buffer: 1 },
+            scheme: Scheme::Nf4 {
+                axis: 1,
+                block_size: 8,
+                scale_buffer: 1,
+            },
             codes: codes(27, 16, &any),
             scales: f32s(&ramp(6, 1.1)),
             zero_points: None,
@@ -460,7 +523,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "nf4_cube",
             t: ElementType::UInt4,
             shape: vec![2, 12, 5],
-            scheme: Scheme::Nf4 { axis: 1, block_size: 8, scale_buffer: 1 },
+            scheme: Scheme::Nf4 {
+                axis: 1,
+                block_size: 8,
+                scale_buffer: 1,
+            },
             codes: codes(120, 16, &any),
             scales: f32s(&ramp(20, 0.7)),
             zero_points: None,
@@ -469,7 +536,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "mx_e4m3",
             t: ElementType::Float8E4M3,
             shape: vec![4, 32],
-            scheme: Scheme::Mxfp { axis: 1, block_size: 16, scale_buffer: 1 },
+            scheme: Scheme::Mxfp {
+                axis: 1,
+                block_size: 16,
+                scale_buffer: 1,
+            },
             codes: codes(128, 256, &|c| c & 0x7f != 0x7f),
             scales: e8m0(8),
             zero_points: None,
@@ -478,7 +549,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "mx_e5m2",
             t: ElementType::Float8E5M2,
             shape: vec![2, 32],
-            scheme: Scheme::Mxfp { axis: 1, block_size: 32, scale_buffer: 1 },
+            scheme: Scheme::Mxfp {
+                axis: 1,
+                block_size: 32,
+                scale_buffer: 1,
+            },
             codes: codes(64, 256, &|c| (c >> 2) & 0x1f != 0x1f),
             scales: e8m0(2),
             zero_points: None,
@@ -487,7 +562,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "mx_e2m1",
             t: ElementType::Float4E2M1,
             shape: vec![3, 64],
-            scheme: Scheme::Mxfp { axis: 1, block_size: 32, scale_buffer: 1 },
+            scheme: Scheme::Mxfp {
+                axis: 1,
+                block_size: 32,
+                scale_buffer: 1,
+            },
             codes: codes(192, 16, &any),
             scales: e8m0(6),
             zero_points: None,
@@ -496,7 +575,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "mx_e2m3_axis0",
             t: ElementType::Float6E2M3,
             shape: vec![16, 5],
-            scheme: Scheme::Mxfp { axis: 0, block_size: 16, scale_buffer: 1 },
+            scheme: Scheme::Mxfp {
+                axis: 0,
+                block_size: 16,
+                scale_buffer: 1,
+            },
             codes: codes(80, 64, &any),
             scales: e8m0(5),
             zero_points: None,
@@ -505,7 +588,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "mx_e3m2",
             t: ElementType::Float6E3M2,
             shape: vec![3, 16],
-            scheme: Scheme::Mxfp { axis: 1, block_size: 16, scale_buffer: 1 },
+            scheme: Scheme::Mxfp {
+                axis: 1,
+                block_size: 16,
+                scale_buffer: 1,
+            },
             codes: codes(48, 64, &any),
             scales: e8m0(3),
             zero_points: None,
@@ -514,7 +601,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "mx_i8",
             t: ElementType::Int8,
             shape: vec![2, 32],
-            scheme: Scheme::Mxfp { axis: 1, block_size: 32, scale_buffer: 1 },
+            scheme: Scheme::Mxfp {
+                axis: 1,
+                block_size: 32,
+                scale_buffer: 1,
+            },
             codes: codes(64, 256, &any),
             scales: e8m0(2),
             zero_points: None,
@@ -523,7 +614,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "mx_i4",
             t: ElementType::Int4,
             shape: vec![2, 32],
-            scheme: Scheme::Mxfp { axis: 1, block_size: 16, scale_buffer: 1 },
+            scheme: Scheme::Mxfp {
+                axis: 1,
+                block_size: 16,
+                scale_buffer: 1,
+            },
             codes: codes(64, 16, &any),
             scales: e8m0(4),
             zero_points: None,
@@ -532,7 +627,11 @@ fn quantized() -> Res<Vec<T>> {
             name: "pc_i4",
             t: ElementType::Int4,
             shape: vec![5, 7],
-            scheme: Scheme::PerChannel { axis: 1, scale_buffer: 1, zero_point_buffer: Some(2) },
+            scheme: Scheme::PerChannel {
+                axis: 1,
+                scale_buffer: 1,
+                zero_point_buffer: Some(2),
+            },
             codes: codes(35, 16, &any),
             scales: f32s(&ramp(7, 0.5)),
             zero_points: Some(zps(7, -8, 16)),
@@ -541,7 +640,10 @@ fn quantized() -> Res<Vec<T>> {
             name: "pt_u4",
             t: ElementType::UInt4,
             shape: vec![3, 5],
-            scheme: Scheme::PerTensor { scale: 0.25, zero_point: 8 },
+            scheme: Scheme::PerTensor {
+                scale: 0.25,
+                zero_point: 8,
+            },
             codes: codes(15, 16, &any),
             scales: Vec::new(),
             zero_points: None,
@@ -559,7 +661,10 @@ fn f32_to_f16(x: f32) -> u16 {
     let b = x.to_bits();
     let e = ((b >> 23) & 0xff) as i32 - 127 + 15;
     let m = (b >> 13) & 0x3ff;
-    assert!(e > 0 && e < 31 && b & 0x1fff == 0, "{x} is not exact in float16");
+    assert!(
+        e > 0 && e < 31 && b & 0x1fff == 0,
+        "{x} is not exact in float16"
+    );
     ((b >> 31) << 15 | (e as u32) << 10 | m) as u16
 }
 
@@ -716,7 +821,11 @@ fn main() -> Res<()> {
     m.push(',');
     entry(&mut m, "quant.hrry", "file", &qnamed, None);
     std::fs::write(out.join("quant.hrrs"), write_stream(&qs)?)?;
-    let qorder: Vec<(String, &T)> = qs.iter().enumerate().map(|(i, t)| (format!("#{i}"), t)).collect();
+    let qorder: Vec<(String, &T)> = qs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("#{i}"), t))
+        .collect();
     m.push(',');
     entry(&mut m, "quant.hrrs", "stream", &qorder, None);
     std::fs::write(out.join("ramp.hrrd"), &ts[0].desc)?;
@@ -796,7 +905,10 @@ mod tests {
                         t.buffers[b as usize][off as usize..(off + len) as usize].to_vec()
                     })
                 };
-                let (s, z) = (param(w.scale_read(&plan.quant)), param(w.zero_point_read(&plan.quant)));
+                let (s, z) = (
+                    param(w.scale_read(&plan.quant)),
+                    param(w.zero_point_read(&plan.quant)),
+                );
                 let got = cpu_min_max(&plan, &w, &data, &s, &z);
                 assert_eq!(got, Some((lo, hi)), "{}[{slice}]", t.name);
                 assert!(lo < hi, "{}: a flat fixture tests nothing", t.name);
