@@ -22,6 +22,10 @@ struct Params {
     p0: u32,         // the first parameter index the window uses
     scale_code: u32, // 1 f32, 2 f16, 3 bf16, 5 float8_e8m0
     has_zp: u32,     // 1 when zero points are given
+    line: u32,       // axis_len * inner, at most 2^32 - 1 (g is below it then)
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -126,7 +130,7 @@ fn param_index(g: u32) -> u32 {
         return along;
     }
     let per_axis = (p.axis_len + p.block - 1u) / p.block;
-    let outer = (g / (p.axis_len * p.inner)) * p.inner + g % p.inner;
+    let outer = (g / p.line) * p.inner + g % p.inner;
     return outer * per_axis + along / p.block;
 }
 

@@ -375,7 +375,7 @@ const MERGE_GAP: u64 = 4096;
 /// # Errors
 /// The window is empty, larger than the slice or [`MAX_WINDOW`], or (for
 /// per-channel and block schemes, whose kernel indexes in 32 bits) reaches
-/// past element 2^32.
+/// element 2^32 − 1.
 pub fn window(plan: &DrawPlan, slice: u64, rows: u64, cols: u64) -> Result<Window, String> {
     if rows == 0 || cols == 0 || rows > plan.rows || cols > plan.cols || slice >= plan.slices {
         return Err("the window is not inside the tensor".into());
@@ -389,8 +389,10 @@ pub fn window(plan: &DrawPlan, slice: u64, rows: u64, cols: u64) -> Result<Windo
         .and_then(|x| x.checked_mul(plan.cols))
         .ok_or_else(over)?;
     let last = base + (rows - 1) * plan.cols + cols - 1;
-    if plan.quant.map.is_some() && last > u64::from(u32::MAX) {
-        return Err("quantized tensors are drawn in their first 2^32 elements only".into());
+    // Below u32::MAX: the kernel's `line` (S × inner, clamped to u32::MAX)
+    // then divides every index it sees to the right line.
+    if plan.quant.map.is_some() && last >= u64::from(u32::MAX) {
+        return Err("quantized tensors are drawn in their first 2^32 - 1 elements only".into());
     }
     let mut reads: Vec<(u64, u64)> = Vec::new();
     let mut row_bits = Vec::new();
@@ -714,5 +716,31 @@ mod tests {
         assert_eq!(w.row_bits, [0, 36, 72]);
         assert!(window(&plan, 1, 3, 9).is_err());
         assert!(window(&plan, 0, 4, 9).is_err());
+        // Mapped schemes index in 32 bits on the GPU: refused past that.
+        let big = DrawPlan {
+            rows: 1 << 10,
+            cols: 1 << 10,
+            slices: 1 << 13,
+            quant: Quant {
+                formula: Formula::Affine,
+                map: Some(ParamMap {
+                    axis_len: 1 << 13,
+                    inner: 1 << 20,
+                    block: 0,
+                    stored_len: 1 << 13,
+                    count: 1 << 13,
+                    scale_buffer: 1,
+                    zero_point_buffer: None,
+                    scale_code: 1,
+                    scale_width: 4,
+                }),
+                ..plan.quant
+            },
+            ..plan
+        };
+        assert!(window(&big, (1 << 12) - 1, 1, 1).is_ok());
+        assert!(window(&big, 1 << 12, 1, 1).is_err());
+        assert!(window(&big, 0, 1 << 10, 1 << 8).is_ok());
+        assert!(window(&big, 0, 1 << 10, 1 << 9).is_err(), "over MAX_WINDOW");
     }
 }

@@ -266,7 +266,7 @@ pub async fn draw(
     }
     // `window` refused anything past element 2^32 for the mapped schemes.
     let c32 = |x: u64| x.min(u64::from(u32::MAX)) as u32;
-    let params: [u32; 16] = [
+    let params: [u32; 20] = [
         n as u32,
         plan.code,
         q.formula as u32,
@@ -283,6 +283,10 @@ pub async fn draw(
         c32(w.params.map_or(0, |p| p.0)),
         m.scale_code,
         u32::from(m.zero_point_buffer.is_some()),
+        c32(m.axis_len.max(1).saturating_mul(m.inner.max(1))),
+        0,
+        0,
+        0,
     ];
     // Every buffer padded to whole words, plus one (a read may straddle
     // the last word); empty ones get that word.
