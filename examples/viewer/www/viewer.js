@@ -175,7 +175,9 @@ async function bufferBytes(t, b, off, len) {
   if (!buf || off + len > buf.size) throw new Error(`buffer ${b} is shorter than the read`);
   if (current.kind === 'file') return read(t.data[0] + buf.offset + off, len);
   if (current.kind === 'stream' && t.kept) {
-    const all = current.session.data(t.index);
+    // One copy out of wasm per tensor, not one per read (a window may read
+    // hundreds of rows).
+    const all = t.kept_bytes || (t.kept_bytes = current.session.data(t.index));
     return all.subarray(buf.offset + off, buf.offset + off + len);
   }
   throw new Error('no data: a descriptor alone, or a stream tensor over the keep limit');
