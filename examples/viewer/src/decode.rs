@@ -3,16 +3,18 @@
 
 use std::fmt::Write;
 
+use hurray_core::TensorView;
+use hurray_core::field::FieldValue;
 use hurray_core::file::kv::DEFAULT_MAX_KV_ENTRIES;
 use hurray_core::file::{
     FILE_HEADER_LEN, FileError, FileHeader, FileView, INDEX_COUNT_LEN, KvArray, KvSection, KvValue,
     MIN_ENTRY_LEN, TRAILER_LEN, Trailer, crc32c, read_entry,
 };
 use hurray_core::stream::{Step, StreamDecoder};
-use hurray_core::{ElementType, Layout, Packing, Scheme, TensorView};
 use zerocopy::FromBytes;
 
 use crate::json::{self, string};
+use crate::quant::draw_plan;
 
 /// The largest index and KV section the page reads (each): a file whose
 /// index is larger is refused before a byte of it is read.
@@ -234,155 +236,26 @@ pub fn verify_file(bytes: &[u8]) -> String {
     }
 }
 
-/// How the GPU dequantizes a drawn tensor.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Quant {
-    /// Not quantized: values as stored.
-    None,
-    /// `scale × (q − zero_point)` for every element.
-    PerTensor {
-        /// The scale.
-        scale: f32,
-        /// The zero point.
-        zero_point: i32,
-    },
-    /// `scale[c] × (q − zero_point[c])`, `c` the element's index along `axis`.
-    PerChannel {
-        /// Elements per step along the axis (product of the later dims).
-        inner: u64,
-        /// `shape[axis]`.
-        channels: u64,
-        /// Buffer of `channels` f32 scales.
-        scale_buffer: u32,
-        /// Buffer of `channels` i32 zero points (symmetric when `None`).
-        zero_point_buffer: Option<u32>,
-    },
-}
-
-/// What drawing one 2-D slice of a tensor needs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DrawPlan {
-    /// The element type's kernel code (see `kernel.wgsl`).
-    pub code: u32,
-    /// Bytes per element.
-    pub esize: u64,
-    /// Rows of a slice (1 for a vector).
-    pub rows: u64,
-    /// Columns of a slice.
-    pub cols: u64,
-    /// Number of 2-D slices (product of the leading dims).
-    pub slices: u64,
-    /// Byte offset of the tensor's first element in buffer 0.
-    pub start: u64,
-    /// Dequantization.
-    pub quant: Quant,
-}
-
-/// The kernel's code of an element type, and its size.
-fn kernel_code(t: ElementType) -> Option<(u32, u64)> {
-    Some(match t {
-        ElementType::Float32 => (1, 4),
-        ElementType::Float16 => (2, 2),
-        ElementType::BFloat16 => (3, 2),
-        ElementType::Int8 => (4, 1),
-        ElementType::UInt8 => (5, 1),
-        ElementType::Int16 => (6, 2),
-        ElementType::UInt16 => (7, 2),
-        ElementType::Int32 => (8, 4),
-        ElementType::UInt32 => (9, 4),
-        _ => return None,
-    })
-}
-
-/// Whether (and how) a tensor can be drawn as a heatmap: dense row-major,
-/// one of the element types the kernel decodes, not quantized or
-/// quantized per tensor or per channel.
-///
-/// # Errors
-/// Why it cannot be drawn, in words for the page.
-pub fn draw_plan(v: &TensorView<'_>) -> Result<DrawPlan, String> {
-    let t = v.element_type();
-    let Some((code, esize)) = kernel_code(t) else {
-        return Err(format!(
-            "{} is not drawn (the kernel decodes 8/16/32-bit ints, float16, bfloat16, float32)",
-            t.name()
-        ));
-    };
-    if !matches!(v.packing(), Packing::Bytes(_)) {
-        return Err("sub-byte packing is not drawn".into());
-    }
-    if !matches!(v.layout(), Layout::RowMajor) {
-        return Err(format!(
-            "layout {} is not drawn (row-major only)",
-            v.layout().name()
-        ));
-    }
-    if v.buffers().is_empty() || v.is_dynamic() {
-        return Err("no data buffer or a dynamic shape".into());
-    }
-    let shape: Vec<u64> = v.shape().iter().collect();
-    let r = shape.len();
-    let (rows, cols) = match r {
-        0 => (1, 1),
-        1 => (1, shape[0]),
-        _ => (shape[r - 2], shape[r - 1]),
-    };
-    let slices = shape
-        .iter()
-        .take(r.saturating_sub(2))
-        .try_fold(1u64, |a, &d| a.checked_mul(d))
-        .ok_or("shape overflows")?;
-    if rows == 0 || cols == 0 || slices == 0 {
-        return Err("empty tensor".into());
-    }
-    let quant = match v.quantization().map(|q| q.scheme) {
-        None => Quant::None,
-        Some(Scheme::PerTensor { scale, zero_point }) => Quant::PerTensor { scale, zero_point },
-        Some(Scheme::PerChannel {
-            axis,
-            scale_buffer,
-            zero_point_buffer,
-        }) => {
-            let a = axis as usize;
-            let channels = *shape.get(a).ok_or("axis out of range")?;
-            let inner = shape
-                .iter()
-                .skip(a + 1)
-                .try_fold(1u64, |x, &d| x.checked_mul(d))
-                .ok_or("shape overflows")?;
-            Quant::PerChannel {
-                inner,
-                channels,
-                scale_buffer,
-                zero_point_buffer,
+/// A field's value as the pane shows it: numbers in decimal (and hex for
+/// unsigned ones above 9), bytes in hex (the first 16).
+fn field_value(v: &FieldValue<'_>) -> String {
+    match *v {
+        FieldValue::Bytes(b) => {
+            let mut s: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
+            if b.len() > 16 {
+                let _ = write!(s, "… ({} bytes)", b.len());
             }
+            s
         }
-        Some(s) => {
-            return Err(format!(
-                "quantization {} is not dequantized by the viewer (per-tensor and per-channel are)",
-                scheme_name(&s)
-            ));
-        }
-    };
-    Ok(DrawPlan {
-        code,
-        esize,
-        rows,
-        cols,
-        slices,
-        start: v.byte_offset(),
-        quant,
-    })
-}
-
-fn scheme_name(s: &Scheme<'_>) -> &'static str {
-    match s {
-        Scheme::PerTensor { .. } => "per-tensor",
-        Scheme::PerChannel { .. } => "per-channel",
-        Scheme::PerBlock { .. } => "per-block",
-        Scheme::Nf4 { .. } => "nf4",
-        Scheme::Mxfp { .. } => "mxfp",
-        _ => "private",
+        FieldValue::I32(x) => x.to_string(),
+        FieldValue::I64(x) => x.to_string(),
+        FieldValue::F32(x) => x.to_string(),
+        FieldValue::F64(x) => x.to_string(),
+        ref u => match u.as_u64() {
+            Some(x) if x > 9 => format!("{x} ({x:#x})"),
+            Some(x) => x.to_string(),
+            None => format!("{u:?}"),
+        },
     }
 }
 
@@ -446,74 +319,42 @@ pub fn describe_view(v: &TensorView<'_>, alignment: u64) -> String {
         bytes = bytes.saturating_add(b.byte_size());
     }
     let _ = write!(o, "],\"bytes\":{bytes}");
-    // The annotated fields: every accessor of the view.
-    let (maj, min) = v.version();
-    let fields: [(&str, String); 12] = [
-        ("version", format!("{maj}.{min}")),
-        ("flags", format!("{:#010x}", v.flags().bits())),
-        ("element_type", v.element_type().name().to_owned()),
-        ("packing", format!("{:?}", v.packing())),
-        ("rank", v.rank().to_string()),
-        (
-            "element_count",
-            v.element_count()
-                .map_or("dynamic".into(), |n| n.to_string()),
-        ),
-        ("byte_offset", v.byte_offset().to_string()),
-        ("layout", format!("{:?}", v.layout())),
-        (
-            "quantization",
-            v.quantization()
-                .map_or("none".into(), |q| format!("{:?}", q.scheme)),
-        ),
-        (
-            "shard",
-            v.shard().map_or("none".into(), |s| format!("{s:?}")),
-        ),
-        (
-            "statistics",
-            v.statistics().map_or("none".into(), |s| format!("{s:?}")),
-        ),
-        (
-            "member_role / extension_type",
-            format!("{:?} / {:?}", v.member_role(), v.extension_type()),
-        ),
-    ];
+    // The annotated fields: the core's walker, every byte of the descriptor
+    // once, in wire order.
     o.push_str(",\"fields\":[");
-    for (i, (k, val)) in fields.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    v.for_each_field(|f| {
+        if !first {
             o.push(',');
         }
+        first = false;
         o.push('[');
-        string(&mut o, k);
-        o.push(',');
-        string(&mut o, val);
+        string(&mut o, &f.path.to_string());
+        let r = f.range();
+        let _ = write!(o, ",{},{},", r.start, r.end);
+        let mut val = field_value(&f.value);
+        // Tags also in words.
+        let word = match (f.path.part, f.path.name) {
+            ("", "type_tag") => Some(v.element_type().name()),
+            ("", "layout_tag") => Some(v.layout().name()),
+            ("quant", "scheme_tag") => v.quantization().map(|q| q.scheme.name()),
+            _ => None,
+        };
+        if let Some(w) = word {
+            let _ = write!(val, " ({w})");
+        }
+        string(&mut o, &val);
         o.push(']');
-    }
+    });
     o.push_str("],\"draw\":");
     match draw_plan(v) {
         Ok(p) => {
             let _ = write!(
                 o,
-                "{{\"rows\":{},\"cols\":{},\"slices\":{},\"esize\":{},\"start\":{},\"quant\":",
-                p.rows, p.cols, p.slices, p.esize, p.start
+                "{{\"rows\":{},\"cols\":{},\"slices\":{},\"bits\":{},\"quant\":",
+                p.rows, p.cols, p.slices, p.bits
             );
-            match p.quant {
-                Quant::None => o.push_str("null"),
-                Quant::PerTensor { .. } => o.push_str("{\"kind\":\"per-tensor\"}"),
-                Quant::PerChannel {
-                    scale_buffer,
-                    zero_point_buffer,
-                    channels,
-                    ..
-                } => {
-                    let _ = write!(
-                        o,
-                        "{{\"kind\":\"per-channel\",\"scales\":{scale_buffer},\"zero_points\":{},\"channels\":{channels}}}",
-                        zero_point_buffer.map_or(-1, i64::from)
-                    );
-                }
-            }
+            string(&mut o, p.quant.name);
             o.push('}');
         }
         Err(why) => {
@@ -524,87 +365,6 @@ pub fn describe_view(v: &TensorView<'_>, alignment: u64) -> String {
     }
     o.push('}');
     o
-}
-
-/// One element of `data` as the kernel decodes it (before dequantization).
-#[must_use]
-pub fn element(code: u32, data: &[u8], i: usize) -> Option<f32> {
-    let b = |n: usize| data.get(i.checked_mul(n)?..i.checked_mul(n)?.checked_add(n)?);
-    Some(match code {
-        1 => f32::from_le_bytes(b(4)?.try_into().ok()?),
-        2 => f16_to_f32(u16::from_le_bytes(b(2)?.try_into().ok()?)),
-        3 => f32::from_bits(u32::from(u16::from_le_bytes(b(2)?.try_into().ok()?)) << 16),
-        4 => f32::from(i8::from_le_bytes(b(1)?.try_into().ok()?)),
-        5 => f32::from(b(1)?[0]),
-        6 => f32::from(i16::from_le_bytes(b(2)?.try_into().ok()?)),
-        7 => f32::from(u16::from_le_bytes(b(2)?.try_into().ok()?)),
-        #[allow(clippy::cast_precision_loss)]
-        8 => i32::from_le_bytes(b(4)?.try_into().ok()?) as f32,
-        #[allow(clippy::cast_precision_loss)]
-        9 => u32::from_le_bytes(b(4)?.try_into().ok()?) as f32,
-        _ => return None,
-    })
-}
-
-fn f16_to_f32(h: u16) -> f32 {
-    let s = u32::from(h >> 15) << 31;
-    let e = u32::from((h >> 10) & 0x1f);
-    let m = u32::from(h & 0x3ff);
-    let bits = match (e, m) {
-        (0, 0) => s,
-        (0, _) => {
-            // Subnormal: m × 2^-24.
-            let v = m as f32 * (1.0 / 16_777_216.0);
-            return if s != 0 { -v } else { v };
-        }
-        (31, 0) => s | 0x7f80_0000,
-        (31, _) => s | 0x7fc0_0000,
-        _ => s | ((e + 112) << 23) | (m << 13),
-    };
-    f32::from_bits(bits)
-}
-
-/// The CPU's min/max of a drawn window (the oracle the page shows next to
-/// the GPU's): `data` holds `rows × cols` elements packed; element `(r, c)`
-/// has global index `base + r × full_cols + c` (for per-channel scales).
-/// Non-finite values are skipped; `None` when no value is finite.
-#[must_use]
-#[allow(clippy::too_many_arguments, clippy::cast_possible_truncation)]
-pub fn cpu_min_max(
-    plan: &DrawPlan,
-    data: &[u8],
-    scales: &[f32],
-    zero_points: &[i32],
-    rows: u64,
-    cols: u64,
-    full_cols: u64,
-    base: u64,
-) -> Option<(f32, f32)> {
-    let mut lo = f32::INFINITY;
-    let mut hi = f32::NEG_INFINITY;
-    for r in 0..rows {
-        for c in 0..cols {
-            let i = (r * cols + c) as usize;
-            let q = element(plan.code, data, i)?;
-            let v = match plan.quant {
-                Quant::None => q,
-                Quant::PerTensor { scale, zero_point } => (q - zero_point as f32) * scale,
-                Quant::PerChannel {
-                    inner, channels, ..
-                } => {
-                    let g = base + r * full_cols + c;
-                    let ch = ((g / inner.max(1)) % channels.max(1)) as usize;
-                    let z = zero_points.get(ch).copied().unwrap_or(0);
-                    (q - z as f32) * scales.get(ch).copied().unwrap_or(0.0)
-                }
-            };
-            if v.is_finite() {
-                lo = lo.min(v);
-                hi = hi.max(v);
-            }
-        }
-    }
-    (lo <= hi).then_some((lo, hi))
 }
 
 /// The most data bytes a stream keeps per tensor for drawing, and in all.
@@ -766,7 +526,7 @@ mod tests {
     use super::*;
     use hurray_core::file::{FileWriter, IndexEntry, WriterOptions};
     use hurray_core::stream::StreamWriter;
-    use hurray_core::{BufferHandle, DeviceTag, SyncMode, TensorDescriptor};
+    use hurray_core::{BufferHandle, DeviceTag, ElementType, Scheme, SyncMode, TensorDescriptor};
 
     fn desc() -> Vec<u8> {
         let h = [BufferHandle::new(24, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()];
@@ -878,7 +638,16 @@ mod tests {
             d.starts_with("{\"type\":\"int8\",\"shape\":[4,6],\"layout\":\"row_major\""),
             "{d}"
         );
-        assert!(d.contains("\"draw\":{\"rows\":4,\"cols\":6,\"slices\":1,\"esize\":1,\"start\":0,\"quant\":{\"kind\":\"per-tensor\"}}"), "{d}");
+        assert!(
+            d.contains(
+                "\"draw\":{\"rows\":4,\"cols\":6,\"slices\":1,\"bits\":8,\"quant\":\"per_tensor_affine\"}"
+            ),
+            "{d}"
+        );
+        // The fields pane is the core's walker: names, byte ranges, values.
+        assert!(d.contains("[\"shape[0]\",20,28,\"4\"]"), "{d}");
+        assert!(d.contains("[\"quant.scale\","), "{d}");
+        assert!(d.contains(",\"0.5\"]"), "{d}");
         let bad = describe(&desc()[..20], 100, 64);
         assert!(bad.contains("\"offset\":"), "{bad}");
         assert!(bad.starts_with("{\"error\":"), "{bad}");
@@ -909,26 +678,30 @@ mod tests {
 
     #[test]
     fn cpu_min_max_dequantizes_per_channel() {
-        let plan = DrawPlan {
-            code: 4,
-            esize: 1,
-            rows: 2,
-            cols: 2,
-            slices: 1,
-            start: 0,
-            quant: Quant::PerChannel {
-                inner: 2,
-                channels: 2,
+        use crate::quant::{cpu_min_max, window};
+        let h = [
+            BufferHandle::new(4, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap(),
+            BufferHandle::new(8, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap(),
+            BufferHandle::new(8, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap(),
+        ];
+        let d = TensorDescriptor::row_major(ElementType::Int8, &[2, 2], &h).with_quantization(
+            Scheme::PerChannel {
+                axis: 0,
                 scale_buffer: 1,
                 zero_point_buffer: Some(2),
             },
-        };
+        );
+        let mut out = vec![0; 256];
+        let v = d.encode_view(&mut out).unwrap();
+        let plan = draw_plan(&v).unwrap();
+        let w = window(&plan, 0, 2, 2).unwrap();
+        assert_eq!(w.params, Some((0, 1)));
         // Rows are channels: (q - z[r]) * s[r].
         let data = [1u8, 5, 0xff, 3]; // 1, 5, -1, 3
-        let r = cpu_min_max(&plan, &data, &[2.0, 10.0], &[1, 0], 2, 2, 2, 0);
+        let scales: Vec<u8> = [2f32, 10.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let zps: Vec<u8> = [1i32, 0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let r = cpu_min_max(&plan, &w, &data, &scales, &zps);
         assert_eq!(r, Some((-10.0, 30.0)));
-        assert_eq!(element(2, &0x3c00u16.to_le_bytes(), 0), Some(1.0));
-        assert_eq!(element(3, &0x3f80u16.to_le_bytes(), 0), Some(1.0));
-        assert_eq!(element(6, &(-2i16).to_le_bytes(), 0), Some(-2.0));
+        assert_eq!(cpu_min_max(&plan, &w, &data[..3], &scales, &zps), None);
     }
 }

@@ -27,10 +27,9 @@
 
 pub mod decode;
 pub mod json;
+pub mod quant;
 #[cfg(target_arch = "wasm32")]
 mod web;
 
-pub use decode::{
-    DrawPlan, Quant, cpu_min_max, describe, draw_plan, file_index, file_plan, stream_feed,
-    verify_file,
-};
+pub use decode::{describe, file_index, file_plan, stream_feed, verify_file};
+pub use quant::{DrawPlan, Quant, cpu_min_max, draw_plan, window};

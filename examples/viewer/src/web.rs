@@ -8,7 +8,8 @@ use hurray_gpu::wgpu::BufferUsages;
 use hurray_gpu::{GpuBufferHandle, GpuContext, GpuKernel, GpuResource};
 use wasm_bindgen::prelude::*;
 
-use crate::decode::{self, DrawPlan, Quant, Stream};
+use crate::decode::{self, Stream};
+use crate::quant::{self, DrawPlan};
 
 /// Offsets cross the JS boundary as `f64` (exact up to 2^53).
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -199,97 +200,104 @@ fn err(e: impl std::fmt::Display) -> JsValue {
     JsValue::from_str(&e.to_string())
 }
 
-fn words<T: Copy>(bytes: &[u8], f: fn([u8; 4]) -> T) -> Vec<T> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f([c[0], c[1], c[2], c[3]]))
-        .collect()
+/// The bytes a window reads (see [`quant::window`]): `{"reads",
+/// "scales", "zero_points"}` or `{"error": {"text"}}`.
+#[wasm_bindgen]
+pub fn window(desc: &[u8], slice: f64, rows: f64, cols: f64) -> String {
+    let plan = TensorView::parse(desc)
+        .map_err(|e| e.to_string())
+        .and_then(|v| quant::draw_plan(&v));
+    match plan.and_then(|p| Ok((quant::window(&p, u(slice), u(rows), u(cols))?, p))) {
+        Ok((w, p)) => w.json(&p.quant),
+        Err(e) => crate::json::error("Window", 0, &e),
+    }
 }
 
-/// Draws a window of `rows × cols` elements (`data`, packed) of the tensor
-/// described by `desc`; `(r, c)` is global element `base + r × full_cols +
-/// c`. `scales`/`zero_points`: the per-channel parameter buffers (empty
-/// otherwise).
+/// Draws a window of `rows × cols` elements of slice `slice` of the tensor
+/// described by `desc`: `data` holds the bytes of [`window`]'s reads back
+/// to back, `scales`/`zero_points` those of its parameter reads (empty when
+/// there are none).
 ///
 /// # Errors
 /// The descriptor does not parse or cannot be drawn, the data is short,
 /// no GPU was opened, or a GPU call failed.
 #[wasm_bindgen]
-#[allow(clippy::too_many_arguments, clippy::cast_possible_truncation)]
+#[allow(clippy::cast_possible_truncation)]
 pub async fn draw(
     desc: Vec<u8>,
     data: Vec<u8>,
     scales: Vec<u8>,
     zero_points: Vec<u8>,
+    slice: f64,
     rows: u32,
     cols: u32,
-    full_cols: f64,
-    base: f64,
 ) -> Result<Heat, JsValue> {
     let view = TensorView::parse(&desc).map_err(err)?;
-    let plan: DrawPlan = decode::draw_plan(&view).map_err(err)?;
+    let plan: DrawPlan = quant::draw_plan(&view).map_err(err)?;
+    let w = quant::window(&plan, u(slice), u64::from(rows), u64::from(cols)).map_err(err)?;
     let n = u64::from(rows) * u64::from(cols);
-    if n == 0 || (data.len() as u64) < n * plan.esize {
+    let want: u64 = w.reads.iter().map(|r| r.1).sum();
+    if (data.len() as u64) < want {
         return Err(err("the data read is shorter than the window"));
     }
-    let (full_cols, base) = (u(full_cols), u(base));
-    let sc = words(&scales, f32::from_le_bytes);
-    let zp = words(&zero_points, i32::from_le_bytes);
-    let cpu = decode::cpu_min_max(
-        &plan,
-        &data,
-        &sc,
-        &zp,
-        u64::from(rows),
-        u64::from(cols),
-        full_cols,
-        base,
-    );
+    let cpu = quant::cpu_min_max(&plan, &w, &data, &scales, &zero_points);
     let (ctx, kernel) = GPU
         .with(|g| g.borrow().clone())
         .ok_or_else(|| err("no WebGPU adapter"))?;
-    let (quant, scale, zpt, inner, channels) = match plan.quant {
-        Quant::None => (0u32, 1.0f32, 0i32, 1u32, 1u32),
-        Quant::PerTensor { scale, zero_point } => (1, scale, zero_point, 1, 1),
-        Quant::PerChannel {
-            inner, channels, ..
-        } => {
-            if sc.len() < channels as usize || (!zp.is_empty() && zp.len() < channels as usize) {
-                return Err(err("per-channel parameter buffers are short"));
-            }
-            (
-                2,
-                1.0,
-                0,
-                inner.min(u64::from(u32::MAX)) as u32,
-                channels.min(u64::from(u32::MAX)) as u32,
-            )
+    let q = &plan.quant;
+    let m = q.map.unwrap_or(quant::ParamMap {
+        axis_len: 1,
+        inner: 1,
+        block: 0,
+        stored_len: 1,
+        count: 1,
+        scale_buffer: 0,
+        zero_point_buffer: None,
+        scale_code: 1,
+        scale_width: 4,
+    });
+    if let Some((p0, p1)) = w.params {
+        let count = p1 - p0 + 1;
+        let short = (scales.len() as u64) < count * m.scale_width
+            || (m.zero_point_buffer.is_some() && (zero_points.len() as u64) < count * 4);
+        if short {
+            return Err(err("the parameter buffers read are short"));
         }
-    };
-    let params: [u32; 12] = [
+    }
+    // `window` refused anything past element 2^32 for the mapped schemes.
+    let c32 = |x: u64| x.min(u64::from(u32::MAX)) as u32;
+    let params: [u32; 20] = [
         n as u32,
         plan.code,
-        quant,
-        base.min(u64::from(u32::MAX)) as u32,
-        inner.max(1),
-        channels.max(1),
-        scale.to_bits(),
-        u32::from_ne_bytes(zpt.to_ne_bytes()),
+        q.formula as u32,
+        u32::from(q.map.is_some()),
+        c32(w.base),
+        c32(m.inner.max(1)),
+        c32(m.axis_len.max(1)),
+        c32(m.block),
+        q.scale.to_bits(),
+        q.zero_point.cast_unsigned(),
         cols,
-        full_cols.min(u64::from(u32::MAX)) as u32,
+        c32(plan.cols),
+        plan.bits as u32,
+        c32(w.params.map_or(0, |p| p.0)),
+        m.scale_code,
+        u32::from(m.zero_point_buffer.is_some()),
+        c32(m.axis_len.max(1).saturating_mul(m.inner.max(1))),
+        0,
         0,
         0,
     ];
-    // Raw bytes padded to whole words; empty parameter buffers get a word.
-    let mut raw = data;
-    raw.truncate((n * plan.esize) as usize);
-    raw.resize(raw.len().div_ceil(4) * 4, 0);
-    let pad = |mut v: Vec<u8>, count: usize| {
-        v.resize((count.max(1)) * 4, 0);
+    // Every buffer padded to whole words, plus one (a read may straddle
+    // the last word); empty ones get that word.
+    let pad = |mut v: Vec<u8>| {
+        v.resize((v.len().div_ceil(4) + 1) * 4, 0);
         v
     };
-    let scales = pad(scales, sc.len().max(channels as usize));
-    let zero_points = pad(zero_points, zp.len().max(channels as usize));
+    let raw = pad(data);
+    let scales = pad(scales);
+    let zero_points = pad(zero_points);
+    let row_bits: Vec<u8> = w.row_bits.iter().flat_map(|b| b.to_le_bytes()).collect();
     let (d, q) = (&ctx.device, &ctx.queue);
     let st = BufferUsages::STORAGE;
     let raw = GpuBufferHandle::upload_slice_async(d, q, &raw, st)
@@ -299,6 +307,9 @@ pub async fn draw(
         .await
         .map_err(err)?;
     let zbuf = GpuBufferHandle::upload_slice_async(d, q, &zero_points, st)
+        .await
+        .map_err(err)?;
+    let rbuf = GpuBufferHandle::upload_slice_async(d, q, &row_bits, st)
         .await
         .map_err(err)?;
     let values = GpuBufferHandle::alloc(d, n * 4, st).map_err(err)?;
@@ -312,6 +323,7 @@ pub async fn draw(
                 GpuResource::Buffer(raw),
                 GpuResource::Buffer(sbuf),
                 GpuResource::Buffer(zbuf),
+                GpuResource::Buffer(rbuf),
                 GpuResource::Buffer(values),
                 GpuResource::Buffer(mm.clone()),
                 GpuResource::Buffer(out.clone()),

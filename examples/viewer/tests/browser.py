@@ -147,6 +147,7 @@ def check_tensors(res, expect, where):
 
 
 def fixtures(d, fx):
+    quantized = set()
     manifest = json.load(open(os.path.join(fx, "manifest.json")))
     for f in manifest["files"]:
         res = open_file(d, os.path.join(fx, f["file"]))
@@ -169,7 +170,46 @@ def fixtures(d, fx):
                 r = draw(d, t["name"], slice_)
                 ok = isinstance(r, dict) and r["min"] == lo and r["max"] == hi and r["cpuMin"] == lo and r["cpuMax"] == hi
                 check(ok, f"{where}: {t['name']}[{slice_}] GPU/CPU min/max {r} != {lo}/{hi}")
+                check(isinstance(r, dict) and r["quant"] == t["quant"], f"{where}: {t['name']} drawn as {r}, not {t['quant']}")
+                if ok and t["quant"] != "none":
+                    quantized.add(t["quant"])
         print(f"ok {where}: {len(res['tensors'])} tensors, {len(res['draws'])} draws")
+    every = {"per_tensor_affine", "per_channel_affine", "per_block_affine", "nf4", "mxfp"}
+    check(quantized == every, f"schemes dequantized on the GPU: {sorted(quantized)} != {sorted(every)}")
+    print(f"ok every quantization scheme dequantized on the GPU: {', '.join(sorted(quantized))}")
+
+
+def fields(d, fx):
+    """The fields pane is the core's walker: names, byte ranges and values
+    that the spec fixes for known descriptors."""
+    path = os.path.join(fx, "ramp.hrrd")
+    res = open_file(d, path)
+    f = res["tensors"][0]["view"]["fields"] if res["tensors"] else []
+    by = {n: (a, b, v) for n, a, b, v in f}
+    # float32 [64, 128], one buffer: the fixed header is 20 bytes, then the shape.
+    check(by.get("shape[0]") == (20, 28, "64 (0x40)") and by.get("shape[1]") == (28, 36, "128 (0x80)")
+          and by.get("byte_offset", (0,))[:2] == (36, 44), f"ramp.hrrd fields {f[:12]}")
+    # Every byte once, in order.
+    ends = [(a, b) for _, a, b, _ in f]
+    check(f and ends[0][0] == 0 and all(x[1] == y[0] for x, y in zip(ends, ends[1:]))
+          and ends[-1][1] == os.path.getsize(path), f"ramp.hrrd field ranges {ends}")
+    check(any(n == "buffer[0].byte_size" and v == str(64 * 128 * 4) + " (0x8000)" for n, _, _, v in f),
+          f"ramp.hrrd buffer[0].byte_size {by.get('buffer[0].byte_size')}")
+    # The page shows them: the row of shape[1] in the fields table.
+    d.run("window.viewer.draw('ramp.hrrd', 0);")
+    rows = d.run("return [...document.querySelectorAll('#fields tbody tr')].map((r) => [...r.cells].map((c) => c.textContent));")
+    check(["shape[1]", "28..36", "128 (0x80)"] in rows, f"ramp.hrrd fields pane {rows[:10]}")
+    # A per-block descriptor: the scheme's fields at the spec's offsets from
+    # its tag (axis +4, block_size +8, buffers +12/+16, scale type +20).
+    res = open_file(d, os.path.join(fx, "quant.hrry"))
+    t = next((t for t in res["tensors"] if t["name"] == "pb_i4_f16"), None)
+    q = {n: (a, b, v) for n, a, b, v in (t["view"]["fields"] if t else []) if n.startswith("quant.")}
+    x = q.get("quant.scheme_tag", (0, 0, ""))[0]
+    want = {"quant.scheme_tag": (x, x + 1, "3 (per_block_affine)"), "quant.axis": (x + 4, x + 8, "1"),
+            "quant.block_size": (x + 8, x + 12, "8"), "quant.scale_buffer_index": (x + 12, x + 16, "1"),
+            "quant.zero_point_buffer_index": (x + 16, x + 20, "2"), "quant.scale_type_tag": (x + 20, x + 21, "1")}
+    check(x > 0 and all(q.get(k) == v for k, v in want.items()), f"pb_i4_f16 quant fields {q}")
+    print(f"ok fields pane: {len(f)} fields of ramp.hrrd, per-block scheme fields at {x}..{x + 24}")
 
 
 def conformance(d, root):
@@ -300,9 +340,12 @@ def main():
         wait(d, "return window.viewer && window.viewer.ready;", 60, "the page to start")
         gpu = d.run("return window.viewer.gpu;")
         print(f"WebGPU adapter: {gpu}")
+        if not gpu:
+            print("  the page says:", d.run("return document.getElementById('gpu').textContent;"))
         if os.environ.get("VIEWER_REQUIRE_WEBGPU"):
             check(bool(gpu), "no WebGPU adapter (VIEWER_REQUIRE_WEBGPU is set)")
         fixtures(d, a.fixtures)
+        fields(d, a.fixtures)
         for root in a.conformance:
             conformance(d, root)
         heatmap_pixels(d, a.fixtures, a.screenshot)

@@ -151,7 +151,7 @@ async function select(i, slice) {
   [...$('tensors').tBodies[0].rows].forEach((r, j) => r.classList.toggle('sel', i === j));
   const fields = $('fields').tBodies[0];
   fields.replaceChildren();
-  for (const [k, v] of t.view.fields) { const tr = document.createElement('tr'); cell(tr, k); cell(tr, v); fields.appendChild(tr); }
+  for (const [k, a, b, v] of t.view.fields) { const tr = document.createElement('tr'); cell(tr, k); cell(tr, `${a}..${b}`); cell(tr, v); fields.appendChild(tr); }
   $('fields').hidden = false;
   const d = t.view.draw;
   if (!d || !d.rows) {
@@ -175,46 +175,52 @@ async function bufferBytes(t, b, off, len) {
   if (!buf || off + len > buf.size) throw new Error(`buffer ${b} is shorter than the read`);
   if (current.kind === 'file') return read(t.data[0] + buf.offset + off, len);
   if (current.kind === 'stream' && t.kept) {
-    const all = current.session.data(t.index);
+    // One copy out of wasm per tensor, not one per read (a window may read
+    // hundreds of rows).
+    const all = t.kept_bytes || (t.kept_bytes = current.session.data(t.index));
     return all.subarray(buf.offset + off, buf.offset + off + len);
   }
   throw new Error('no data: a descriptor alone, or a stream tensor over the keep limit');
 }
 
+// The window's bytes as the Rust side planned them (`window`: the data
+// reads back to back, and the scales/zero points the window uses).
+async function windowBytes(t, w) {
+  const len = w.reads.reduce((a, [, l]) => a + l, 0);
+  const data = new Uint8Array(len);
+  let at = 0;
+  for (const [off, l] of w.reads) { data.set(await bufferBytes(t, 0, off, l), at); at += l; }
+  const param = async (p) => p ? bufferBytes(t, p[0], p[1], p[2]) : new Uint8Array();
+  return [data, await param(w.scales), await param(w.zero_points)];
+}
+
 async function draw(t, slice) {
   const d = t.view.draw;
   const wr = Math.min(d.rows, WINDOW), wc = Math.min(d.cols, WINDOW);
-  const sliceStart = d.start + slice * d.rows * d.cols * d.esize;
-  let data;
   try {
-    if (wc === d.cols) data = await bufferBytes(t, 0, sliceStart, wr * wc * d.esize);
-    else {
-      data = new Uint8Array(wr * wc * d.esize);
-      for (let r = 0; r < wr; r++) data.set(await bufferBytes(t, 0, sliceStart + r * d.cols * d.esize, wc * d.esize), r * wc * d.esize);
-    }
-    let scales = new Uint8Array(), zps = new Uint8Array();
-    if (d.quant && d.quant.kind === 'per-channel') {
-      scales = await bufferBytes(t, d.quant.scales, 0, d.quant.channels * 4);
-      if (d.quant.zero_points >= 0) zps = await bufferBytes(t, d.quant.zero_points, 0, d.quant.channels * 4);
-    }
+    let desc;
+    if (current.kind === 'stream') desc = current.session.descriptor(t.index);
+    else if (current.kind === 'file') desc = await read(t.descOff[0], t.descOff[1]);
+    else throw new Error('no data: a descriptor alone');
+    const w = JSON.parse(hv.window(desc, slice, wr, wc));
+    if (w.error) throw new Error(w.error.text);
+    const [data, scales, zps] = await windowBytes(t, w);
     $('drawing').hidden = false;
     if (!viewer.gpu) {
       $('range').textContent = 'no heatmap: this browser has no WebGPU adapter (the tables above are decoded on the CPU)';
       clearCanvas();
       return null;
     }
-    let desc;
-    if (current.kind === 'stream') desc = current.session.descriptor(t.index);
-    else if (current.kind === 'file') desc = await read(t.descOff[0], t.descOff[1]);
-    const heat = await hv.draw(desc, data, scales, zps, wr, wc, d.cols, slice * d.rows * d.cols);
+    const heat = await hv.draw(desc, data, scales, zps, slice, wr, wc);
     const c = $('heat');
     c.width = heat.width; c.height = heat.height;
     c.style.height = `${Math.max(8, Math.round(512 * heat.height / heat.width))}px`;
     c.getContext('2d').putImageData(new ImageData(new Uint8ClampedArray(heat.rgba().buffer), heat.width, heat.height), 0, 0);
-    const res = { name: t.name, slice, rows: wr, cols: wc, min: heat.min, max: heat.max, cpuMin: heat.cpu_min, cpuMax: heat.cpu_max };
+    const res = { name: t.name, slice, rows: wr, cols: wc, quant: d.quant, min: heat.min, max: heat.max, cpuMin: heat.cpu_min, cpuMax: heat.cpu_max };
     heat.free();
     viewer.result.draws.push(res);
-    $('range').textContent = `GPU min ${res.min}  max ${res.max}   (CPU: ${res.cpuMin} / ${res.cpuMax})` +
+    $('range').textContent = (d.quant !== 'none' ? `${d.quant}, dequantized on the GPU: ` : '') +
+      `GPU min ${res.min}  max ${res.max}   (CPU: ${res.cpuMin} / ${res.cpuMax})` +
       (wr < d.rows || wc < d.cols ? `   window ${wr}×${wc} of ${d.rows}×${d.cols}` : '');
     return res;
   } catch (e) {
