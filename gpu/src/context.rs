@@ -194,7 +194,9 @@ impl GpuContext {
         self.shared.staging.bytes()
     }
 
-    /// hurray's state of this context's device: its identity.
+    /// hurray's state of this context's device: its identity (for sharing's
+    /// calls through the context).
+    #[cfg(target_os = "linux")]
     pub(crate) fn shared(&self) -> &Arc<DeviceShared> {
         &self.shared
     }
