@@ -33,6 +33,14 @@ use crate::{BackendError, GpuBufferHandle, GpuKernel};
 /// `device.poll(wgpu::PollType::wait_indefinitely())` in a loop. In a browser
 /// the event loop polls for you. The blocking calls poll by themselves.
 ///
+/// ## Identity
+///
+/// The context is hurray's device: the calls made through it
+/// ([`upload`](Self::upload), [`alloc`](Self::alloc), [`kernel`](Self::kernel))
+/// give handles and kernels that carry its identity and name no device or
+/// queue again ([`GpuBufferHandle::read`], [`GpuKernel::launch`]). The seed's
+/// calls that name `&ctx.device` find the same identity (ADR-112).
+///
 /// ```no_run
 /// let ctx = hurray_gpu::GpuContext::new()?;
 /// println!("running on {}", ctx.adapter_info().name);
