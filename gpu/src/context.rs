@@ -1,10 +1,17 @@
-//! A ready-made adapter + device + queue, for programs that do not bring their own.
+//! A ready-made adapter + device + queue, for programs that do not bring
+//! their own; the owner of hurray's identity of the device, so the calls made
+//! through it ([`GpuContext::upload`], [`GpuContext::alloc`],
+//! [`GpuContext::kernel`]) name no device or queue and need no lookup.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::BackendError;
+use wgpu::BufferUsages;
+use zerocopy::{Immutable, IntoBytes};
+
 use crate::device::{self, DeviceShared, TeardownEnd, TeardownStart};
+use crate::exec::block_on;
+use crate::{BackendError, GpuBufferHandle, GpuKernel};
 
 /// A wgpu device and queue with hurray's defaults: the adapter's own limits
 /// (so buffers may be as large as the hardware allows),
@@ -25,6 +32,14 @@ use crate::device::{self, DeviceShared, TeardownEnd, TeardownStart};
 /// or from a helper thread that calls
 /// `device.poll(wgpu::PollType::wait_indefinitely())` in a loop. In a browser
 /// the event loop polls for you. The blocking calls poll by themselves.
+///
+/// ## Identity
+///
+/// The context is hurray's device: the calls made through it
+/// ([`upload`](Self::upload), [`alloc`](Self::alloc), [`kernel`](Self::kernel))
+/// give handles and kernels that carry its identity and name no device or
+/// queue again ([`GpuBufferHandle::read`], [`GpuKernel::launch`]). The seed's
+/// calls that name `&ctx.device` find the same identity (ADR-112).
 ///
 /// ```no_run
 /// let ctx = hurray_gpu::GpuContext::new()?;
@@ -111,7 +126,9 @@ impl GpuContext {
             })
             .await
             .map_err(|e| BackendError::RequestDevice(e.to_string()))?;
-        Ok(Self::from_device(adapter, device, queue))
+        // A device made just now: registered without any lookup.
+        let shared = device::register(&device, &queue);
+        Ok(Self::wrap(adapter, device, queue, shared))
     }
 
     /// Wraps a device you created (with its adapter and queue): hurray records
@@ -119,13 +136,29 @@ impl GpuContext {
     /// the process-wide lock when the last clone of the context drops.
     ///
     /// This replaces the device's lost callback.
+    ///
+    /// A device hurray already knows (one a seed call named, or another
+    /// context's clone) gets the state it has, so its handles and kernels
+    /// meet; a new one is registered. The match is the seed signatures' one
+    /// (`==`, confirmed by an error-scope probe where two instances' ids
+    /// collide; see `ARCHITECTURE.md`).
     #[must_use]
     pub fn from_device(adapter: wgpu::Adapter, device: wgpu::Device, queue: wgpu::Queue) -> Self {
+        let shared = device::shared(&device, Some(&queue));
+        Self::wrap(adapter, device, queue, shared)
+    }
+
+    /// The context of `device` with its state `shared`.
+    fn wrap(
+        adapter: wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        shared: Arc<DeviceShared>,
+    ) -> Self {
         let lost = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&lost);
         device
             .set_device_lost_callback(move |_reason, _message| flag.store(true, Ordering::SeqCst));
-        let shared = device::shared(&device, Some(&queue));
         Self {
             _start: TeardownStart,
             adapter,
@@ -167,5 +200,91 @@ impl GpuContext {
     #[must_use]
     pub fn pooled_staging_bytes(&self) -> u64 {
         self.shared.staging.bytes()
+    }
+
+    /// hurray's state of this context's device: its identity (for sharing's
+    /// calls through the context).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn shared(&self) -> &Arc<DeviceShared> {
+        &self.shared
+    }
+
+    /// Uploads `bytes` into a new buffer of this device: as
+    /// [`GpuBufferHandle::upload`], without naming the device and queue.
+    ///
+    /// ```no_run
+    /// use hurray_gpu::{GpuContext, wgpu::BufferUsages};
+    ///
+    /// let ctx = GpuContext::new()?;
+    /// let h = ctx.upload(b"hello", BufferUsages::COPY_SRC)?;
+    /// let mut out = Vec::new();
+    /// h.read(&mut out)?;
+    /// assert_eq!(out, b"hello");
+    /// # Ok::<(), hurray_gpu::BackendError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`GpuBufferHandle::upload`], without the device and queue checks.
+    pub fn upload(
+        &self,
+        bytes: &[u8],
+        usage: BufferUsages,
+    ) -> Result<GpuBufferHandle, BackendError> {
+        self.upload_slice(bytes, usage)
+    }
+
+    /// Uploads plain-data values into a new buffer of this device: as
+    /// [`GpuBufferHandle::upload_slice`].
+    ///
+    /// # Errors
+    /// As [`upload`](Self::upload).
+    pub fn upload_slice<T: IntoBytes + Immutable>(
+        &self,
+        data: &[T],
+        usage: BufferUsages,
+    ) -> Result<GpuBufferHandle, BackendError> {
+        block_on(&self.shared.device, self.upload_slice_async(data, usage))
+    }
+
+    /// The async form of [`upload_slice`](Self::upload_slice): never blocks.
+    ///
+    /// # Errors
+    /// As [`upload`](Self::upload).
+    pub async fn upload_slice_async<T: IntoBytes + Immutable>(
+        &self,
+        data: &[T],
+        usage: BufferUsages,
+    ) -> Result<GpuBufferHandle, BackendError> {
+        GpuBufferHandle::upload_on(&self.shared, data, usage).await
+    }
+
+    /// Allocates a zeroed buffer of `len` bytes on this device: as
+    /// [`GpuBufferHandle::alloc`].
+    ///
+    /// # Errors
+    /// As [`GpuBufferHandle::alloc`].
+    pub fn alloc(&self, len: u64, usage: BufferUsages) -> Result<GpuBufferHandle, BackendError> {
+        GpuBufferHandle::alloc_on(&self.shared, len, usage)
+    }
+
+    /// Allocates room for `count` values of `T` on this device: as
+    /// [`GpuBufferHandle::alloc_elements`].
+    ///
+    /// # Errors
+    /// As [`GpuBufferHandle::alloc_elements`].
+    pub fn alloc_elements<T>(
+        &self,
+        count: usize,
+        usage: BufferUsages,
+    ) -> Result<GpuBufferHandle, BackendError> {
+        GpuBufferHandle::alloc_elements_on::<T>(&self.shared, count, usage)
+    }
+
+    /// Compiles a compute kernel for this device: as [`GpuKernel::new`].
+    ///
+    /// # Errors
+    /// As [`GpuKernel::new`].
+    pub fn kernel(&self, wgsl: &str, entry_point: &str) -> Result<GpuKernel, BackendError> {
+        GpuKernel::on(Arc::clone(&self.shared), wgsl, entry_point)
     }
 }

@@ -3,29 +3,37 @@
 //!
 //! ## Identity
 //!
-//! `wgpu::Device`'s `==` compares ids that are per *instance*: the first
-//! device of two instances compares equal. Handing one instance's objects to
-//! another's device makes wgpu-core look the ids up in the wrong registry (and
-//! panic). So inside hurray a device *is* its [`DeviceShared`]: one `Arc` per
-//! wgpu device, taken once (by `GpuContext::from_device`, or on the first
-//! call that names the device), held by every handle, kernel and context of
-//! it, and compared with `Arc::ptr_eq` — exact, and one pointer compare.
+//! Inside hurray a device *is* its [`DeviceShared`]: one `Arc` per wgpu
+//! device, taken once — by [`GpuContext`](crate::GpuContext) (which
+//! [`register`]s the device it creates without any lookup, or looks up the
+//! device given to `from_device`), or on the first seed call that names the
+//! device — held by every handle, kernel and context of it, and compared
+//! with `Arc::ptr_eq`: exact, and one pointer compare. The shorter API
+//! (`GpuContext::upload`, `GpuBufferHandle::read`, `GpuKernel::launch`, …)
+//! takes no `&wgpu::Device` or `&wgpu::Queue` and never leaves it.
 //!
 //! Only the seed's signatures, which name a device by `&wgpu::Device`, need
-//! the way back from a wgpu device to its `DeviceShared`: the registered
-//! devices ([`shared`]), matched by `==`, and — only when two registered
-//! devices of two instances have equal ids — by [`same_device`], a probe of
-//! the two devices' error-scope stacks, which clones share and two devices
-//! never do. A `&wgpu::Device` a caller passes with a handle is checked
-//! against the handle's registered device by `==`, plus the probe only while
-//! hurray knows another device with that id ([`DeviceShared::check`]).
+//! the way back from a wgpu device to its `DeviceShared`. wgpu 30's
+//! `Device: Eq + Hash` is exact on the browser's WebGPU (a process-wide
+//! counter given at creation, shared by clones), but on native backends it
+//! compares wgpu-core's `(index, epoch)` id, which is per *instance*: the
+//! first devices of two instances compare equal, and wgpu offers no safe way
+//! to reach the instance or the device's own allocation. So [`shared`]
+//! matches the registered devices by `==` and, on native backends, confirms
+//! an equal id with [`same_device`], a probe of the two devices'
+//! error-scope stacks, which clones share and two devices never do. A
+//! `&wgpu::Device` passed with a handle is checked against the handle's
+//! own by `==`, plus the probe only while hurray knows another device with
+//! that id ([`DeviceShared::check`]).
 //!
 //! ## Queue
 //!
 //! A wgpu device has exactly one queue. The first queue seen with a device
 //! (from [`GpuContext`](crate::GpuContext), or the caller's first call) is
 //! kept, and every later queue must compare equal to it
-//! ([`ApiMisuse::WrongQueue`]); hurray then submits to the kept queue.
+//! ([`ApiMisuse::WrongQueue`]); hurray then submits to the kept queue. The
+//! calls that name no queue submit to the kept one
+//! ([`DeviceShared::own_queue`]).
 //!
 //! ## Teardown
 //!
@@ -130,8 +138,10 @@ fn devices<R>(f: impl FnOnce(&mut Vec<Weak<DeviceShared>>) -> R) -> R {
     DEVICES.with(|d| f(&mut d.borrow_mut()))
 }
 
-/// The state of `device`, created on first sight. `queue`, when given, is
-/// recorded as its queue if none is known yet.
+/// The state of `device`, found among the registered devices or created on
+/// first sight. `queue`, when given, is recorded as its queue if none is
+/// known yet. Only the seed's signatures, which name a device by
+/// `&wgpu::Device`, come here; see the module docs for how the match is exact.
 pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<DeviceShared> {
     // Found and created under the list's lock, so that one device never gets
     // two states. (Dropping an upgraded state here may run its teardown; that
@@ -141,33 +151,8 @@ pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<
         let found = list
             .iter()
             .filter_map(Weak::upgrade)
-            // The error is made on the caller's device; when the probe
-            // cannot tell (that device is lost), a fresh state is harmless.
-            .find(|s| same_device(device, &s.device) == Some(true));
-        found.unwrap_or_else(|| {
-            let twins: Vec<_> = list
-                .iter()
-                .filter_map(Weak::upgrade)
-                .filter(|s| s.device == *device)
-                .collect();
-            for t in &twins {
-                t.ambiguous.store(true, Ordering::Release);
-            }
-            let s = Arc::new(DeviceShared {
-                _start: TeardownStart,
-                device: device.clone(),
-                queue: OnceLock::new(),
-                staging: Pools::default(),
-                mappable_primary: device
-                    .features()
-                    .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
-                ambiguous: std::sync::atomic::AtomicBool::new(!twins.is_empty()),
-                limits: device.limits(),
-                _end: TeardownEnd,
-            });
-            list.push(Arc::downgrade(&s));
-            s
-        })
+            .find(|s| is_registered_as(device, s));
+        found.unwrap_or_else(|| register_in(list, device))
     });
     if let Some(q) = queue {
         let _ = s.queue.set(q.clone());
@@ -175,31 +160,110 @@ pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<
     s
 }
 
+/// The state of a device hurray has just created (so no registered state
+/// can be it): registered without any lookup. The queue is recorded.
+pub(crate) fn register(device: &wgpu::Device, queue: &wgpu::Queue) -> Arc<DeviceShared> {
+    let s = devices(|list| {
+        list.retain(|w| w.strong_count() > 0);
+        register_in(list, device)
+    });
+    let _ = s.queue.set(queue.clone());
+    s
+}
+
+/// Whether the caller's `device` is the registered state `s`'s device.
+///
+/// On the browser's WebGPU, wgpu 30 gives every device a process-wide
+/// counter as its `==` identity (`backend/webgpu.rs`, `Identifier`), shared
+/// by clones and never reused: `==` is exact. On native backends `==`
+/// compares wgpu-core's `(index, epoch)` in *one instance's* registry, so
+/// two instances' devices may be equal; the error-scope probe then decides.
+#[cfg(target_arch = "wasm32")]
+fn is_registered_as(device: &wgpu::Device, s: &DeviceShared) -> bool {
+    s.device == *device
+}
+
+/// Whether the caller's `device` is the registered state `s`'s device.
+///
+/// On native backends `==` compares wgpu-core's `(index, epoch)` in *one
+/// instance's* registry, so two instances' devices may be equal; the
+/// error-scope probe ([`same_device`]) decides those. The error is made on
+/// the caller's device; when the probe cannot tell (that device is lost), a
+/// fresh state is harmless.
+#[cfg(not(target_arch = "wasm32"))]
+fn is_registered_as(device: &wgpu::Device, s: &DeviceShared) -> bool {
+    same_device(device, &s.device) == Some(true)
+}
+
+/// Creates and registers the state of `device`, which no registered state
+/// is; marks the registered devices with an equal id as ambiguous.
+fn register_in(list: &mut Vec<Weak<DeviceShared>>, device: &wgpu::Device) -> Arc<DeviceShared> {
+    let twins: Vec<_> = list
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|s| s.device == *device)
+        .collect();
+    for t in &twins {
+        t.ambiguous.store(true, Ordering::Release);
+    }
+    let s = Arc::new(DeviceShared {
+        _start: TeardownStart,
+        device: device.clone(),
+        queue: OnceLock::new(),
+        staging: Pools::default(),
+        mappable_primary: device
+            .features()
+            .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
+        ambiguous: std::sync::atomic::AtomicBool::new(!twins.is_empty()),
+        limits: device.limits(),
+        _end: TeardownEnd,
+    });
+    list.push(Arc::downgrade(&s));
+    s
+}
+
 impl DeviceShared {
     /// Checks that `device` is this device and `queue` its queue, and returns
-    /// the queue to submit to.
+    /// the queue to submit to: the seed's signatures' check.
     ///
     /// `==` settles it unless hurray knows another device with the same id
-    /// (another instance's); only then is the exact (and slower, ~1 µs)
-    /// [`same_device`] probe run. A device hurray has never seen whose id
-    /// happens to equal this one's is taken for this one — harmless, since
-    /// hurray only ever uses its own recorded device and queue.
+    /// (another instance's, native backends only); only then is the exact
+    /// (and slower, ~1 µs) [`same_device`] probe run. A device hurray has
+    /// never seen whose id happens to equal this one's passes — harmless,
+    /// since hurray only ever uses its own recorded device and queue.
     pub(crate) fn check<'a>(
         &'a self,
         device: &wgpu::Device,
         queue: &'a wgpu::Queue,
     ) -> Result<&'a wgpu::Queue, BackendError> {
-        let same = if self.ambiguous.load(Ordering::Acquire) {
-            // Undecided (a lost device reports no errors): accept; hurray
-            // uses only its own device, where the loss then shows.
-            same_device(device, &self.device) != Some(false)
-        } else {
-            self.device == *device
-        };
-        if !same {
+        if !self.is(device) {
             return Err(ApiMisuse::WrongDevice.into());
         }
         self.check_queue(queue)
+    }
+
+    /// Whether `device` is this device, as [`check`](Self::check) decides.
+    fn is(&self, device: &wgpu::Device) -> bool {
+        #[cfg(not(target_arch = "wasm32"))]
+        if self.ambiguous.load(Ordering::Acquire) {
+            // Undecided (a lost device reports no errors): accept; hurray
+            // uses only its own device, where the loss then shows.
+            return same_device(device, &self.device) != Some(false);
+        }
+        self.device == *device
+    }
+
+    /// The queue hurray recorded for this device, for the calls that name
+    /// no queue.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::UnknownQueue`] when no call has named the device's
+    /// queue yet (a handle made by the seed's `alloc` on a device hurray
+    /// never saw with its queue).
+    pub(crate) fn own_queue(&self) -> Result<&wgpu::Queue, BackendError> {
+        self.queue
+            .get()
+            .ok_or_else(|| ApiMisuse::UnknownQueue.into())
     }
 
     /// Checks that `queue` is this device's queue (recording it if none is
@@ -248,21 +312,16 @@ impl DeviceShared {
 /// the device and queue a handle was made with; the check reports the
 /// mistake.
 ///
+/// Native backends only: the browser's WebGPU answers error scopes only
+/// after the event loop runs, and needs no probe (its `==` is exact).
+///
 /// `None` when the probe cannot tell: `a` is lost or destroyed (a lost
-/// device reports no errors), or the scopes' results are not ready at once
-/// (the browser's WebGPU). Callers make the error on the device more likely
+/// device reports no errors). Callers make the error on the device more likely
 /// to be alive: the caller's, not a registered one.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> Option<bool> {
     if a != b {
         return Some(false);
-    }
-    // The browser's WebGPU answers error scopes only after the event loop
-    // runs, so the probe could never decide there, and an undecided lookup
-    // would give every call a fresh device state (the viewer's buffers and
-    // kernels then never met). A page has one thread and, in practice, one
-    // instance: equal ids are one device.
-    if cfg!(target_arch = "wasm32") {
-        return Some(true);
     }
     let on_a = a.push_error_scope(wgpu::ErrorFilter::Validation);
     let on_b = b.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -283,6 +342,7 @@ pub(crate) fn same_device(a: &wgpu::Device, b: &wgpu::Device) -> Option<bool> {
 
 /// Whether a popped error scope caught an error, if its result is ready
 /// without waiting (always on native backends).
+#[cfg(not(target_arch = "wasm32"))]
 fn caught(pop: impl std::future::Future<Output = Option<wgpu::Error>>) -> Option<bool> {
     let mut pop = std::pin::pin!(pop);
     let waker = std::task::Waker::noop();

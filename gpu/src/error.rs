@@ -106,6 +106,12 @@ pub enum ApiMisuse {
     WrongDevice,
     /// The queue passed is not the queue of the buffer's device.
     WrongQueue,
+    /// A call that names no queue, on a buffer whose device hurray has never
+    /// seen with its queue (the seed's `alloc` names only the device): make
+    /// the device's first call one that names its queue (a
+    /// [`GpuContext`](crate::GpuContext), `upload`, or any transfer given the
+    /// device and queue).
+    UnknownQueue,
     /// A buffer range of zero bytes cannot be bound.
     EmptyRange,
     /// A workgroup count exceeds `max_compute_workgroups_per_dimension`.
@@ -174,6 +180,10 @@ impl fmt::Display for ApiMisuse {
                 "the buffer or kernel belongs to another device or instance"
             ),
             Self::WrongQueue => write!(f, "the queue is not the queue of the buffer's device"),
+            Self::UnknownQueue => write!(
+                f,
+                "no queue is known for the buffer's device yet: name it once (a GpuContext, upload, or a transfer given the queue)"
+            ),
             Self::EmptyRange => write!(f, "a buffer range of 0 bytes cannot be bound"),
             Self::TooManyWorkgroups { workgroups, max } => write!(
                 f,

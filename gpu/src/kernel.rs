@@ -23,10 +23,12 @@
 //!
 //! ## Devices
 //!
-//! A kernel belongs to the device it was compiled on: every resource of a
+//! A kernel belongs to the device it was compiled on, by identity (the
+//! device state's `Arc`, compared with `Arc::ptr_eq`): every resource of a
 //! dispatch must be a buffer of that device ([`ApiMisuse::WrongDevice`]), and
-//! the queue must be the device's ([`ApiMisuse::WrongQueue`]), checked before
-//! anything is encoded.
+//! a queue passed to [`GpuKernel::dispatch`] must be the device's
+//! ([`ApiMisuse::WrongQueue`]), checked before anything is encoded.
+//! [`GpuKernel::launch`] names no queue and submits to the device's own.
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
@@ -147,7 +149,15 @@ impl GpuKernel {
     /// [`BackendError::Wgpu`] (validation) when the WGSL does not compile or
     /// has no such compute entry point (the message carries wgpu's diagnostic).
     pub fn new(device: &wgpu::Device, wgsl: &str, entry_point: &str) -> Result<Self, BackendError> {
-        let shared = device::shared(device, None);
+        Self::on(device::shared(device, None), wgsl, entry_point)
+    }
+
+    /// [`new`](Self::new) on a device state hurray holds.
+    pub(crate) fn on(
+        shared: Arc<DeviceShared>,
+        wgsl: &str,
+        entry_point: &str,
+    ) -> Result<Self, BackendError> {
         let device = &shared.device;
         let pipeline = scoped_now(device, || {
             let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -220,6 +230,41 @@ impl GpuKernel {
         workgroups: [u32; 3],
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
         self.check_workgroups(workgroups)?;
+        let queue = self.shared.check_queue(queue)?;
+        self.run(queue, resources, |pass| {
+            pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2])
+        })
+    }
+
+    /// Dispatches `workgroups` over `resources` on the kernel's device's own
+    /// queue: [`dispatch`](Self::dispatch) without naming the queue.
+    ///
+    /// ```no_run
+    /// use hurray_gpu::{GpuContext, wgpu::BufferUsages};
+    ///
+    /// let ctx = GpuContext::new()?;
+    /// let k = ctx.kernel(
+    ///     "@group(0) @binding(0) var<storage, read_write> d: array<u32>;
+    ///      @compute @workgroup_size(1) fn one(@builtin(global_invocation_id) i: vec3<u32>) { d[i.x] = 1u; }",
+    ///     "one",
+    /// )?;
+    /// let h = ctx.alloc_elements::<u32>(4, BufferUsages::STORAGE | BufferUsages::COPY_SRC)?;
+    /// k.launch(&[(&h).into()], [4, 1, 1])?;
+    /// assert_eq!(h.read_vec::<u32>()?, [1; 4]);
+    /// # Ok::<(), hurray_gpu::BackendError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`dispatch`](Self::dispatch), without the queue check;
+    /// [`ApiMisuse::UnknownQueue`] for a kernel made by [`new`](Self::new)
+    /// on a device whose queue hurray has never seen.
+    pub fn launch(
+        &self,
+        resources: &[GpuResource],
+        workgroups: [u32; 3],
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        self.check_workgroups(workgroups)?;
+        let queue = self.shared.own_queue()?;
         self.run(queue, resources, |pass| {
             pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2])
         })
@@ -242,6 +287,39 @@ impl GpuKernel {
         args: &GpuBufferHandle,
         offset: u64,
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        let buffer = self.check_indirect(args, offset)?;
+        let queue = self.shared.check_queue(queue)?;
+        self.run(queue, resources, |pass| {
+            pass.dispatch_workgroups_indirect(&buffer, offset)
+        })
+    }
+
+    /// [`dispatch_indirect`](Self::dispatch_indirect) on the kernel's
+    /// device's own queue, as [`launch`](Self::launch).
+    ///
+    /// # Errors
+    /// As [`dispatch_indirect`](Self::dispatch_indirect), without the queue
+    /// check; [`ApiMisuse::UnknownQueue`] as for [`launch`](Self::launch).
+    pub fn launch_indirect(
+        &self,
+        resources: &[GpuResource],
+        args: &GpuBufferHandle,
+        offset: u64,
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        let buffer = self.check_indirect(args, offset)?;
+        let queue = self.shared.own_queue()?;
+        self.run(queue, resources, |pass| {
+            pass.dispatch_workgroups_indirect(&buffer, offset)
+        })
+    }
+
+    /// Checks an indirect dispatch's arguments buffer before anything is
+    /// encoded; returns the buffer.
+    fn check_indirect(
+        &self,
+        args: &GpuBufferHandle,
+        offset: u64,
+    ) -> Result<wgpu::Buffer, BackendError> {
         if !Arc::ptr_eq(args.shared(), &self.shared) {
             return Err(ApiMisuse::WrongDevice.into());
         }
@@ -265,10 +343,7 @@ impl GpuKernel {
             }
             .into());
         }
-        let buffer = args.buffer().clone();
-        self.run(queue, resources, |pass| {
-            pass.dispatch_workgroups_indirect(&buffer, offset)
-        })
+        Ok(args.buffer().clone())
     }
 
     /// Refuses workgroup counts over the device limit, before anything is encoded.
@@ -300,7 +375,6 @@ impl GpuKernel {
         resources: &[GpuResource],
         dispatch: impl FnOnce(&mut wgpu::ComputePass<'_>),
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
-        let queue = self.shared.check_queue(queue)?;
         self.check_resources(resources)?;
         let device = &self.shared.device;
         let _serial = resources

@@ -13,13 +13,21 @@
 //!   and internal error scopes, a panic inside `Device::poll` (wgpu's answer
 //!   to a fatal device error) is caught, and a panic on a worker thread is
 //!   reported as [`BackendError::Bug`]. Only a panic of a closure you pass
-//!   (`read_mapped`, `write_mapped`) reaches you, as with `std::thread::scope`.
+//!   (`read_mapped`, `write_mapped`, `read_with`, `write_with`) reaches you, as with `std::thread::scope`.
 //! * **Errors name the party at fault** ([`BackendError`]): your misuse
 //!   ([`ApiMisuse`], checked before anything is encoded), wgpu's refusal
 //!   ([`WgpuError`], with wgpu's cause chain), the device, or hurray itself.
-//! * **A handle stays on its device.** A call with another device or queue
-//!   than the handle's is [`ApiMisuse::WrongDevice`] / [`ApiMisuse::WrongQueue`];
-//!   hurray never mixes objects of two devices or instances.
+//! * **A handle stays on its device.** A device's identity is hurray's own
+//!   (one shared state per device, compared by pointer), given by a
+//!   [`GpuContext`] or taken on the first call that names the device. Every
+//!   call has a short form that names no device or queue and uses the
+//!   handle's, kernel's or context's own ([`GpuContext::upload`],
+//!   [`GpuBufferHandle::read`], [`GpuBufferHandle::write_at`],
+//!   [`GpuKernel::launch`], …), and the seed's form that names them: there
+//!   another device or queue than the handle's is [`ApiMisuse::WrongDevice`]
+//!   / [`ApiMisuse::WrongQueue`]. hurray never mixes objects of two devices
+//!   or instances. How a `&wgpu::Device` is matched exactly: `ARCHITECTURE.md`
+//!   and ADR-112.
 //! * **Non-blocking first.** Every transfer, [`GpuBufferHandle::to_buffer_handle`]
 //!   and (Linux) `export` have an `_async` form that never blocks on the GPU:
 //!   it waits for wgpu callbacks, which run when *someone
@@ -51,12 +59,16 @@
 //!
 //! let ctx = GpuContext::new()?;
 //! let data: Vec<u32> = (0..1024).collect();
-//! let h = GpuBufferHandle::upload_slice(&ctx.device, &ctx.queue, &data, BufferUsages::COPY_SRC)?;
+//! // The short form: the context is the device, the handle knows its own.
+//! let h = ctx.upload_slice(&data, BufferUsages::COPY_SRC)?;
 //! assert_eq!(h.element_count(), 1024);
+//! assert_eq!(h.read_vec::<u32>()?, data);
+//! // The seed's form names the device and queue, which must be the handle's.
+//! let h = GpuBufferHandle::upload_slice(&ctx.device, &ctx.queue, &data, BufferUsages::COPY_SRC)?;
 //! assert_eq!(h.readback_vec::<u32>(&ctx.device, &ctx.queue)?, data);
 //!
 //! // The same read without blocking: poll the device while the future runs.
-//! let read = h.readback_vec_async::<u32>(&ctx.device, &ctx.queue);
+//! let read = h.read_vec_async::<u32>();
 //! let mut read = std::pin::pin!(read);
 //! let waker = std::task::Waker::noop();
 //! let values = loop {

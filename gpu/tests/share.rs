@@ -15,6 +15,7 @@ use hurray_gpu::{
     GpuBufferHandle, GpuKernel, SHARED_USAGE, ShareError, SharedBuffer, Unsupported,
     device_identity, resident_count,
 };
+use zerocopy::IntoBytes;
 
 /// Writes `data[i] = i * 2654435761 ^ seed` (a pattern no copy of zeros or
 /// of the producer's values could fake).
@@ -199,4 +200,42 @@ fn export_checks_its_descriptor() {
         h.export_descriptor(&bytes).unwrap().descriptor_bytes(),
         &bytes[..]
     );
+}
+
+/// The context's sharing calls name no device or queue: an allocation of
+/// one context imported by another (another instance) is the same memory.
+#[test]
+fn contexts_share_without_naming_devices() {
+    let test = "contexts_share_without_naming_devices";
+    let Some(a) = sharing_ctx(test) else { return };
+    let Some(b) = sharing_ctx(test) else { return };
+    let producer = a.alloc_exportable(256).unwrap();
+    producer.write_at(0, pattern(64, 7).as_bytes()).unwrap();
+    let (tx, rx) = UnixStream::pair().unwrap();
+    producer
+        .export(ElementType::UInt32, &[64])
+        .unwrap()
+        .send(&tx)
+        .unwrap();
+    let consumer = b.import(SharedBuffer::recv(&rx).unwrap()).unwrap();
+    assert_eq!(consumer.read_vec::<u32>().unwrap(), pattern(64, 7));
+    // The consumer is `b`'s: `a`'s kernels refuse it, `b`'s take it.
+    let ka = a.kernel(PATTERN, "pattern").unwrap();
+    let seed = hurray_gpu::GpuResource::uniform(&[9u32, 0, 0, 0]);
+    assert!(matches!(
+        ka.launch(&[(&consumer).into(), seed.clone()], [1, 1, 1]),
+        Err(hurray_gpu::BackendError::ApiMisuse(
+            hurray_gpu::ApiMisuse::WrongDevice
+        ))
+    ));
+    let kb = b.kernel(PATTERN, "pattern").unwrap();
+    kb.launch(&[(&consumer).into(), seed], [1, 1, 1]).unwrap();
+    // The consumer finishes its work (its read waits for it) before the
+    // producer reads (`ProducerSynced`).
+    assert_eq!(consumer.read_vec::<u32>().unwrap(), pattern(64, 9));
+    assert_eq!(producer.read_vec::<u32>().unwrap(), pattern(64, 9));
+    assert!(matches!(
+        a.alloc_exportable(0),
+        Err(ShareError::Unsupported(Unsupported::Empty))
+    ));
 }

@@ -8,11 +8,15 @@
 //!   make, such as sharing's), its registry and its accessors.
 //!   [`transfers`] holds its transfers, [`bridge`] its description as a
 //!   `hurray_core::BufferHandle`.
-//! * Every transfer checks its arguments first — the device and queue
-//!   (they must be the handle's own: [`ApiMisuse::WrongDevice`],
-//!   [`ApiMisuse::WrongQueue`]), usage, range and overflow — and only then
-//!   reaches the transfer engine ([`crate::transfer`]), which uses the
-//!   handle's own device and queue, never the caller's.
+//! * Every transfer comes in two signatures over one body: the seed's, which
+//!   names a device and queue that must be the handle's own
+//!   ([`ApiMisuse::WrongDevice`], [`ApiMisuse::WrongQueue`]; the check is
+//!   `DeviceShared::check`), and the shorter one
+//!   ([`read`](GpuBufferHandle::read), [`write_at`](GpuBufferHandle::write_at),
+//!   …), which names none and uses the handle's own. Both check usage,
+//!   range and overflow before anything is encoded, and only then reach the
+//!   transfer engine ([`crate::transfer`]), which uses the handle's own
+//!   device and queue, never the caller's.
 //! * Each blocking call is its `_async` form run by `exec::block_on`.
 //! * Dropping the last clone of a handle frees its GPU memory at once
 //!   (`wgpu::Buffer::destroy`, deferred by wgpu until submitted work that uses
@@ -119,10 +123,21 @@ pub fn resident_count() -> usize {
 /// Every transfer has a blocking form and an `_async` form that never blocks
 /// (see the crate docs for who must poll the device).
 ///
+/// Each transfer has two signatures: the seed's, which names the device and
+/// queue (checked against the handle's own), and a shorter one that names
+/// neither and uses the handle's own — [`GpuContext::upload`](crate::GpuContext::upload),
+/// [`read`](Self::read), [`write_at`](Self::write_at) and so on.
+///
 /// ```no_run
 /// use hurray_gpu::{GpuBufferHandle, GpuContext, wgpu::BufferUsages};
 ///
 /// let ctx = GpuContext::new()?;
+/// // The shorter form: the context is the device.
+/// let h = ctx.upload(b"hello", BufferUsages::COPY_SRC)?;
+/// let mut out = Vec::new();
+/// h.read(&mut out)?;
+/// assert_eq!(out, b"hello");
+/// // The seed's form.
 /// let h = GpuBufferHandle::upload(&ctx.device, &ctx.queue, b"hello", BufferUsages::COPY_SRC)?;
 /// assert_eq!((h.byte_len(), h.allocation_len(), h.element_count()), (5, 8, 5));
 /// let mut out = Vec::new();
@@ -249,8 +264,17 @@ impl GpuBufferHandle {
         len: u64,
         usage: BufferUsages,
     ) -> Result<Self, BackendError> {
+        Self::alloc_on(&device::shared(device, None), len, usage)
+    }
+
+    /// [`alloc`](Self::alloc) on a device state hurray holds.
+    pub(crate) fn alloc_on(
+        shared: &Arc<DeviceShared>,
+        len: u64,
+        usage: BufferUsages,
+    ) -> Result<Self, BackendError> {
         let count = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
-        Self::create(device::shared(device, None), len, count, usage)
+        Self::create(Arc::clone(shared), len, count, usage)
     }
 
     /// Allocate room for `count` values of `T`; [`element_count`](Self::element_count) is `count`.
@@ -263,11 +287,20 @@ impl GpuBufferHandle {
         count: usize,
         usage: BufferUsages,
     ) -> Result<Self, BackendError> {
+        Self::alloc_elements_on::<T>(&device::shared(device, None), count, usage)
+    }
+
+    /// [`alloc_elements`](Self::alloc_elements) on a device state hurray holds.
+    pub(crate) fn alloc_elements_on<T>(
+        shared: &Arc<DeviceShared>,
+        count: usize,
+        usage: BufferUsages,
+    ) -> Result<Self, BackendError> {
         let bytes = count
             .checked_mul(size_of::<T>())
             .ok_or(ApiMisuse::Overflow)?;
         let len = u64::try_from(bytes).map_err(|_| ApiMisuse::Overflow)?;
-        Self::create(device::shared(device, None), len, count, usage)
+        Self::create(Arc::clone(shared), len, count, usage)
     }
 
     /// Bytes of idle staging buffers kept for this buffer's device.

@@ -3,11 +3,16 @@
 //!
 //! ## Contract
 //!
-//! Every method checks its arguments (`check_read` / `check_write`: device,
-//! queue, usage, bounds, overflow, alignment) before anything is encoded,
-//! then hands the handle's own buffer, device state and queue to the
-//! transfer engine ([`crate::transfer`]). A backend error on a lost device
-//! is reported as [`BackendError::DeviceLost`].
+//! Each transfer has one body that takes the queue to submit to, already
+//! known to be the handle's device's, and two signatures over it: the
+//! seed's, which names a device and queue and checks them against the
+//! handle's own (`DeviceShared::check`), and the shorter one, which names
+//! neither and takes the queue hurray recorded for the device
+//! (`DeviceShared::own_queue`). The body checks the rest (`check_read` /
+//! `check_write`: usage, bounds, overflow, alignment) before anything is
+//! encoded, then hands the handle's own buffer, device state and queue to
+//! the transfer engine ([`crate::transfer`]). A backend error on a lost
+//! device is reported as [`BackendError::DeviceLost`].
 
 use std::sync::Arc;
 
@@ -15,7 +20,7 @@ use wgpu::{BufferUsages, COPY_BUFFER_ALIGNMENT};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::GpuBufferHandle;
-use crate::device;
+use crate::device::{self, DeviceShared};
 use crate::exec::{block_on, lost_or};
 use crate::transfer::{Source, Target, read, write};
 use crate::{ApiMisuse, BackendError};
@@ -67,12 +72,24 @@ impl GpuBufferHandle {
         data: &[T],
         usage: BufferUsages,
     ) -> Result<Self, BackendError> {
+        let shared = device::shared(device, Some(queue));
+        shared.check_queue(queue)?;
+        Self::upload_on(&shared, data, usage).await
+    }
+
+    /// [`upload_slice_async`](Self::upload_slice_async) on a device state
+    /// hurray holds, to its recorded queue.
+    pub(crate) async fn upload_on<T: IntoBytes + Immutable>(
+        shared: &Arc<DeviceShared>,
+        data: &[T],
+        usage: BufferUsages,
+    ) -> Result<Self, BackendError> {
         let bytes = data.as_bytes();
         let len = u64::try_from(bytes.len()).map_err(|_| ApiMisuse::Overflow)?;
-        let shared = device::shared(device, Some(queue));
-        let queue = shared.check_queue(queue)?.clone();
+        let queue = shared.own_queue()?.clone();
+        let device = &shared.device;
         let handle = Self::create(
-            Arc::clone(&shared),
+            Arc::clone(shared),
             len,
             data.len(),
             usage | BufferUsages::COPY_DST,
@@ -210,10 +227,23 @@ impl GpuBufferHandle {
         out: &mut Vec<u8>,
     ) -> Result<(), BackendError> {
         out.clear();
-        let queue = self.check_read(device, queue, byte_offset, len)?;
+        let queue = self.inner.shared.check(device, queue)?;
+        self.read_range_to(queue, byte_offset, len, out).await
+    }
+
+    /// The body of the range reads, to `queue` (the device's).
+    async fn read_range_to(
+        &self,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BackendError> {
+        out.clear();
+        self.check_read(byte_offset, len)?;
         read::read_to_vec(&self.source(queue), byte_offset, len, out)
             .await
-            .map_err(|e| lost_or(device, queue, e))
+            .map_err(|e| self.lost_or(queue, e))
     }
 
     /// Download the whole buffer as values of `T`.
@@ -242,14 +272,25 @@ impl GpuBufferHandle {
         queue: &wgpu::Queue,
     ) -> Result<Vec<T>, BackendError> {
         let byte_len = self.inner.byte_len;
+        elements::<T>(byte_len)?;
+        let queue = self.inner.shared.check(device, queue)?;
+        self.read_vec_to(queue).await
+    }
+
+    /// The body of the typed reads, to `queue` (the device's).
+    async fn read_vec_to<T: FromBytes + IntoBytes>(
+        &self,
+        queue: &wgpu::Queue,
+    ) -> Result<Vec<T>, BackendError> {
+        let byte_len = self.inner.byte_len;
         let count = elements::<T>(byte_len)?;
-        let queue = self.check_read(device, queue, 0, byte_len)?;
+        self.check_read(0, byte_len)?;
         // Zeroed allocations come from calloc: fresh pages cost no zero-fill.
         let mut values = T::new_vec_zeroed(count)
             .map_err(|_| BackendError::OutOfHostMemory { bytes: byte_len })?;
         let written = read::read_into(&self.source(queue), 0, byte_len, values.as_mut_bytes())
             .await
-            .map_err(|e| lost_or(device, queue, e))?;
+            .map_err(|e| self.lost_or(queue, e))?;
         if u64::try_from(written).ok() != Some(byte_len) {
             return Err(BackendError::Bug(
                 "readback wrote fewer bytes than the values hold",
@@ -295,10 +336,22 @@ impl GpuBufferHandle {
         len: u64,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, BackendError> {
-        let queue = self.check_read(device, queue, byte_offset, len)?;
+        let queue = self.inner.shared.check(device, queue)?;
+        self.read_with_to(queue, byte_offset, len, f).await
+    }
+
+    /// The body of the zero-copy reads, to `queue` (the device's).
+    async fn read_with_to<R>(
+        &self,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        len: u64,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, BackendError> {
+        self.check_read(byte_offset, len)?;
         read::read_mapped(&self.source(queue), byte_offset, len, f)
             .await
-            .map_err(|e| lost_or(device, queue, e))
+            .map_err(|e| self.lost_or(queue, e))
     }
 
     /// Writes `bytes` into this buffer at `byte_offset`, in place (no new GPU
@@ -356,11 +409,22 @@ impl GpuBufferHandle {
         byte_offset: u64,
         bytes: &[u8],
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        let queue = self.inner.shared.check(device, queue)?;
+        self.write_to(queue, byte_offset, bytes).await
+    }
+
+    /// The body of the writes, to `queue` (the device's).
+    async fn write_to(
+        &self,
+        queue: &wgpu::Queue,
+        byte_offset: u64,
+        bytes: &[u8],
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
         let len = u64::try_from(bytes.len()).map_err(|_| ApiMisuse::Overflow)?;
-        let queue = self.check_write(device, queue, byte_offset, len)?;
+        self.check_write(byte_offset, len)?;
         write::write(&self.target(queue), byte_offset, bytes)
             .await
-            .map_err(|e| lost_or(device, queue, e))
+            .map_err(|e| self.lost_or(queue, e))
     }
 
     /// Writes plain-data values at `byte_offset`; as [`write`](Self::write).
@@ -449,22 +513,31 @@ impl GpuBufferHandle {
         len: u64,
         fill: impl Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync,
     ) -> Result<wgpu::SubmissionIndex, BackendError> {
-        let queue = self.check_write(device, queue, byte_offset, len)?;
-        write::write_with(&self.target(queue), byte_offset, len, &fill)
-            .await
-            .map_err(|e| lost_or(device, queue, e))
+        let queue = self.inner.shared.check(device, queue)?;
+        self.write_with_to(queue, byte_offset, len, fill).await
     }
 
-    /// Checks the device and queue, then a read's usage and range, before
-    /// anything is encoded; returns the queue to submit to.
-    fn check_read<'a>(
-        &'a self,
-        device: &wgpu::Device,
-        queue: &'a wgpu::Queue,
+    /// The body of the zero-copy writes, to `queue` (the device's).
+    async fn write_with_to(
+        &self,
+        queue: &wgpu::Queue,
         byte_offset: u64,
         len: u64,
-    ) -> Result<&'a wgpu::Queue, BackendError> {
-        let queue = self.inner.shared.check(device, queue)?;
+        fill: impl Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync,
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        self.check_write(byte_offset, len)?;
+        write::write_with(&self.target(queue), byte_offset, len, &fill)
+            .await
+            .map_err(|e| self.lost_or(queue, e))
+    }
+
+    /// `error`, or [`BackendError::DeviceLost`] when the handle's device is lost.
+    fn lost_or(&self, queue: &wgpu::Queue, error: BackendError) -> BackendError {
+        lost_or(&self.inner.shared.device, queue, error)
+    }
+
+    /// Checks a read's usage and range before anything is encoded.
+    fn check_read(&self, byte_offset: u64, len: u64) -> Result<(), BackendError> {
         let usage = self.inner.usage;
         if !usage.intersects(BufferUsages::COPY_SRC | BufferUsages::MAP_READ) {
             return Err(ApiMisuse::MissingUsage {
@@ -474,18 +547,11 @@ impl GpuBufferHandle {
             .into());
         }
         self.check_bounds(byte_offset, len)?;
-        Ok(queue)
+        Ok(())
     }
 
     /// As [`check_read`](Self::check_read), for a write.
-    fn check_write<'a>(
-        &'a self,
-        device: &wgpu::Device,
-        queue: &'a wgpu::Queue,
-        byte_offset: u64,
-        len: u64,
-    ) -> Result<&'a wgpu::Queue, BackendError> {
-        let queue = self.inner.shared.check(device, queue)?;
+    fn check_write(&self, byte_offset: u64, len: u64) -> Result<(), BackendError> {
         let usage = self.inner.usage;
         if !usage.contains(BufferUsages::COPY_DST) {
             return Err(ApiMisuse::MissingUsage {
@@ -504,7 +570,7 @@ impl GpuBufferHandle {
             }
             .into());
         }
-        Ok(queue)
+        Ok(())
     }
 
     /// `byte_offset + len`, checked against the logical length.
@@ -519,6 +585,197 @@ impl GpuBufferHandle {
             .into());
         }
         Ok(end)
+    }
+}
+
+/// The shorter signatures: no device or queue, since a handle knows both.
+/// Each submits to the queue hurray recorded for the handle's device (given
+/// by the [`GpuContext`](crate::GpuContext) or the first call that named it)
+/// and behaves as its seed twin otherwise.
+impl GpuBufferHandle {
+    /// Reads the whole buffer into `out`: [`readback`](Self::readback)
+    /// without naming the device and queue.
+    ///
+    /// ```no_run
+    /// use hurray_gpu::{GpuContext, wgpu::BufferUsages};
+    ///
+    /// let ctx = GpuContext::new()?;
+    /// let h = ctx.alloc(8, BufferUsages::COPY_SRC | BufferUsages::COPY_DST)?;
+    /// h.write_at(4, &[1, 2, 3, 4])?;
+    /// let mut out = Vec::new();
+    /// h.read(&mut out)?;
+    /// assert_eq!(out, [0, 0, 0, 0, 1, 2, 3, 4]);
+    /// # Ok::<(), hurray_gpu::BackendError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`readback`](Self::readback), without the device and queue checks;
+    /// [`ApiMisuse::UnknownQueue`] when hurray has never seen the device's
+    /// queue (a seed `alloc` on a device no call named with its queue).
+    pub fn read(&self, out: &mut Vec<u8>) -> Result<(), BackendError> {
+        self.read_range(0, self.inner.byte_len, out)
+    }
+
+    /// The async form of [`read`](Self::read): never blocks.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub async fn read_async(&self, out: &mut Vec<u8>) -> Result<(), BackendError> {
+        self.read_range_async(0, self.inner.byte_len, out).await
+    }
+
+    /// Reads `len` logical bytes from `byte_offset` into `out`:
+    /// [`readback_range`](Self::readback_range) without naming the device
+    /// and queue (a prefix is the range from 0).
+    ///
+    /// # Errors
+    /// As [`read`](Self::read) and [`readback_range`](Self::readback_range).
+    pub fn read_range(
+        &self,
+        byte_offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BackendError> {
+        block_on(
+            &self.inner.shared.device,
+            self.read_range_async(byte_offset, len, out),
+        )
+    }
+
+    /// The async form of [`read_range`](Self::read_range): never blocks.
+    ///
+    /// # Errors
+    /// As [`read_range`](Self::read_range).
+    pub async fn read_range_async(
+        &self,
+        byte_offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BackendError> {
+        out.clear();
+        let queue = self.inner.shared.own_queue()?;
+        self.read_range_to(queue, byte_offset, len, out).await
+    }
+
+    /// Reads the whole buffer as values of `T`:
+    /// [`readback_vec`](Self::readback_vec) without naming the device and
+    /// queue.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read) and [`readback_vec`](Self::readback_vec).
+    pub fn read_vec<T: FromBytes + IntoBytes>(&self) -> Result<Vec<T>, BackendError> {
+        block_on(&self.inner.shared.device, self.read_vec_async())
+    }
+
+    /// The async form of [`read_vec`](Self::read_vec): never blocks.
+    ///
+    /// # Errors
+    /// As [`read_vec`](Self::read_vec).
+    pub async fn read_vec_async<T: FromBytes + IntoBytes>(&self) -> Result<Vec<T>, BackendError> {
+        elements::<T>(self.inner.byte_len)?;
+        let queue = self.inner.shared.own_queue()?;
+        self.read_vec_to(queue).await
+    }
+
+    /// Zero-copy read: lends the mapped bytes to `f`;
+    /// [`read_mapped`](Self::read_mapped) without naming the device and
+    /// queue.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read) and [`read_mapped`](Self::read_mapped).
+    pub fn read_with<R>(
+        &self,
+        byte_offset: u64,
+        len: u64,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, BackendError> {
+        block_on(
+            &self.inner.shared.device,
+            self.read_with_async(byte_offset, len, f),
+        )
+    }
+
+    /// The async form of [`read_with`](Self::read_with): never blocks.
+    ///
+    /// # Errors
+    /// As [`read_with`](Self::read_with).
+    pub async fn read_with_async<R>(
+        &self,
+        byte_offset: u64,
+        len: u64,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, BackendError> {
+        let queue = self.inner.shared.own_queue()?;
+        self.read_with_to(queue, byte_offset, len, f).await
+    }
+
+    /// Writes `bytes` at `byte_offset`, in place: [`write`](Self::write)
+    /// without naming the device and queue (typed data:
+    /// `zerocopy::IntoBytes::as_bytes`).
+    ///
+    /// # Errors
+    /// As [`write`](Self::write), without the device and queue checks;
+    /// [`ApiMisuse::UnknownQueue`] as for [`read`](Self::read).
+    pub fn write_at(
+        &self,
+        byte_offset: u64,
+        bytes: &[u8],
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        block_on(
+            &self.inner.shared.device,
+            self.write_at_async(byte_offset, bytes),
+        )
+    }
+
+    /// The async form of [`write_at`](Self::write_at).
+    ///
+    /// # Errors
+    /// As [`write_at`](Self::write_at).
+    pub async fn write_at_async(
+        &self,
+        byte_offset: u64,
+        bytes: &[u8],
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        let queue = self.inner.shared.own_queue()?;
+        self.write_to(queue, byte_offset, bytes).await
+    }
+
+    /// Zero-copy write: `fill` writes the range straight into mapped staging
+    /// memory; [`write_mapped`](Self::write_mapped) without naming the
+    /// device and queue.
+    ///
+    /// # Errors
+    /// As [`write_at`](Self::write_at).
+    ///
+    /// # Panics
+    /// A panic of `fill` is propagated to the caller.
+    pub fn write_with(
+        &self,
+        byte_offset: u64,
+        len: u64,
+        fill: impl Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync,
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        block_on(
+            &self.inner.shared.device,
+            self.write_with_async(byte_offset, len, fill),
+        )
+    }
+
+    /// The async form of [`write_with`](Self::write_with).
+    ///
+    /// # Errors
+    /// As [`write_at`](Self::write_at).
+    ///
+    /// # Panics
+    /// A panic of `fill` is propagated to the caller.
+    pub async fn write_with_async(
+        &self,
+        byte_offset: u64,
+        len: u64,
+        fill: impl Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync,
+    ) -> Result<wgpu::SubmissionIndex, BackendError> {
+        let queue = self.inner.shared.own_queue()?;
+        self.write_with_to(queue, byte_offset, len, fill).await
     }
 }
 

@@ -33,6 +33,9 @@
 //! * **Unsupported is an error, not a panic.** A device of another backend,
 //!   a driver without the extension or without Vulkan 1.1, or one that
 //!   cannot export storage buffers, answers [`ShareError::Unsupported`].
+//! * **Shorter signatures.** [`GpuContext::alloc_exportable`] and
+//!   [`GpuContext::import`] name no device or queue: the context is the
+//!   device (its identity, not a lookup).
 //! * **Rooms.** The memory itself is `external`'s (Vulkan calls through
 //!   `ash`); the socket calls are in [`socket`] (`sendmsg`/`recvmsg` through
 //!   `libc`), each `unsafe` block argued there. Sharing calls the handle
@@ -56,7 +59,8 @@ use zerocopy::{FromBytes, IntoBytes};
 pub use wire::MAX_DESCRIPTOR_LEN;
 
 use crate::ApiMisuse;
-use crate::device;
+use crate::GpuContext;
+use crate::device::{self, DeviceShared};
 use crate::exec::block_on;
 use crate::external::{
     self, DeviceIdentity, ExternalMemory, Memory, MessageError, SHARED_USAGE, ShareError,
@@ -332,12 +336,22 @@ impl GpuBufferHandle {
             return Err(Unsupported::Empty.into());
         }
         let shared = device::shared(device, Some(queue));
-        let queue = shared.check_queue(queue)?;
-        let size = handle::allocation_len(&shared, len)?;
+        shared.check_queue(queue)?;
+        Self::alloc_exportable_on(&shared, len)
+    }
+
+    /// [`alloc_exportable`](Self::alloc_exportable) on a device state hurray
+    /// holds.
+    fn alloc_exportable_on(shared: &Arc<DeviceShared>, len: u64) -> Result<Self, ShareError> {
+        if len == 0 {
+            return Err(Unsupported::Empty.into());
+        }
+        let queue = shared.own_queue()?;
+        let size = handle::allocation_len(shared, len)?;
         let element_count = usize::try_from(len).map_err(|_| ApiMisuse::Overflow)?;
-        let (buffer, external) = external::allocate_exportable(&shared, queue, size)?;
+        let (buffer, external) = external::allocate_exportable(shared, queue, size)?;
         Ok(Self::from_parts(Parts {
-            shared: Arc::clone(&shared),
+            shared: Arc::clone(shared),
             buffer,
             byte_len: len,
             allocation_len: size,
@@ -439,13 +453,21 @@ impl GpuBufferHandle {
     ) -> Result<Self, ShareError> {
         let shared = device::shared(device, Some(queue));
         shared.check_queue(queue)?;
+        Self::import_on(&shared, shared_buffer)
+    }
+
+    /// [`import`](Self::import) on a device state hurray holds.
+    fn import_on(
+        shared: &Arc<DeviceShared>,
+        shared_buffer: SharedBuffer,
+    ) -> Result<Self, ShareError> {
         let byte_len = shared_buffer.buffer.byte_size();
-        let size = handle::allocation_len(&shared, byte_len)?;
+        let size = handle::allocation_len(shared, byte_len)?;
         let element_count = usize::try_from(byte_len).map_err(|_| ApiMisuse::Overflow)?;
         let (buffer, external) =
-            external::import(&shared, shared_buffer.fd, size, shared_buffer.memory)?;
+            external::import(shared, shared_buffer.fd, size, shared_buffer.memory)?;
         Ok(Self::from_parts(Parts {
-            shared: Arc::clone(&shared),
+            shared: Arc::clone(shared),
             buffer,
             byte_len,
             allocation_len: size,
@@ -453,6 +475,30 @@ impl GpuBufferHandle {
             usage: SHARED_USAGE,
             external: Some(external),
         }))
+    }
+}
+
+/// Sharing through a context: the shorter signatures, which name no device
+/// or queue.
+impl GpuContext {
+    /// Allocates an exportable buffer of `len` bytes on this device:
+    /// [`GpuBufferHandle::alloc_exportable`] without naming the device and
+    /// queue.
+    ///
+    /// # Errors
+    /// As [`GpuBufferHandle::alloc_exportable`].
+    pub fn alloc_exportable(&self, len: u64) -> Result<GpuBufferHandle, ShareError> {
+        GpuBufferHandle::alloc_exportable_on(self.shared(), len)
+    }
+
+    /// Imports a buffer another device, process or API exported, on this
+    /// device: [`GpuBufferHandle::import`] without naming the device and
+    /// queue.
+    ///
+    /// # Errors
+    /// As [`GpuBufferHandle::import`].
+    pub fn import(&self, shared_buffer: SharedBuffer) -> Result<GpuBufferHandle, ShareError> {
+        GpuBufferHandle::import_on(self.shared(), shared_buffer)
     }
 }
 
