@@ -256,6 +256,19 @@ impl Client {
     /// The server answered with `ERROR` ([`Error::Peer`]), the answer broke
     /// the protocol, timed out, or exceeds [`ClientOptions::max_fetch_bytes`].
     pub async fn get(&mut self, key: &str) -> Result<Fetched, Error> {
+        self.get_with(key, &mut |_, _| {}).await
+    }
+
+    /// [`get`](Self::get), calling `progress(received, total)` after the
+    /// descriptor and after each data frame (for a progress bar).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub async fn get_with(
+        &mut self,
+        key: &str,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<Fetched, Error> {
         let stream = self.stream();
         let request = TensorRequest {
             key,
@@ -270,14 +283,19 @@ impl Client {
         wr.write_all(&out[..n]).await?;
         self.flush().await?;
         let mut fetched: Option<Fetched> = None;
+        let mut total = 0u64;
         loop {
+            if let Some(f) = &fetched {
+                progress(f.data.len() as u64, total);
+            }
             let sink = fetched.as_mut().map(|f| (stream, &mut f.data));
             match self.next_event_into(sink).await? {
                 Ev::Descriptor {
                     stream: s,
                     descriptor,
-                    total,
+                    total: announced,
                 } if s == stream => {
+                    total = announced;
                     if total > self.options.max_fetch_bytes {
                         let n = self.session.send_error(
                             stream,
@@ -324,7 +342,21 @@ impl Client {
     /// # Errors
     /// As [`get`](Self::get), or writing the file failed.
     pub async fn get_to_file(&mut self, key: &str, path: impl AsRef<Path>) -> Result<(), Error> {
-        let fetched = self.get(key).await?;
+        self.get_to_file_with(key, path, &mut |_, _| {}).await
+    }
+
+    /// [`get_to_file`](Self::get_to_file) with a progress callback (as
+    /// [`get_with`](Self::get_with)).
+    ///
+    /// # Errors
+    /// As [`get_to_file`](Self::get_to_file).
+    pub async fn get_to_file_with(
+        &mut self,
+        key: &str,
+        path: impl AsRef<Path>,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<(), Error> {
+        let fetched = self.get_with(key, progress).await?;
         let path = path.as_ref().to_path_buf();
         let key = key.to_owned();
         tokio::task::spawn_blocking(move || -> Result<(), Error> {
@@ -354,6 +386,22 @@ impl Client {
         descriptor: &TensorView<'_>,
         buffers: &[&[u8]],
     ) -> Result<(), Error> {
+        self.put_with(key, descriptor, buffers, &mut |_, _| {})
+            .await
+    }
+
+    /// [`put`](Self::put), calling `progress(sent, total)` after each data
+    /// frame is written.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub async fn put_with(
+        &mut self,
+        key: &str,
+        descriptor: &TensorView<'_>,
+        buffers: &[&[u8]],
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<(), Error> {
         let sizes: Vec<u64> = descriptor.buffers().iter().map(|b| b.byte_size()).collect();
         if sizes.len() != buffers.len()
             || sizes.iter().zip(buffers).any(|(s, b)| *s != b.len() as u64)
@@ -382,6 +430,7 @@ impl Client {
                 self.wr.write_all(&prefix).await?;
                 self.wr.write_all(part).await?;
                 offset += part.len() as u64;
+                progress(offset, total);
             }
         }
         let now = self.now();
@@ -415,6 +464,22 @@ impl Client {
         name: &str,
         key: &str,
     ) -> Result<(), Error> {
+        self.put_from_file_with(path, name, key, &mut |_, _| {})
+            .await
+    }
+
+    /// [`put_from_file`](Self::put_from_file) with a progress callback (as
+    /// [`put_with`](Self::put_with)).
+    ///
+    /// # Errors
+    /// As [`put_from_file`](Self::put_from_file).
+    pub async fn put_from_file_with(
+        &mut self,
+        path: impl AsRef<Path>,
+        name: &str,
+        key: &str,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<(), Error> {
         let mut file = hfile::open(path.as_ref())?;
         let (descriptor, data) = {
             let view = file.view().map_err(hfile::Error::from)?;
@@ -428,7 +493,7 @@ impl Client {
         };
         let view = TensorView::parse(&descriptor).map_err(|_| Error::Limit("descriptor"))?;
         let parts: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-        self.put(key, &view, &parts).await
+        self.put_with(key, &view, &parts, progress).await
     }
 
     /// Sends `PING` and waits for its `PONG`.
