@@ -13,10 +13,9 @@ use hurray_core::net::{
 use hurray_io::file as hfile;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
-use crate::conn::{Inbox, Read};
+use crate::conn::{Inbox, Io, Read, Reader, Writer};
 use crate::{AUTH_MAGIC, Error, MAX_TOKEN_LEN};
 
 const STREAMS: usize = 4;
@@ -34,6 +33,9 @@ pub struct ClientOptions {
     pub request_timeout: Duration,
     /// The access token to present (see the crate docs).
     pub token: Option<Vec<u8>>,
+    /// Connect over TLS (`tls::ClientTls`).
+    #[cfg(feature = "tls")]
+    pub tls: Option<crate::tls::ClientTls>,
 }
 
 impl Default for ClientOptions {
@@ -44,6 +46,8 @@ impl Default for ClientOptions {
             handshake_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             token: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -87,8 +91,8 @@ impl Fetched {
 /// A connection to a hurray server.
 pub struct Client {
     session: ClientSession<'static, STREAMS>,
-    rd: OwnedReadHalf,
-    wr: BufWriter<OwnedWriteHalf>,
+    rd: Reader,
+    wr: Writer,
     inbox: Inbox,
     base: Instant,
     next_stream: u32,
@@ -109,12 +113,12 @@ fn ms(d: Duration) -> u64 {
 }
 
 impl Client {
-    /// Connects to `addr`, presents the token if one is set, and completes
-    /// the handshake.
+    /// Connects to `addr` (over TLS when [`ClientOptions`] says so),
+    /// presents the token if one is set, and completes the handshake.
     ///
     /// # Errors
-    /// The connection or handshake failed or timed out, or the server
-    /// refused the session.
+    /// The connection, the TLS handshake ([`Error::Tls`]) or the protocol's
+    /// handshake failed or timed out, or the server refused the session.
     pub async fn connect(addr: SocketAddr, options: ClientOptions) -> Result<Self, Error> {
         let stream = tokio::time::timeout(options.handshake_timeout, TcpStream::connect(addr))
             .await
@@ -133,7 +137,8 @@ impl Client {
             idle_timeout: ms(options.request_timeout),
             request_timeout: ms(options.request_timeout),
         };
-        let (rd, wr) = stream.into_split();
+        let stream = secure(stream, &options).await?;
+        let (rd, wr) = tokio::io::split(stream);
         let mut client = Self {
             session: ClientSession::new(config, 0),
             rd,
@@ -513,6 +518,22 @@ impl Client {
             }
         }
     }
+}
+
+/// Runs the TLS handshake when the options ask for TLS.
+async fn secure(stream: TcpStream, options: &ClientOptions) -> Result<Io, Error> {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &options.tls {
+        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(&tls.config));
+        let handshake = connector.connect(tls.server_name.clone(), stream);
+        return match tokio::time::timeout(options.handshake_timeout, handshake).await {
+            Ok(Ok(s)) => Ok(Box::new(s)),
+            Ok(Err(e)) => Err(Error::Tls(format!("handshake: {e}"))),
+            Err(_) => Err(Error::Timeout),
+        };
+    }
+    let _ = options;
+    Ok(Box::new(stream))
 }
 
 /// A session event with what it borrowed copied out.
