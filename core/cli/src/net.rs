@@ -11,7 +11,7 @@
 //!   it as the one tensor, named `NAME`, of a new `.hrry` file: under a
 //!   temporary name in the same directory, synced, then renamed, so `OUT`
 //!   is either the whole tensor or untouched.
-//! * `hurray put ADDR FILE NAME [--key KEY]` pushes tensor `NAME` of the
+//! * `hurray put ADDR FILE NAME [--as KEY]` pushes tensor `NAME` of the
 //!   `.hrry` file `FILE` (stored under `KEY`, by default `NAME`).
 //!
 //! Progress of a transfer goes to standard error, as for the other
@@ -22,12 +22,23 @@
 //!
 //! ## Access control
 //!
-//! A token is read from the file named by `--token-file`, or else from the
-//! environment variable `HURRAY_TOKEN` (never from the command line, where
-//! other users of the machine see it in the process list); the server
-//! refuses a connection without it before any tensor is served or stored.
-//! Without `--insecure` both sides require a token. `--insecure` allows a
-//! connection without one (for loopback and tests).
+//! TLS and authentication are the default; each side refuses to start
+//! without them (usage error) unless given `--insecure`, which allows
+//! plaintext and no authentication (loopback and tests).
+//!
+//! * TLS (feature `tls`, on by default): `serve --cert PEM --key PEM`;
+//!   `get`/`put --ca PEM` (only that CA is trusted; the server's
+//!   certificate must carry ADDR's host, or `--server-name`).
+//! * Client certificates (mTLS): `serve --client-ca PEM` requires them;
+//!   `get`/`put --cert PEM --key PEM` present one.
+//! * A shared token: read from the file named by `--token-file`, or else
+//!   from the environment variable `HURRAY_TOKEN` (never from the command
+//!   line, where other users of the machine see it in the process list).
+//!
+//! Without `--insecure`, a server needs TLS and a token or a client CA; a
+//! client needs TLS and a token or a client certificate. The server runs
+//! the TLS handshake (with the client certificate check), then the token
+//! check, before any tensor is served or stored.
 
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
@@ -44,16 +55,53 @@ use crate::progress::Progress;
 /// given.
 pub const TOKEN_ENV: &str = "HURRAY_TOKEN";
 
-/// How a connection is protected (both sides).
+/// The token and the `--insecure` switch (both sides).
 #[derive(Debug, Clone, Args)]
-pub struct AccessArgs {
+pub struct TokenArgs {
     /// Read the shared access token from this file (surrounding whitespace
     /// is trimmed). Default: the environment variable HURRAY_TOKEN.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
-    /// Allow a connection without a token (loopback and tests only).
+    /// Allow plaintext and no authentication (loopback and tests only).
     #[arg(long)]
     pub insecure: bool,
+}
+
+/// How `serve` protects its connections.
+#[derive(Debug, Clone, Args)]
+pub struct ServerAccess {
+    /// The server's certificate chain (PEM): serve over TLS.
+    #[arg(long, value_name = "PEM", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Require client certificates signed by these CAs (PEM; mTLS).
+    #[arg(long, value_name = "PEM", requires = "cert")]
+    pub client_ca: Option<PathBuf>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub token: TokenArgs,
+}
+
+/// How `get` and `put` protect their connection.
+#[derive(Debug, Clone, Args)]
+pub struct ClientAccess {
+    /// Connect over TLS, trusting only these CAs (PEM).
+    #[arg(long, value_name = "PEM")]
+    pub ca: Option<PathBuf>,
+    /// Present this client certificate chain (PEM) when the server asks.
+    #[arg(long, value_name = "PEM", requires = "key", requires = "ca")]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// The name the server's certificate must carry (default: ADDR's host).
+    #[arg(long, value_name = "NAME", requires = "ca")]
+    pub server_name: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub token: TokenArgs,
 }
 
 /// `hurray serve`.
@@ -77,7 +125,7 @@ pub struct ServeArgs {
     pub max_put_mib: u64,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub access: AccessArgs,
+    pub access: ServerAccess,
 }
 
 /// `hurray get`.
@@ -97,7 +145,7 @@ pub struct GetArgs {
     pub max_mib: u64,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub access: AccessArgs,
+    pub access: ClientAccess,
 }
 
 /// `hurray put`.
@@ -113,11 +161,11 @@ pub struct PutArgs {
     #[arg(value_name = "NAME")]
     pub name: String,
     /// The key to store it under (default: NAME).
-    #[arg(long, value_name = "KEY")]
-    pub key: Option<String>,
+    #[arg(long = "as", value_name = "KEY")]
+    pub as_key: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub access: AccessArgs,
+    pub access: ClientAccess,
 }
 
 /// Why a network subcommand failed.
@@ -150,34 +198,75 @@ fn failed(what: &str) -> impl Fn(hurray_net::Error) -> NetFailure + '_ {
     move |e| NetFailure::Failed(format!("{what}: {e}"))
 }
 
-/// The token to present or require: `--token-file`, else `HURRAY_TOKEN`;
-/// `None` only with `--insecure`.
+/// The token to present or require: `--token-file`, else `HURRAY_TOKEN`,
+/// else none.
 ///
 /// # Errors
-/// [`NetFailure::Usage`] when no token is given without `--insecure`, the
-/// file cannot be read, or the token is empty or longer than
-/// [`hurray_net::MAX_TOKEN_LEN`].
-pub fn token(access: &AccessArgs) -> Result<Option<Vec<u8>>, NetFailure> {
-    let raw = match &access.token_file {
+/// [`NetFailure::Usage`] when the file cannot be read, or the token is
+/// empty or longer than [`hurray_net::MAX_TOKEN_LEN`].
+pub fn token(args: &TokenArgs) -> Result<Option<Vec<u8>>, NetFailure> {
+    let raw = match &args.token_file {
         Some(p) => Some(std::fs::read(p).map_err(|e| {
             NetFailure::Usage(format!("cannot read the token file {}: {e}", p.display()))
         })?),
         None => std::env::var_os(TOKEN_ENV).map(|v| v.into_encoded_bytes()),
     };
-    let token = raw.map(|t| t.trim_ascii().to_vec());
-    match token {
+    match raw.map(|t| t.trim_ascii().to_vec()) {
         Some(t) if t.is_empty() => Err(NetFailure::Usage("the access token is empty".into())),
         Some(t) if t.len() > hurray_net::MAX_TOKEN_LEN => Err(NetFailure::Usage(format!(
             "the access token is longer than {} bytes",
             hurray_net::MAX_TOKEN_LEN
         ))),
-        Some(t) => Ok(Some(t)),
-        None if access.insecure => Ok(None),
-        None => Err(NetFailure::Usage(format!(
-            "no access token: give --token-file PATH or set {TOKEN_ENV} \
-             (or --insecure to connect without one, on loopback only)"
-        ))),
+        t => Ok(t),
     }
+}
+
+/// The rule both sides apply: without `--insecure`, TLS and a way to tell
+/// clients apart (a token, or client certificates).
+fn require_secure(
+    insecure: bool,
+    tls: bool,
+    authenticated: bool,
+    side: &str,
+) -> Result<(), NetFailure> {
+    if insecure {
+        return Ok(());
+    }
+    if !tls {
+        return Err(NetFailure::Usage(format!(
+            "{side} without TLS: give {} (or --insecure for plaintext, on loopback only)",
+            if side == "serving" {
+                "--cert PEM --key PEM"
+            } else {
+                "--ca PEM"
+            }
+        )));
+    }
+    if !authenticated {
+        return Err(NetFailure::Usage(format!(
+            "{side} without authentication: give --token-file PATH or set {TOKEN_ENV}{} \
+             (or --insecure, on loopback only)",
+            if side == "serving" {
+                ", or --client-ca PEM"
+            } else {
+                ", or --cert PEM --key PEM"
+            }
+        )));
+    }
+    Ok(())
+}
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>, NetFailure> {
+    std::fs::read(path)
+        .map_err(|e| NetFailure::Usage(format!("cannot read the {what} {}: {e}", path.display())))
+}
+
+/// The host part of `HOST:PORT` (without an IPv6 literal's brackets).
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
 }
 
 /// Resolves `HOST:PORT` to its first address.
@@ -230,13 +319,52 @@ impl Bar {
     }
 }
 
-fn client_options(access: &AccessArgs) -> Result<ClientOptions, NetFailure> {
-    Ok(ClientOptions {
-        token: token(access)?,
+fn client_options(access: &ClientAccess, addr: &str) -> Result<ClientOptions, NetFailure> {
+    let token = token(&access.token)?;
+    require_secure(
+        access.token.insecure,
+        access.ca.is_some(),
+        token.is_some() || access.cert.is_some(),
+        "connecting",
+    )?;
+    #[allow(unused_mut)]
+    let mut options = ClientOptions {
+        token,
         // Large frames: fewer messages per byte on a fast link.
         max_message_size: 4 << 20,
         ..ClientOptions::default()
-    })
+    };
+    if let Some(ca) = &access.ca {
+        #[cfg(feature = "tls")]
+        {
+            let ca = read(ca, "CA file")?;
+            let identity = match (&access.cert, &access.key) {
+                (Some(c), Some(k)) => Some((read(c, "certificate")?, read(k, "key")?)),
+                _ => None,
+            };
+            let config = hurray_net::tls::client_config(
+                &ca,
+                identity.as_ref().map(|(c, k)| (c.as_slice(), k.as_slice())),
+            )
+            .map_err(|e| NetFailure::Usage(e.to_string()))?;
+            let name = access
+                .server_name
+                .as_deref()
+                .unwrap_or_else(|| host_of(addr));
+            options.tls = Some(
+                hurray_net::tls::ClientTls::new(config, name)
+                    .map_err(|e| NetFailure::Usage(e.to_string()))?,
+            );
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            let _ = (ca, addr);
+            return Err(NetFailure::Usage(
+                "this hurray was built without TLS (feature `tls`)".into(),
+            ));
+        }
+    }
+    Ok(options)
 }
 
 /// `hurray get`: fetches a tensor into a new `.hrry` file.
@@ -244,7 +372,7 @@ fn client_options(access: &AccessArgs) -> Result<ClientOptions, NetFailure> {
 /// # Errors
 /// See the module docs.
 pub fn get(args: &GetArgs) -> Result<(), NetFailure> {
-    let mut options = client_options(&args.access)?;
+    let mut options = client_options(&args.access, &args.addr)?;
     options.max_fetch_bytes = args.max_mib.saturating_mul(1 << 20);
     let rt = runtime(false)?;
     rt.block_on(async {
@@ -266,10 +394,10 @@ pub fn get(args: &GetArgs) -> Result<(), NetFailure> {
 /// # Errors
 /// See the module docs.
 pub fn put(args: &PutArgs) -> Result<(), NetFailure> {
-    let options = client_options(&args.access)?;
+    let options = client_options(&args.access, &args.addr)?;
     // The file is checked before any connection is made.
     check_has_tensor(&args.file, &args.name)?;
-    let key = args.key.as_deref().unwrap_or(&args.name);
+    let key = args.as_key.as_deref().unwrap_or(&args.name);
     let rt = runtime(false)?;
     rt.block_on(async {
         let addr = resolve(&args.addr).await?;
@@ -326,10 +454,11 @@ async fn shutdown_signal() {
 fn summary(c: &Counters) -> String {
     let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     format!(
-        "hurray: stopped: {} connection(s), {} refused, {} tensor(s) served, {} stored, \
-         {} bytes out, {} bytes in",
+        "hurray: stopped: {} connection(s), {} refused as busy, {} unauthenticated, \
+         {} tensor(s) served, {} stored, {} bytes out, {} bytes in",
         l(&c.connections),
         l(&c.refused),
+        l(&c.unauthenticated),
         l(&c.served),
         l(&c.stored),
         l(&c.bytes_out),
@@ -347,14 +476,48 @@ pub fn serve(args: &ServeArgs) -> Result<(), NetFailure> {
             "nothing to serve: give .hrry files, --store DIR, or both".into(),
         ));
     }
-    let options = ServerOptions {
-        token: token(&args.access)?,
+    let access = &args.access;
+    let token = token(&access.token)?;
+    require_secure(
+        access.token.insecure,
+        access.cert.is_some(),
+        token.is_some() || access.client_ca.is_some(),
+        "serving",
+    )?;
+    #[allow(unused_mut)]
+    let mut options = ServerOptions {
+        token,
         store: args.store.clone(),
         max_connections: args.max_connections.max(1),
         max_put_bytes: args.max_put_mib.saturating_mul(1 << 20),
         max_message_size: 4 << 20,
         ..ServerOptions::default()
     };
+    if let (Some(cert), Some(key)) = (&access.cert, &access.key) {
+        #[cfg(feature = "tls")]
+        {
+            let client_ca = access
+                .client_ca
+                .as_deref()
+                .map(|p| read(p, "client CA file"))
+                .transpose()?;
+            options.tls = Some(
+                hurray_net::tls::server_config(
+                    &read(cert, "certificate")?,
+                    &read(key, "key")?,
+                    client_ca.as_deref(),
+                )
+                .map_err(|e| NetFailure::Usage(e.to_string()))?,
+            );
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            let _ = (cert, key);
+            return Err(NetFailure::Usage(
+                "this hurray was built without TLS (feature `tls`)".into(),
+            ));
+        }
+    }
     let rt = runtime(true)?;
     rt.block_on(async {
         let addr = resolve(&args.listen).await?;
@@ -364,12 +527,12 @@ pub fn serve(args: &ServeArgs) -> Result<(), NetFailure> {
             .map_err(failed("cannot serve"))?;
         let counters = server.counters();
         eprintln!(
-            "hurray: serving {tensors} tensor(s) on {}{}",
+            "hurray: serving {tensors} tensor(s) on {} ({})",
             server.local_addr(),
-            if args.access.insecure {
-                " (insecure)"
-            } else {
-                ""
+            match (access.cert.is_some(), access.client_ca.is_some()) {
+                (true, true) => "TLS, client certificates required",
+                (true, false) => "TLS",
+                (false, _) => "plaintext, insecure",
             }
         );
         let r = server.run(shutdown_signal()).await;

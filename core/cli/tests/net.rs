@@ -212,7 +212,7 @@ fn put_stores_and_get_fetches_it_back() {
     );
     let f = file.to_str().expect("utf8");
     let o = run(
-        &["put", &s.addr, f, "big", "--key", "a/b.c", "--insecure"],
+        &["put", &s.addr, f, "big", "--as", "a/b.c", "--insecure"],
         &[],
     );
     assert_eq!(status(&o), 0, "{}", stderr(&o));
@@ -258,7 +258,15 @@ fn tokens_are_required_and_checked() {
     let f = file.to_str().expect("utf8");
     let good = d.join("good.token");
     std::fs::write(&good, "s3cret\n").expect("writes");
-    let s = serve(&[f, "--token-file", good.to_str().expect("utf8")], &[]);
+    let s = serve(
+        &[
+            f,
+            "--token-file",
+            good.to_str().expect("utf8"),
+            "--insecure",
+        ],
+        &[],
+    );
     let out = d.join("w.hrry");
     let o_path = out.to_str().expect("utf8");
     // The right token (from the environment; the file's newline is trimmed).
@@ -282,17 +290,30 @@ fn tokens_are_required_and_checked() {
 }
 
 #[test]
-fn no_token_without_insecure_is_a_usage_error_on_both_sides() {
+fn plaintext_or_no_authentication_without_insecure_is_a_usage_error_on_both_sides() {
     let d = dir("insecure");
     let (file, _) = make_file(&d);
     let f = file.to_str().expect("utf8");
-    let o = run(&["serve", f, "--listen", "127.0.0.1:0"], &[]);
-    assert_eq!(status(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("--insecure"), "{}", stderr(&o));
-    let o = run(&["get", "127.0.0.1:1", "weights", "-o", "x.hrry"], &[]);
-    assert_eq!(status(&o), 2, "{}", stderr(&o));
-    let o = run(&["put", "127.0.0.1:1", f, "weights"], &[]);
-    assert_eq!(status(&o), 2, "{}", stderr(&o));
+    let token = d.join("t");
+    std::fs::write(&token, "tok").expect("writes");
+    let t = token.to_str().expect("utf8");
+    // Plaintext, with or without a token.
+    for extra in [&[][..], &["--token-file", t][..]] {
+        let mut args = vec!["serve", f, "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let o = run(&args, &[]);
+        assert_eq!(status(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains("without TLS"), "{}", stderr(&o));
+        let mut args = vec!["get", "127.0.0.1:1", "weights", "-o", "x.hrry"];
+        args.extend_from_slice(extra);
+        let o = run(&args, &[]);
+        assert_eq!(status(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains("without TLS"), "{}", stderr(&o));
+        let mut args = vec!["put", "127.0.0.1:1", f, "weights"];
+        args.extend_from_slice(extra);
+        let o = run(&args, &[]);
+        assert_eq!(status(&o), 2, "{}", stderr(&o));
+    }
 }
 
 #[test]
@@ -376,4 +397,238 @@ fn sigterm_stops_the_server_gracefully_with_a_summary() {
         rest.contains("1 tensor(s) served"),
         "summary on stderr: {rest:?}"
     );
+}
+
+/// TLS through the command, with a CA generated here.
+#[cfg(feature = "tls")]
+mod tls {
+    use super::*;
+    use rcgen::{
+        BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+
+    /// PEM files in `d`: `ca.pem`, `server.pem`/`server.key` (localhost,
+    /// 127.0.0.1), `client.pem`/`client.key`.
+    fn pki(d: &Path) {
+        let ca_key = KeyPair::generate().expect("key");
+        let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = p.self_signed(&ca_key).expect("CA");
+        std::fs::write(d.join("ca.pem"), ca.pem()).expect("writes");
+        for (name, sans, usage) in [
+            (
+                "server",
+                vec!["localhost".to_owned(), "127.0.0.1".to_owned()],
+                ExtendedKeyUsagePurpose::ServerAuth,
+            ),
+            (
+                "client",
+                vec!["client".to_owned()],
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ),
+        ] {
+            let key = KeyPair::generate().expect("key");
+            let mut p = CertificateParams::new(sans).expect("params");
+            p.extended_key_usages = vec![usage];
+            let cert = p.signed_by(&key, &ca, &ca_key).expect("signs");
+            std::fs::write(d.join(format!("{name}.pem")), cert.pem()).expect("writes");
+            std::fs::write(d.join(format!("{name}.key")), key.serialize_pem()).expect("writes");
+        }
+    }
+
+    fn p(d: &Path, name: &str) -> String {
+        d.join(name).to_str().expect("utf8").to_owned()
+    }
+
+    #[test]
+    fn tls_and_token_round_trip_and_a_wrong_token_is_refused() {
+        let d = dir("tls");
+        pki(&d);
+        let (file, tensors) = make_file(&d);
+        let store = p(&d, "store");
+        let s = serve(
+            &[
+                file.to_str().expect("utf8"),
+                "--store",
+                &store,
+                "--cert",
+                &p(&d, "server.pem"),
+                "--key",
+                &p(&d, "server.key"),
+            ],
+            &[("HURRAY_TOKEN", "s3cret")],
+        );
+        let out = p(&d, "big.hrry");
+        let ca = p(&d, "ca.pem");
+        let good = [("HURRAY_TOKEN", "s3cret")];
+        let o = run(&["get", &s.addr, "big", "-o", &out, "--ca", &ca], &good);
+        assert_eq!(status(&o), 0, "{}", stderr(&o));
+        let (_, de, data) = read_one(Path::new(&out));
+        assert_eq!(de, tensors[1].1);
+        assert!(data == tensors[1].2, "bytes differ over TLS");
+        let o = run(
+            &[
+                "put",
+                &s.addr,
+                file.to_str().expect("utf8"),
+                "weights",
+                "--ca",
+                &ca,
+            ],
+            &good,
+        );
+        assert_eq!(status(&o), 0, "{}", stderr(&o));
+        assert!(d.join("store/weights.hrry").is_file());
+        // The server's certificate names localhost too.
+        let port = s.addr.rsplit_once(':').expect("port").1;
+        let o = run(
+            &[
+                "get",
+                &format!("localhost:{port}"),
+                "weights",
+                "-o",
+                &out,
+                "--ca",
+                &ca,
+            ],
+            &good,
+        );
+        assert_eq!(status(&o), 0, "{}", stderr(&o));
+        // A wrong token over TLS: refused, nothing written.
+        std::fs::remove_file(&out).expect("removes");
+        let o = run(
+            &["get", &s.addr, "big", "-o", &out, "--ca", &ca],
+            &[("HURRAY_TOKEN", "guess")],
+        );
+        assert_eq!(status(&o), 1, "{}", stderr(&o));
+        assert!(stderr(&o).contains("UNAUTHORIZED"), "{}", stderr(&o));
+        assert!(!Path::new(&out).exists());
+        // A plaintext client (allowed by its --insecure) gets nothing.
+        let o = run(&["get", &s.addr, "big", "-o", &out, "--insecure"], &good);
+        assert_eq!(status(&o), 1, "{}", stderr(&o));
+        assert!(!Path::new(&out).exists());
+        // A server name its certificate lacks.
+        let o = run(
+            &[
+                "get",
+                &s.addr,
+                "big",
+                "-o",
+                &out,
+                "--ca",
+                &ca,
+                "--server-name",
+                "other.example",
+            ],
+            &good,
+        );
+        assert_eq!(status(&o), 1, "{}", stderr(&o));
+        assert!(stderr(&o).contains("TLS"), "{}", stderr(&o));
+    }
+
+    #[test]
+    fn client_certificates_alone_authenticate() {
+        let d = dir("mtls");
+        pki(&d);
+        let (file, tensors) = make_file(&d);
+        let s = serve(
+            &[
+                file.to_str().expect("utf8"),
+                "--cert",
+                &p(&d, "server.pem"),
+                "--key",
+                &p(&d, "server.key"),
+                "--client-ca",
+                &p(&d, "ca.pem"),
+            ],
+            &[],
+        );
+        let out = p(&d, "w.hrry");
+        let ca = p(&d, "ca.pem");
+        let o = run(
+            &[
+                "get",
+                &s.addr,
+                "weights",
+                "-o",
+                &out,
+                "--ca",
+                &ca,
+                "--cert",
+                &p(&d, "client.pem"),
+                "--key",
+                &p(&d, "client.key"),
+            ],
+            &[],
+        );
+        assert_eq!(status(&o), 0, "{}", stderr(&o));
+        assert_eq!(read_one(Path::new(&out)).2, tensors[0].2);
+        // A token but no client certificate: the handshake fails.
+        std::fs::remove_file(&out).expect("removes");
+        let o = run(
+            &["get", &s.addr, "weights", "-o", &out, "--ca", &ca],
+            &[("HURRAY_TOKEN", "anything")],
+        );
+        assert_eq!(status(&o), 1, "{}", stderr(&o));
+        assert!(!Path::new(&out).exists());
+    }
+
+    #[test]
+    fn tls_without_authentication_is_a_usage_error() {
+        let d = dir("noauth");
+        pki(&d);
+        let (file, _) = make_file(&d);
+        let o = run(
+            &[
+                "serve",
+                file.to_str().expect("utf8"),
+                "--listen",
+                "127.0.0.1:0",
+                "--cert",
+                &p(&d, "server.pem"),
+                "--key",
+                &p(&d, "server.key"),
+            ],
+            &[],
+        );
+        assert_eq!(status(&o), 2, "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("without authentication"),
+            "{}",
+            stderr(&o)
+        );
+        let o = run(
+            &[
+                "get",
+                "127.0.0.1:1",
+                "w",
+                "-o",
+                "x.hrry",
+                "--ca",
+                &p(&d, "ca.pem"),
+            ],
+            &[],
+        );
+        assert_eq!(status(&o), 2, "{}", stderr(&o));
+        // A key file that is not PEM.
+        let o = run(
+            &[
+                "serve",
+                file.to_str().expect("utf8"),
+                "--listen",
+                "127.0.0.1:0",
+                "--cert",
+                &p(&d, "server.pem"),
+                "--key",
+                &p(&d, "ca.pem"),
+            ],
+            &[("HURRAY_TOKEN", "t")],
+        );
+        assert_eq!(status(&o), 2, "{}", stderr(&o));
+    }
 }
