@@ -256,12 +256,14 @@ fn require_secure(
     Ok(())
 }
 
+#[cfg(feature = "tls")]
 fn read(path: &Path, what: &str) -> Result<Vec<u8>, NetFailure> {
     std::fs::read(path)
         .map_err(|e| NetFailure::Usage(format!("cannot read the {what} {}: {e}", path.display())))
 }
 
 /// The host part of `HOST:PORT` (without an IPv6 literal's brackets).
+#[cfg(feature = "tls")]
 fn host_of(addr: &str) -> &str {
     let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
     host.strip_prefix('[')
