@@ -9,9 +9,11 @@
 //!
 //! Nothing here panics on any input bytes: every decoder used is the
 //! core's (typed errors with byte offsets), and this crate adds only
-//! reading, hashing and printing.
+//! reading, hashing and printing. [`net`] holds `serve`, `get` and `put`,
+//! thin shells over `hurray-rs-net`.
 
 pub mod container;
 pub mod descriptor;
 pub mod input;
+pub mod net;
 pub mod progress;

@@ -77,6 +77,12 @@ enum Command {
         #[arg(value_name = "NAME")]
         name: String,
     },
+    /// Serve the tensors of .hrry files over the network and store pushed ones.
+    Serve(hurray_cli::net::ServeArgs),
+    /// Fetch a tensor from a server into a new one-tensor .hrry file.
+    Get(hurray_cli::net::GetArgs),
+    /// Push a tensor of a .hrry file to a server.
+    Put(hurray_cli::net::PutArgs),
 }
 
 /// How inputs are read.
@@ -443,6 +449,10 @@ fn cat(path: &Path, name: &str, read: &ReadArgs, tensor: &str) -> Result<(), Fai
     out.flush().map_err(|_| Failure::Closed)
 }
 
+fn net_status(r: Result<(), hurray_cli::net::NetFailure>) -> ExitCode {
+    r.map_or_else(hurray_cli::net::NetFailure::report, |()| ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let stdout = io::stdout();
@@ -493,6 +503,9 @@ fn main() -> ExitCode {
         Command::Cat { read, path, name } => {
             run(path, &mut |p, n| cat(p, n, read, name));
         }
+        Command::Serve(a) => return net_status(hurray_cli::net::serve(a)),
+        Command::Get(a) => return net_status(hurray_cli::net::get(a)),
+        Command::Put(a) => return net_status(hurray_cli::net::put(a)),
     }
     ExitCode::from(status)
 }

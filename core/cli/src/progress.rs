@@ -52,6 +52,11 @@ impl Progress {
         self.0.inc(n as u64);
     }
 
+    /// `n` bytes done in all.
+    pub fn set(&self, n: u64) {
+        self.0.set_position(n);
+    }
+
     /// Removes the bar.
     pub fn finish(&self) {
         self.0.finish_and_clear();

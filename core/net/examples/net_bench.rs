@@ -7,6 +7,8 @@
 //!    server that serves it from a mapped `.hrry` file; the baseline writes
 //!    the same mapped bytes over a plain TCP connection in 1 MiB writes and
 //!    reads them into one vector. Best of 3 each; every byte is checked.
+//!    With `--features tls`, the same fetch over TLS (rustls on ring, a CA
+//!    and certificate generated at start) against the plaintext protocol.
 //! 2. 64 concurrent clients each fetch 1,000 small tensors (20 with
 //!    `--quick`): p50 and p99 latency per fetch, every byte checked.
 //!
@@ -79,6 +81,52 @@ async fn plain_copy(data: &'static [u8]) -> Duration {
     d
 }
 
+/// Best of 3 fetches of `big` over TLS (a CA and server certificate made
+/// here, with rcgen).
+#[cfg(feature = "tls")]
+async fn tls_fetch(big: &PathBuf, data: &[u8]) -> Duration {
+    use hurray_net::tls::{ClientTls, client_config, server_config};
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = p.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    let options = ServerOptions {
+        tls: Some(
+            server_config(cert.pem().as_bytes(), key.serialize_pem().as_bytes(), None).unwrap(),
+        ),
+        ..ServerOptions::default()
+    };
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), options, &[big])
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.run(std::future::pending::<()>()));
+    let tls = ClientTls::new(
+        client_config(ca.pem().as_bytes(), None).unwrap(),
+        "localhost",
+    )
+    .unwrap();
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let options = ClientOptions {
+            tls: Some(tls.clone()),
+            ..ClientOptions::default()
+        };
+        let mut c = Client::connect(addr, options).await.unwrap();
+        let t = Instant::now();
+        let got = c.get("big").await.unwrap();
+        best = best.min(t.elapsed());
+        assert!(got.data == data, "TLS corrupted the bytes");
+    }
+    best
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -125,6 +173,15 @@ async fn main() {
         "  ratio              {:8.3}",
         best_plain.as_secs_f64() / best_proto.as_secs_f64()
     );
+    #[cfg(feature = "tls")]
+    {
+        let best_tls = tls_fetch(&big, data).await;
+        println!("  over TLS (ring)    {:8.3} GB/s", gbps(best_tls));
+        println!(
+            "  TLS / plaintext    {:8.3}",
+            best_proto.as_secs_f64() / best_tls.as_secs_f64()
+        );
+    }
 
     // 2. Many clients, small tensors.
     let per_client = if quick { 20 } else { 1000 };

@@ -13,10 +13,9 @@ use hurray_core::net::{
 use hurray_io::file as hfile;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
-use crate::conn::{Inbox, Read};
+use crate::conn::{Inbox, Io, Read, Reader, Writer};
 use crate::{AUTH_MAGIC, Error, MAX_TOKEN_LEN};
 
 const STREAMS: usize = 4;
@@ -34,6 +33,9 @@ pub struct ClientOptions {
     pub request_timeout: Duration,
     /// The access token to present (see the crate docs).
     pub token: Option<Vec<u8>>,
+    /// Connect over TLS (`tls::ClientTls`).
+    #[cfg(feature = "tls")]
+    pub tls: Option<crate::tls::ClientTls>,
 }
 
 impl Default for ClientOptions {
@@ -44,6 +46,8 @@ impl Default for ClientOptions {
             handshake_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             token: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -87,8 +91,8 @@ impl Fetched {
 /// A connection to a hurray server.
 pub struct Client {
     session: ClientSession<'static, STREAMS>,
-    rd: OwnedReadHalf,
-    wr: BufWriter<OwnedWriteHalf>,
+    rd: Reader,
+    wr: Writer,
     inbox: Inbox,
     base: Instant,
     next_stream: u32,
@@ -109,12 +113,12 @@ fn ms(d: Duration) -> u64 {
 }
 
 impl Client {
-    /// Connects to `addr`, presents the token if one is set, and completes
-    /// the handshake.
+    /// Connects to `addr` (over TLS when [`ClientOptions`] says so),
+    /// presents the token if one is set, and completes the handshake.
     ///
     /// # Errors
-    /// The connection or handshake failed or timed out, or the server
-    /// refused the session.
+    /// The connection, the TLS handshake ([`Error::Tls`]) or the protocol's
+    /// handshake failed or timed out, or the server refused the session.
     pub async fn connect(addr: SocketAddr, options: ClientOptions) -> Result<Self, Error> {
         let stream = tokio::time::timeout(options.handshake_timeout, TcpStream::connect(addr))
             .await
@@ -133,7 +137,8 @@ impl Client {
             idle_timeout: ms(options.request_timeout),
             request_timeout: ms(options.request_timeout),
         };
-        let (rd, wr) = stream.into_split();
+        let stream = secure(stream, &options).await?;
+        let (rd, wr) = tokio::io::split(stream);
         let mut client = Self {
             session: ClientSession::new(config, 0),
             rd,
@@ -256,6 +261,19 @@ impl Client {
     /// The server answered with `ERROR` ([`Error::Peer`]), the answer broke
     /// the protocol, timed out, or exceeds [`ClientOptions::max_fetch_bytes`].
     pub async fn get(&mut self, key: &str) -> Result<Fetched, Error> {
+        self.get_with(key, &mut |_, _| {}).await
+    }
+
+    /// [`get`](Self::get), calling `progress(received, total)` after the
+    /// descriptor and after each data frame (for a progress bar).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub async fn get_with(
+        &mut self,
+        key: &str,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<Fetched, Error> {
         let stream = self.stream();
         let request = TensorRequest {
             key,
@@ -270,14 +288,19 @@ impl Client {
         wr.write_all(&out[..n]).await?;
         self.flush().await?;
         let mut fetched: Option<Fetched> = None;
+        let mut total = 0u64;
         loop {
+            if let Some(f) = &fetched {
+                progress(f.data.len() as u64, total);
+            }
             let sink = fetched.as_mut().map(|f| (stream, &mut f.data));
             match self.next_event_into(sink).await? {
                 Ev::Descriptor {
                     stream: s,
                     descriptor,
-                    total,
+                    total: announced,
                 } if s == stream => {
+                    total = announced;
                     if total > self.options.max_fetch_bytes {
                         let n = self.session.send_error(
                             stream,
@@ -324,7 +347,21 @@ impl Client {
     /// # Errors
     /// As [`get`](Self::get), or writing the file failed.
     pub async fn get_to_file(&mut self, key: &str, path: impl AsRef<Path>) -> Result<(), Error> {
-        let fetched = self.get(key).await?;
+        self.get_to_file_with(key, path, &mut |_, _| {}).await
+    }
+
+    /// [`get_to_file`](Self::get_to_file) with a progress callback (as
+    /// [`get_with`](Self::get_with)).
+    ///
+    /// # Errors
+    /// As [`get_to_file`](Self::get_to_file).
+    pub async fn get_to_file_with(
+        &mut self,
+        key: &str,
+        path: impl AsRef<Path>,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<(), Error> {
+        let fetched = self.get_with(key, progress).await?;
         let path = path.as_ref().to_path_buf();
         let key = key.to_owned();
         tokio::task::spawn_blocking(move || -> Result<(), Error> {
@@ -354,6 +391,22 @@ impl Client {
         descriptor: &TensorView<'_>,
         buffers: &[&[u8]],
     ) -> Result<(), Error> {
+        self.put_with(key, descriptor, buffers, &mut |_, _| {})
+            .await
+    }
+
+    /// [`put`](Self::put), calling `progress(sent, total)` after each data
+    /// frame is written.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub async fn put_with(
+        &mut self,
+        key: &str,
+        descriptor: &TensorView<'_>,
+        buffers: &[&[u8]],
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<(), Error> {
         let sizes: Vec<u64> = descriptor.buffers().iter().map(|b| b.byte_size()).collect();
         if sizes.len() != buffers.len()
             || sizes.iter().zip(buffers).any(|(s, b)| *s != b.len() as u64)
@@ -382,6 +435,7 @@ impl Client {
                 self.wr.write_all(&prefix).await?;
                 self.wr.write_all(part).await?;
                 offset += part.len() as u64;
+                progress(offset, total);
             }
         }
         let now = self.now();
@@ -415,6 +469,22 @@ impl Client {
         name: &str,
         key: &str,
     ) -> Result<(), Error> {
+        self.put_from_file_with(path, name, key, &mut |_, _| {})
+            .await
+    }
+
+    /// [`put_from_file`](Self::put_from_file) with a progress callback (as
+    /// [`put_with`](Self::put_with)).
+    ///
+    /// # Errors
+    /// As [`put_from_file`](Self::put_from_file).
+    pub async fn put_from_file_with(
+        &mut self,
+        path: impl AsRef<Path>,
+        name: &str,
+        key: &str,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<(), Error> {
         let mut file = hfile::open(path.as_ref())?;
         let (descriptor, data) = {
             let view = file.view().map_err(hfile::Error::from)?;
@@ -428,7 +498,7 @@ impl Client {
         };
         let view = TensorView::parse(&descriptor).map_err(|_| Error::Limit("descriptor"))?;
         let parts: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-        self.put(key, &view, &parts).await
+        self.put_with(key, &view, &parts, progress).await
     }
 
     /// Sends `PING` and waits for its `PONG`.
@@ -448,6 +518,22 @@ impl Client {
             }
         }
     }
+}
+
+/// Runs the TLS handshake when the options ask for TLS.
+async fn secure(stream: TcpStream, options: &ClientOptions) -> Result<Io, Error> {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &options.tls {
+        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(&tls.config));
+        let handshake = connector.connect(tls.server_name.clone(), stream);
+        return match tokio::time::timeout(options.handshake_timeout, handshake).await {
+            Ok(Ok(s)) => Ok(Box::new(s)),
+            Ok(Err(e)) => Err(Error::Tls(format!("handshake: {e}"))),
+            Err(_) => Err(Error::Timeout),
+        };
+    }
+    let _ = options;
+    Ok(Box::new(stream))
 }
 
 /// A session event with what it borrowed copied out.

@@ -4,8 +4,22 @@
 
 use std::io;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, BufWriter, ReadHalf, WriteHalf};
 use tokio::time::Instant;
+
+/// A connection's byte stream: TCP, or TLS over TCP (feature `tls`).
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
+
+/// A connection, whichever its transport.
+pub(crate) type Io = Box<dyn Transport>;
+
+/// The read side of a connection.
+pub(crate) type Reader = ReadHalf<Io>;
+
+/// The buffered write side of a connection.
+pub(crate) type Writer = BufWriter<WriteHalf<Io>>;
 
 /// Bytes received and not yet handled, in one bounded buffer.
 pub(crate) struct Inbox {

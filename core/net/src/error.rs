@@ -31,6 +31,9 @@ pub enum Error {
     File(hurray_io::file::Error),
     /// A limit of ours refuses the transfer.
     Limit(&'static str),
+    /// TLS failed: a configuration that cannot be used, or a handshake the
+    /// peer or its certificate failed (feature `tls`).
+    Tls(String),
 }
 
 impl fmt::Display for Error {
@@ -44,6 +47,7 @@ impl fmt::Display for Error {
             Self::Misuse(e) => write!(f, "{e}"),
             Self::File(e) => write!(f, "file: {e}"),
             Self::Limit(what) => write!(f, "limit: {what}"),
+            Self::Tls(what) => write!(f, "TLS: {what}"),
         }
     }
 }

@@ -37,9 +37,16 @@
 //! The protocol has none. With [`ServerOptions::token`] set, a client must
 //! open the connection with an 8-byte `HRRYAUTH` preamble, a `uint32`
 //! token length and the token, before `CLIENT_HELLO`; anything else gets
-//! `ERROR` `UNAUTHORIZED` (`0xF1`) and the connection is closed. TLS is not
-//! in this version (see `CHANGELOG.md`): run on loopback, or behind a TLS
-//! terminator, and set a token.
+//! `ERROR` `UNAUTHORIZED` (`0xF1`) and the connection is closed. The token
+//! is compared without an early exit.
+//!
+//! With the feature `tls`, `ServerOptions::tls` and `ClientOptions::tls`
+//! (built by the `tls` module from PEM) run the connection over TLS
+//! (rustls on `ring`); a server configured with a client CA requires a
+//! client certificate chaining to it (mTLS). The TLS handshake (and with it
+//! the client certificate check) completes before the token is read, and
+//! both before any tensor is served or stored. Without TLS, the token
+//! travels in clear: use loopback or a TLS terminator.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), hurray_net::Error> {
@@ -61,6 +68,8 @@ mod conn;
 mod error;
 mod server;
 mod store;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use client::{Client, ClientOptions, Fetched};
 pub use error::Error;

@@ -17,14 +17,13 @@ use hurray_core::net::{
 };
 use hurray_io::file::{self as hfile, MappedFile};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use crate::conn::{Inbox, Read};
+use crate::conn::{Inbox, Io, Read, Writer};
 use crate::store::key_to_file_name;
 use crate::{AUTH_MAGIC, Error, MAX_TOKEN_LEN};
 
@@ -52,6 +51,10 @@ pub struct ServerOptions {
     pub store: Option<PathBuf>,
     /// The access token clients must present (see the crate docs).
     pub token: Option<Vec<u8>>,
+    /// Serve over TLS with this configuration (`tls::server_config`; a
+    /// client CA in it makes client certificates required).
+    #[cfg(feature = "tls")]
+    pub tls: Option<Arc<crate::tls::rustls::ServerConfig>>,
 }
 
 impl Default for ServerOptions {
@@ -66,6 +69,8 @@ impl Default for ServerOptions {
             grace: Duration::from_secs(30),
             store: None,
             token: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -89,6 +94,10 @@ pub struct Counters {
     pub bytes_out: AtomicU64,
     /// Connections closed by a timeout.
     pub timeouts: AtomicU64,
+    /// Connections refused before the protocol: a failed TLS handshake (a
+    /// plaintext client, a missing or untrusted client certificate) or a
+    /// missing or wrong token.
+    pub unauthenticated: AtomicU64,
     /// `ERROR`s sent, by code: index `code` for 1–8, `9 + (code - 0xF0)`
     /// for 0xF0–0xF3, 0 for any other.
     pub errors: [AtomicU64; 13],
@@ -311,7 +320,7 @@ async fn send<W: AsyncWrite + Unpin>(
 
 async fn flush_control(
     session: &mut ServerSession<'static, STREAMS>,
-    wr: &mut BufWriter<OwnedWriteHalf>,
+    wr: &mut Writer,
     shared: &Shared,
 ) -> Result<(), Error> {
     let mut out = vec![0u8; session.max_control_len()];
@@ -333,8 +342,29 @@ async fn flush_control(
     Ok(())
 }
 
+/// Runs the TLS handshake when the server has TLS (within the handshake
+/// timeout); `None` when it failed (the connection is then dropped).
+async fn secure(stream: TcpStream, shared: &Shared) -> Result<Option<Io>, Error> {
+    #[cfg(feature = "tls")]
+    if let Some(config) = &shared.options.tls {
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(config));
+        return match tokio::time::timeout(shared.options.handshake_timeout, acceptor.accept(stream))
+            .await
+        {
+            Ok(Ok(tls)) => Ok(Some(Box::new(tls))),
+            Ok(Err(e)) => {
+                warn!(error = %e, "TLS handshake failed");
+                Ok(None)
+            }
+            Err(_) => Err(Error::Timeout),
+        };
+    }
+    let _ = shared;
+    Ok(Some(Box::new(stream)))
+}
+
 /// Reads and checks the token preamble.
-async fn authenticate(stream: &mut TcpStream, shared: &Shared) -> Result<bool, Error> {
+async fn authenticate(stream: &mut Io, shared: &Shared) -> Result<bool, Error> {
     let Some(token) = &shared.options.token else {
         return Ok(true);
     };
@@ -361,12 +391,23 @@ async fn authenticate(stream: &mut TcpStream, shared: &Shared) -> Result<bool, E
 
 /// One connection, start to end.
 async fn serve(
-    mut stream: TcpStream,
+    stream: TcpStream,
     shared: &Shared,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), Error> {
     let _ = stream.set_nodelay(true);
+    let Some(mut stream) = secure(stream, shared).await? else {
+        shared
+            .counters
+            .unauthenticated
+            .fetch_add(1, Ordering::Relaxed);
+        return Ok(());
+    };
     if !authenticate(&mut stream, shared).await? {
+        shared
+            .counters
+            .unauthenticated
+            .fetch_add(1, Ordering::Relaxed);
         warn!("connection without a valid token refused");
         let mut out = [0u8; 64];
         let msg = hurray_core::net::Message::Error(hurray_core::net::ErrorMessage {
@@ -377,7 +418,12 @@ async fn serve(
             .encode(0, &mut out)
             .map_err(hurray_core::net::ApiMisuse::from)?;
         shared.counters.error(ErrorCode::Unauthorized);
-        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out[..n])).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(&out[..n]).await?;
+            stream.flush().await?;
+            stream.shutdown().await
+        })
+        .await;
         return Ok(());
     }
     let o = &shared.options;
@@ -390,7 +436,7 @@ async fn serve(
     let base = Instant::now();
     let now = || u64::try_from(base.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut session = ServerSession::<'static, STREAMS>::new(config, 0);
-    let (mut rd, wr) = stream.into_split();
+    let (mut rd, wr) = tokio::io::split(stream);
     let mut wr = BufWriter::with_capacity(256 << 10, wr);
     let mut inbox = Inbox::new(o.max_message_size as usize + 12);
     let mut puts: HashMap<u32, Put> = HashMap::new();
@@ -461,6 +507,8 @@ async fn serve(
         }
     }
     let _ = wr.flush().await;
+    // TLS: close_notify, so the peer can tell an end from a cut.
+    let _ = tokio::time::timeout(Duration::from_secs(1), wr.shutdown()).await;
     Ok(())
 }
 
@@ -468,7 +516,7 @@ async fn serve(
 async fn on_event(
     event: ServerEvent<'_>,
     session: &mut ServerSession<'static, STREAMS>,
-    wr: &mut BufWriter<OwnedWriteHalf>,
+    wr: &mut Writer,
     shared: &Shared,
     puts: &mut HashMap<u32, Put>,
     table: &mut Vec<u32>,
@@ -579,7 +627,7 @@ async fn serve_request(
     stream_id: u32,
     request: &TensorRequest<'_>,
     session: &mut ServerSession<'static, STREAMS>,
-    wr: &mut BufWriter<OwnedWriteHalf>,
+    wr: &mut Writer,
     shared: &Shared,
     table: &mut Vec<u32>,
     out: &mut Vec<u8>,
@@ -714,7 +762,7 @@ async fn refuse_stream(
     code: ErrorCode,
     text: &str,
     session: &mut ServerSession<'static, STREAMS>,
-    wr: &mut BufWriter<OwnedWriteHalf>,
+    wr: &mut Writer,
     shared: &Shared,
     out: &mut [u8],
 ) -> Result<(), Error> {
