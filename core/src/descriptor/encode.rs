@@ -101,6 +101,7 @@ impl<'a> Buffers<'a> {
     }
 
     /// The handles, in order.
+    #[must_use]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = BufferHandle> + 'a {
         let this = *self;
         (0..self.len()).map(move |i| {
