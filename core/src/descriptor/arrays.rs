@@ -118,8 +118,8 @@ impl Dims<'_> {
 /// reverse, so both are equally valid input.
 ///
 /// ```
-/// use hurray_core::Values;
-/// let native: Values<'_, u64, _> = Values::from(&[3u64, 4][..]);
+/// use hurray_core::{DimValues, Values};
+/// let native: DimValues<'_> = Values::from(&[3u64, 4][..]);
 /// assert_eq!(native.len(), 2);
 /// assert!(native.iter().eq([3, 4]));
 /// ```
