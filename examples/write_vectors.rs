@@ -498,7 +498,7 @@ impl Builder {
             version_minor: VERSION_MINOR,
             element_type_tag: d.element_type.code(),
             element_type: type_name(d.element_type).to_owned(),
-            shape: d.shape.to_vec(),
+            shape: d.shape.iter().collect(),
             byte_offset: d.byte_offset,
             layout_tag: d.layout.tag(),
             buffer_byte_sizes: d.buffers.iter().map(|b| b.byte_size()).collect(),

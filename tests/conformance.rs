@@ -28,10 +28,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use hurray::layout::{Layout, TileSpec};
+use hurray::layout::Layout;
 use hurray::{
     BufferHandle, DescriptorBuilder, DescriptorErrorKind, DeviceTag, ElementType, EncodeError,
-    LayoutSpec, MemoryClass, ReadOptions, SyncMode, TensorDescriptor, TensorView,
+    MemoryClass, ReadOptions, SyncMode, TensorDescriptor, TensorView,
 };
 use write_vectors::{Expect, Manifest};
 
@@ -80,85 +80,9 @@ fn holds(have: &serde_json::Value, want: &serde_json::Value) -> bool {
 }
 
 /// Re-encodes what `view` describes through [`TensorDescriptor`] (every
-/// layout and section).
+/// layout and section), borrowed from the view (`TensorView::descriptor`).
 fn reencode(view: &TensorView<'_>) -> Result<Vec<u8>, EncodeError> {
-    let shape: Vec<u64> = view.shape().iter().collect();
-    let buffers: Vec<BufferHandle> = view.buffers().iter().collect();
-    type Level = (Vec<u64>, u8, u8, Option<Vec<i64>>, Option<Vec<i64>>);
-    let mut strides: Vec<i64> = Vec::new();
-    let mut words: Vec<u32> = Vec::new();
-    let mut levels: Vec<Level> = Vec::new();
-    match view.layout() {
-        Layout::Strided(s) => strides = s.iter().collect(),
-        Layout::Morton(b) => words = b.iter().collect(),
-        Layout::Csf(c) => words = c.mode_order().iter().collect(),
-        Layout::Tiled(t) => {
-            levels = t
-                .levels()
-                .map(|l| {
-                    (
-                        l.tile_shape.iter().collect(),
-                        l.outer_layout,
-                        l.inner_layout,
-                        l.outer_strides.map(|s| s.iter().collect()),
-                        l.inner_strides.map(|s| s.iter().collect()),
-                    )
-                })
-                .collect();
-        }
-        _ => {}
-    }
-    let tiles: Vec<TileSpec<'_>> = levels
-        .iter()
-        .map(|(tile_shape, outer, inner, os, is)| TileSpec {
-            tile_shape,
-            outer_layout: *outer,
-            inner_layout: *inner,
-            outer_strides: os.as_deref(),
-            inner_strides: is.as_deref(),
-        })
-        .collect();
-    let layout = match view.layout() {
-        Layout::RowMajor => LayoutSpec::RowMajor,
-        Layout::ColumnMajor => LayoutSpec::ColumnMajor,
-        Layout::Strided(_) => LayoutSpec::Strided(&strides),
-        Layout::Tiled(_) => LayoutSpec::Tiled(&tiles),
-        Layout::Morton(_) => LayoutSpec::Morton(&words),
-        Layout::Coo(c) => LayoutSpec::Coo(c),
-        Layout::Csr(c) => LayoutSpec::Csr(c),
-        Layout::Csc(c) => LayoutSpec::Csc(c),
-        Layout::Csf(c) => LayoutSpec::Csf {
-            nnz: c.nnz(),
-            mode_order: &words,
-        },
-        Layout::BlockPaged(p) => LayoutSpec::BlockPaged(p),
-        Layout::Composite(h) => LayoutSpec::Composite(h),
-        Layout::Hilbert(h) => LayoutSpec::Hilbert(h),
-        Layout::Extension(e) => LayoutSpec::Extension {
-            tag: e.tag(),
-            id: e.id(),
-            data: e.data(),
-        },
-        other => panic!("layout {:#04x} unknown to this test", other.tag()),
-    };
-    let shard = view.shard().map(|s| {
-        (
-            s.parent_shape.iter().collect::<Vec<_>>(),
-            s.shard_offset.iter().collect::<Vec<_>>(),
-        )
-    });
-    let desc = TensorDescriptor {
-        element_type: view.element_type(),
-        shape: &shape,
-        byte_offset: view.byte_offset(),
-        layout,
-        buffers: &buffers,
-        quantization: view.quantization(),
-        shard: shard.as_ref().map(|(p, o)| (&p[..], &o[..])),
-        statistics: view.statistics(),
-        extension_type: view.extension_type(),
-        member_role: view.member_role(),
-    };
+    let desc: TensorDescriptor<'_> = view.descriptor();
     let mut out = vec![0u8; desc.encoded_len()];
     let n = desc.encode(&mut out)?;
     out.truncate(n);

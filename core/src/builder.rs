@@ -5,8 +5,8 @@ use heapless::Vec;
 
 use crate::descriptor::layout::{BlockPaged, CompositeHead, Compressed, Coo, Hilbert};
 use crate::descriptor::{
-    ExtensionType, Layout, LayoutSpec, MemberRole, Quantization, Scheme, Statistics,
-    TensorDescriptor, TensorView,
+    Buffers, ExtensionType, Layout, LayoutSpec, MemberRole, Quantization, Scheme, Statistics,
+    TensorDescriptor, TensorView, Values,
 };
 use crate::element::ElementType;
 use crate::error::EncodeError;
@@ -301,15 +301,15 @@ impl<const RANK: usize, const NBUF: usize> DescriptorBuilder<RANK, NBUF> {
         };
         TensorDescriptor {
             element_type: self.element_type,
-            shape: &self.shape,
+            shape: Values::Native(&self.shape),
             byte_offset: self.byte_offset,
             layout,
-            buffers: &self.buffers,
+            buffers: Buffers::Handles(&self.buffers),
             quantization: self.quantization,
             shard: self
                 .shard
                 .as_ref()
-                .map(|(p, o)| (p.as_slice(), o.as_slice())),
+                .map(|(p, o)| (Values::Native(p.as_slice()), Values::Native(o.as_slice()))),
             statistics: self.statistics,
             extension_type: self.extension_type,
             member_role: self.member_role,

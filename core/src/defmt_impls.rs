@@ -62,13 +62,39 @@ impl Format for TensorDescriptor<'_> {
     fn format(&self, f: Formatter<'_>) {
         write!(
             f,
-            "TensorDescriptor {{ {} layout {=u8:#x} shape: {=[?]}, byte_offset: {=u64}, buffers: {=[?]} }}",
+            "TensorDescriptor {{ {} layout {=u8:#x} shape: {}, byte_offset: {=u64}, buffers: {} }}",
             self.element_type,
             self.layout.tag(),
             self.shape,
             self.byte_offset,
             self.buffers
         );
+    }
+}
+
+impl<N: Format + Copy, W: Copy + Into<N>> Format for crate::Values<'_, N, W> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(f, "[");
+        for (i, v) in self.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ");
+            }
+            write!(f, "{}", v);
+        }
+        write!(f, "]");
+    }
+}
+
+impl Format for crate::Buffers<'_> {
+    fn format(&self, f: Formatter<'_>) {
+        write!(f, "[");
+        for (i, h) in self.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ");
+            }
+            write!(f, "{}", h);
+        }
+        write!(f, "]");
     }
 }
 

@@ -93,10 +93,11 @@ pub use composite::{
 };
 pub use data::{DataError, DataErrorKind, validate_contents};
 pub use descriptor::{
-    DESCRIPTOR_MAGIC, DYNAMIC, Dims, ExtensionType, ExtensionTypeEntry, Field, FieldPath,
-    FixedHeader, Flags, HEADER_LEN, Layout, LayoutSpec, MAX_RANK, MemberFields, MemberRole,
-    NO_BUFFER, Quantization, ReadOptions, Scheme, Shard, Statistics, StatisticsEntry, Strides,
-    TensorDescriptor, TensorView, VERSION_MAJOR, VERSION_MINOR, Words,
+    Buffers, DESCRIPTOR_MAGIC, DYNAMIC, DimValues, Dims, ExtensionType, ExtensionTypeEntry, Field,
+    FieldPath, FixedHeader, Flags, HEADER_LEN, Layout, LayoutSpec, MAX_RANK, MemberFields,
+    MemberRole, NO_BUFFER, Quantization, ReadOptions, Scheme, Shard, Statistics, StatisticsEntry,
+    StrideValues, Strides, TensorDescriptor, TensorView, VERSION_MAJOR, VERSION_MINOR, Values,
+    ValuesIter, WordValues, Words,
 };
 pub use descriptor::{layout, quantization};
 pub use element::{ElementType, Packing};

@@ -12,9 +12,9 @@
 //! The generator sizes every buffer with the spec's formulas, written here.
 
 use hurray_core::{
-    BufferHandle, DYNAMIC, DescriptorBuilder, DescriptorErrorKind as K, DeviceTag, ElementType,
-    ExtensionType, Layout, LayoutSpec, MemberRole, MemoryClass, Quantization, ReadOptions, Scheme,
-    Statistics, SyncMode, TensorDescriptor, TensorView,
+    BufferHandle, Buffers, DYNAMIC, DescriptorBuilder, DescriptorErrorKind as K, DeviceTag,
+    ElementType, ExtensionType, Layout, LayoutSpec, MemberRole, MemoryClass, Quantization,
+    ReadOptions, Scheme, Statistics, SyncMode, TensorDescriptor, TensorView, Values,
     layout::{
         BlockPaged, CombineOp, CompositeHead, CompositionRule, Compressed, Coo, Hilbert, KvRole,
         TileSpec,
@@ -138,12 +138,15 @@ fn encode(o: &Owned) -> Vec<u8> {
     let mut tiles = Vec::new();
     let desc = TensorDescriptor {
         element_type: o.ty,
-        shape: &o.shape,
+        shape: Values::Native(&o.shape),
         byte_offset: o.byte_offset,
         layout: layout_spec(&o.layout, &mut tiles),
-        buffers: &o.buffers,
+        buffers: Buffers::Handles(&o.buffers),
         quantization: o.quant,
-        shard: o.shard.as_ref().map(|(p, s)| (p.as_slice(), s.as_slice())),
+        shard: o
+            .shard
+            .as_ref()
+            .map(|(p, s)| (Values::Native(p), Values::Native(s))),
         statistics: o.stats,
         extension_type: o.ext,
         member_role: o.member,
@@ -156,57 +159,10 @@ fn encode(o: &Owned) -> Vec<u8> {
     out
 }
 
-/// Re-encodes what a view describes, without the builder.
+/// Re-encodes what a view describes, without the builder: through
+/// `TensorView::descriptor`, which borrows the view's fields as they lie.
 fn reencode(v: &TensorView<'_>) -> Vec<u8> {
-    let shape: Vec<u64> = v.shape().iter().collect();
-    let buffers: Vec<BufferHandle> = v.buffers().iter().collect();
-    let layout = match v.layout() {
-        Layout::RowMajor => OwnedLayout::Row,
-        Layout::ColumnMajor => OwnedLayout::Col,
-        Layout::Strided(s) => OwnedLayout::Strided(s.iter().collect()),
-        Layout::Tiled(t) => OwnedLayout::Tiled(
-            t.levels()
-                .map(|l| {
-                    (
-                        l.tile_shape.iter().collect(),
-                        l.outer_layout,
-                        l.inner_layout,
-                        l.outer_strides.map(|s| s.iter().collect()),
-                        l.inner_strides.map(|s| s.iter().collect()),
-                    )
-                })
-                .collect(),
-        ),
-        Layout::Morton(b) => OwnedLayout::Morton(b.iter().collect()),
-        Layout::Coo(c) => OwnedLayout::Coo(c),
-        Layout::Csr(c) => OwnedLayout::Csr(c),
-        Layout::Csc(c) => OwnedLayout::Csc(c),
-        Layout::Csf(c) => OwnedLayout::Csf(c.nnz(), c.mode_order().iter().collect()),
-        Layout::BlockPaged(p) => OwnedLayout::Paged(p),
-        Layout::Composite(h) => OwnedLayout::Composite(h),
-        Layout::Hilbert(h) => OwnedLayout::Hilbert(h),
-        Layout::Extension(x) => OwnedLayout::Ext(x.tag(), x.id(), x.data().to_vec()),
-        other => panic!("unknown layout {other:?}"),
-    };
-    let mut tiles = Vec::new();
-    let shard = v.shard().map(|s| {
-        (
-            s.parent_shape.iter().collect::<Vec<_>>(),
-            s.shard_offset.iter().collect::<Vec<_>>(),
-        )
-    });
-    let desc = TensorDescriptor {
-        element_type: v.element_type(),
-        shape: &shape,
-        byte_offset: v.byte_offset(),
-        layout: layout_spec(&layout, &mut tiles),
-        buffers: &buffers,
-        quantization: v.quantization(),
-        shard: shard.as_ref().map(|(p, s)| (p.as_slice(), s.as_slice())),
-        statistics: v.statistics(),
-        extension_type: v.extension_type(),
-        member_role: v.member_role(),
-    };
+    let desc = v.descriptor();
     let mut out = vec![0u8; desc.encoded_len()];
     desc.encode(&mut out).expect("a parsed view re-encodes");
     out

@@ -24,6 +24,14 @@ fuzz_target!(|data: &[u8]| {
     };
     let owned = Owned::of(&view);
     let canonical = owned.encode().expect("an accepted descriptor re-encodes");
+    // The view borrowed as the encoder's input (no native copy) writes the
+    // same canonical bytes.
+    let borrowed = view.descriptor();
+    let mut direct = vec![0u8; borrowed.encoded_len()];
+    let n = borrowed
+        .encode(&mut direct)
+        .expect("a view's own descriptor encodes");
+    assert_eq!(&direct[..n], &canonical[..], "borrowed and owned encodings differ");
     let again = TensorView::parse_with(&canonical, &options).expect("the canonical form parses");
     assert_eq!(again.version(), (1, 0));
     let again_owned = Owned::of(&again);

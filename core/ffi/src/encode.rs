@@ -190,7 +190,7 @@ unsafe fn build<'s, 'a: 's>(
         let parent: &'a [u64] = unsafe { slice_in(s.parent_shape, rank) }.map_err(ptr_err)?;
         // SAFETY: as above.
         let offset: &'a [u64] = unsafe { slice_in(s.shard_offset, rank) }.map_err(ptr_err)?;
-        d.shard = Some((parent, offset));
+        d = d.with_shard(parent, offset);
     }
     if !s.statistics.is_null() {
         // SAFETY: non-null, so an initialised section (this function's contract).

@@ -166,10 +166,6 @@ impl<'o> Writer<'o> {
         self.bytes(&v.to_le_bytes());
     }
 
-    pub(crate) fn i64(&mut self, v: i64) {
-        self.bytes(&v.to_le_bytes());
-    }
-
     pub(crate) fn zeros(&mut self, n: usize) {
         for _ in 0..n {
             self.u8(0);

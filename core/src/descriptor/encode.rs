@@ -9,15 +9,16 @@ use crate::element::ElementType;
 use crate::error::{DescriptorErrorKind, EncodeError};
 use crate::handle::BufferHandle;
 
+use super::arrays::{DimValues, Values};
 use super::cursor::Writer;
+use crate::table::BufferTable;
 use zerocopy::little_endian::U32;
 
 use super::header::{self, DESCRIPTOR_MAGIC, FixedHeader, Flags, VERSION_MAJOR, VERSION_MINOR};
-use super::layout::{LayoutSpec, TileSpec};
+use super::layout::LayoutSpec;
 use super::section::ext_type::ExtensionType;
 use super::section::member::MemberRole;
 use super::section::quantization::{Quantization, Scheme};
-use super::section::shard;
 use super::section::statistics::Statistics;
 use super::{ReadOptions, TensorView};
 
@@ -42,23 +43,111 @@ pub struct TensorDescriptor<'a> {
     /// The element (storage) type.
     pub element_type: ElementType,
     /// The shape.
-    pub shape: &'a [u64],
+    pub shape: DimValues<'a>,
     /// Byte offset of element `[0, …, 0]` in buffer 0.
     pub byte_offset: u64,
     /// The layout and its fields.
     pub layout: LayoutSpec<'a>,
     /// The buffer table.
-    pub buffers: &'a [BufferHandle],
+    pub buffers: Buffers<'a>,
     /// The quantization section.
     pub quantization: Option<Quantization<'a>>,
     /// The shard section: `(parent_shape, shard_offset)`.
-    pub shard: Option<(&'a [u64], &'a [u64])>,
+    pub shard: Option<(DimValues<'a>, DimValues<'a>)>,
     /// The statistics section.
     pub statistics: Option<Statistics>,
     /// The extension type section (required for a private element type).
     pub extension_type: Option<ExtensionType>,
     /// The composite member section.
     pub member_role: Option<MemberRole>,
+}
+
+/// The buffer table to encode: native handles, or the validated table of a
+/// parsed descriptor (written back as its wire entries lie).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buffers<'a> {
+    /// Native handles.
+    Handles(&'a [BufferHandle]),
+    /// A validated table ([`TensorView::buffers`]).
+    Table(BufferTable<'a>),
+}
+
+impl<'a> Buffers<'a> {
+    /// Number of buffers.
+    #[must_use]
+    #[inline]
+    pub const fn len(&self) -> usize {
+        match self {
+            Self::Handles(h) => h.len(),
+            Self::Table(t) => t.len(),
+        }
+    }
+
+    /// Whether there is no buffer.
+    #[must_use]
+    #[inline]
+    pub const fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The handle at `index`.
+    #[must_use]
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<BufferHandle> {
+        match self {
+            Self::Handles(h) => h.get(index).copied(),
+            Self::Table(t) => t.get(index),
+        }
+    }
+
+    /// The handles, in order.
+    #[must_use]
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = BufferHandle> + 'a {
+        let this = *self;
+        (0..self.len()).map(move |i| {
+            this.get(i)
+                .unwrap_or(BufferHandle::empty(crate::DeviceTag::Cpu))
+        })
+    }
+
+    /// Writes the entries (at most 255).
+    fn write(&self, w: &mut Writer<'_>) {
+        match self {
+            Self::Handles(h) => h.iter().take(255).for_each(|h| w.bytes(&h.to_bytes())),
+            // A table holds at most 255 entries.
+            Self::Table(t) => w.bytes(t.as_bytes()),
+        }
+    }
+}
+
+impl<'a> From<&'a [BufferHandle]> for Buffers<'a> {
+    #[inline]
+    fn from(h: &'a [BufferHandle]) -> Self {
+        Self::Handles(h)
+    }
+}
+
+impl<'a, const K: usize> From<&'a [BufferHandle; K]> for Buffers<'a> {
+    #[inline]
+    fn from(h: &'a [BufferHandle; K]) -> Self {
+        Self::Handles(h)
+    }
+}
+
+impl<'a> From<BufferTable<'a>> for Buffers<'a> {
+    #[inline]
+    fn from(t: BufferTable<'a>) -> Self {
+        Self::Table(t)
+    }
+}
+
+impl<'a> From<&TensorView<'a>> for TensorDescriptor<'a> {
+    /// What the view describes, borrowing its bytes: encoding it writes
+    /// the view's fields back as they lie (see [`TensorView::descriptor`]).
+    #[inline]
+    fn from(view: &TensorView<'a>) -> Self {
+        view.descriptor()
+    }
 }
 
 impl<'a> TensorDescriptor<'a> {
@@ -72,10 +161,10 @@ impl<'a> TensorDescriptor<'a> {
     ) -> Self {
         Self {
             element_type,
-            shape,
+            shape: Values::Native(shape),
             byte_offset: 0,
             layout,
-            buffers,
+            buffers: Buffers::Handles(buffers),
             quantization: None,
             shard: None,
             statistics: None,
@@ -121,7 +210,7 @@ impl<'a> TensorDescriptor<'a> {
     /// With a shard section.
     #[must_use]
     pub const fn with_shard(mut self, parent_shape: &'a [u64], shard_offset: &'a [u64]) -> Self {
-        self.shard = Some((parent_shape, shard_offset));
+        self.shard = Some((Values::Native(parent_shape), Values::Native(shard_offset)));
         self
     }
 
@@ -226,6 +315,7 @@ impl<'a> TensorDescriptor<'a> {
         // descriptor itself uses.
         let ids: &[u64] = match &self.layout {
             LayoutSpec::Extension { id, .. } => core::slice::from_ref(id),
+            LayoutSpec::Parsed(super::Layout::Extension(e)) => core::slice::from_ref(e.id_ref()),
             _ => &[],
         };
         let options = ReadOptions {
@@ -247,42 +337,17 @@ impl<'a> TensorDescriptor<'a> {
                 expected: rank.min(u32::MAX as usize) as u32,
             })
         };
-        let mut arrays: [(&'static str, usize); 2] = [("", rank); 2];
-        match self.layout {
-            LayoutSpec::Strided(s) => arrays[0] = ("strides", s.len()),
-            LayoutSpec::Morton(b) => arrays[0] = ("morton_bits", b.len()),
-            LayoutSpec::Csf { mode_order, .. } => arrays[0] = ("mode_order", mode_order.len()),
-            LayoutSpec::Tiled(levels) => {
-                for TileSpec {
-                    tile_shape,
-                    outer_strides,
-                    inner_strides,
-                    ..
-                } in levels
-                {
-                    for (what, len) in [
-                        ("tile_shape", Some(tile_shape.len())),
-                        ("outer_strides", outer_strides.map(<[i64]>::len)),
-                        ("inner_strides", inner_strides.map(<[i64]>::len)),
-                    ] {
-                        if len.is_some_and(|len| len != rank) {
-                            return mismatch(what, len.unwrap_or(rank));
-                        }
-                    }
-                }
+        let same = |what, len: usize| {
+            if len == rank {
+                Ok(())
+            } else {
+                mismatch(what, len)
             }
-            _ => {}
-        }
+        };
+        self.layout.for_each_array(same)?;
         if let Some((parent, offset)) = self.shard {
-            if parent.len() != rank {
-                return mismatch("parent_shape", parent.len());
-            }
-            arrays[1] = ("shard_offset", offset.len());
-        }
-        for (what, len) in arrays {
-            if len != rank {
-                return mismatch(what, len);
-            }
+            same("parent_shape", parent.len())?;
+            same("shard_offset", offset.len())?;
         }
         if self.buffers.len() > usize::from(u8::MAX) {
             return Err(EncodeError::CapacityExceeded {
@@ -307,19 +372,18 @@ impl<'a> TensorDescriptor<'a> {
             layout_tag: self.layout.tag(),
             rank: U32::new(rank),
         });
-        self.shape.iter().for_each(|&n| w.u64(n));
+        self.shape.write(w);
         w.u64(self.byte_offset);
         self.layout.encode(w);
         #[allow(clippy::cast_possible_truncation)]
         w.u8(self.buffers.len().min(255) as u8);
-        for h in self.buffers.iter().take(255) {
-            w.bytes(&h.to_bytes());
-        }
+        self.buffers.write(w);
         if let Some(q) = &self.quantization {
             q.encode(w);
         }
         if let Some((parent, offset)) = self.shard {
-            shard::encode(parent, offset, w);
+            parent.write(w);
+            offset.write(w);
         }
         if let Some(s) = &self.statistics {
             s.encode(w);

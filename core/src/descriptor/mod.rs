@@ -33,8 +33,8 @@ pub mod layout;
 mod section;
 mod walk;
 
-pub use arrays::{Dims, Strides, Words};
-pub use encode::TensorDescriptor;
+pub use arrays::{DimValues, Dims, StrideValues, Strides, Values, ValuesIter, WordValues, Words};
+pub use encode::{Buffers, TensorDescriptor};
 pub use header::{
     DESCRIPTOR_MAGIC, DYNAMIC, FixedHeader, Flags, HEADER_LEN, MAX_RANK, VERSION_MAJOR,
     VERSION_MINOR,
@@ -557,6 +557,41 @@ impl<'a> TensorView<'a> {
             None => ctx.exactly(scale, scale_bytes)?,
         }
         Ok(padded)
+    }
+
+    /// What this view describes, as the encoder takes it: every array,
+    /// the layout and the buffer table borrowed from the view's bytes (no
+    /// copy, no allocation). Encoding it gives a descriptor that parses to
+    /// the same values (the same bytes for a 1.0 descriptor); change a
+    /// field to re-encode it with that change.
+    ///
+    /// ```
+    /// # use hurray_core::{BufferHandle, DeviceTag, ElementType, TensorDescriptor, TensorView};
+    /// let buffers = [BufferHandle::empty(DeviceTag::Cpu)];
+    /// let mut bytes = [0u8; 128];
+    /// let n = TensorDescriptor::row_major(ElementType::Int8, &[0, 3], &buffers).encode(&mut bytes)?;
+    /// let view = TensorView::parse(&bytes[..n])?;
+    /// let mut again = [0u8; 128];
+    /// let m = view.descriptor().encode(&mut again)?;
+    /// assert_eq!(&again[..m], view.as_bytes());
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn descriptor(&self) -> TensorDescriptor<'a> {
+        TensorDescriptor {
+            element_type: self.element_type,
+            shape: self.shape.into(),
+            byte_offset: self.byte_offset,
+            layout: LayoutSpec::Parsed(self.layout),
+            buffers: encode::Buffers::Table(self.buffers),
+            quantization: self.quantization,
+            shard: self
+                .shard
+                .map(|s| (s.parent_shape.into(), s.shard_offset.into())),
+            statistics: self.statistics(),
+            extension_type: self.extension_type(),
+            member_role: self.member_role,
+        }
     }
 
     /// The descriptor's bytes (exactly `descriptor_length` long).

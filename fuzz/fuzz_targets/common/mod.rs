@@ -150,7 +150,10 @@ impl<'a> Owned<'a> {
         let mut d = TensorDescriptor::new(self.element_type, &self.shape, layout, &self.buffers)
             .with_byte_offset(self.byte_offset);
         d.quantization = self.quantization;
-        d.shard = self.shard.as_ref().map(|(p, o)| (&p[..], &o[..]));
+        d.shard = self
+            .shard
+            .as_ref()
+            .map(|(p, o)| (p[..].into(), o[..].into()));
         d.statistics = self.statistics;
         d.extension_type = self.extension_type;
         d.member_role = self.member_role;

@@ -11,7 +11,7 @@
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::super::arrays::Words;
+use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::Ctx;
 
@@ -87,8 +87,8 @@ impl<'a> Csf<'a> {
     }
 }
 
-pub(super) fn encode(nnz: u64, mode_order: &[u32], w: &mut Writer<'_>) {
+pub(super) fn encode(nnz: u64, mode_order: WordValues<'_>, w: &mut Writer<'_>) {
     w.u64(nnz);
-    mode_order.iter().for_each(|&m| w.u32(m));
+    mode_order.write(w);
     w.zeros(8);
 }

@@ -33,6 +33,11 @@ pub struct ExtensionLayout<'a> {
 }
 
 impl<'a> ExtensionLayout<'a> {
+    /// The id, by reference (the encoder's read-back accepts it).
+    pub(crate) const fn id_ref(&self) -> &u64 {
+        &self.id
+    }
+
     /// The layout tag, `0xF0`–`0xFE`.
     #[must_use]
     pub const fn tag(&self) -> u8 {

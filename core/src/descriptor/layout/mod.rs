@@ -27,7 +27,7 @@ pub use super::extent::stride_range;
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::arrays::{Dims, Strides, Words};
+use super::arrays::{Dims, Strides, Values, Words, write_native};
 use super::cursor::{Reader, Writer};
 use super::extent::Ctx;
 
@@ -137,6 +137,19 @@ pub enum LayoutSpec<'a> {
         /// Opaque metadata.
         data: &'a [u8],
     },
+    /// A layout as a parsed descriptor holds it ([`TensorView::layout`]),
+    /// written back from its wire fields as they lie (no copy into native
+    /// values). `LayoutSpec::from(layout)` gives this variant.
+    ///
+    /// [`TensorView::layout`]: crate::TensorView::layout
+    Parsed(Layout<'a>),
+}
+
+impl<'a> From<Layout<'a>> for LayoutSpec<'a> {
+    #[inline]
+    fn from(layout: Layout<'a>) -> Self {
+        Self::Parsed(layout)
+    }
 }
 
 /// The family a layout belongs to, which decides its buffer count and
@@ -326,6 +339,7 @@ impl LayoutSpec<'_> {
             Self::Composite(_) => tag::COMPOSITE,
             Self::Hilbert(_) => tag::HILBERT,
             Self::Extension { tag, .. } => *tag,
+            Self::Parsed(l) => l.tag(),
         }
     }
 
@@ -333,16 +347,61 @@ impl LayoutSpec<'_> {
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         match *self {
             Self::RowMajor | Self::ColumnMajor => {}
-            Self::Strided(strides) => strides.iter().for_each(|&s| w.i64(s)),
+            Self::Strided(strides) => write_native(strides, w),
             Self::Tiled(levels) => tiled::encode(levels, w),
-            Self::Morton(bits) => bits.iter().for_each(|&b| w.u32(b)),
+            Self::Morton(bits) => write_native(bits, w),
             Self::Coo(c) => c.encode(w),
             Self::Csr(c) | Self::Csc(c) => c.encode(w),
-            Self::Csf { nnz, mode_order } => csf::encode(nnz, mode_order, w),
+            Self::Csf { nnz, mode_order } => csf::encode(nnz, Values::Native(mode_order), w),
             Self::BlockPaged(b) => b.encode(w),
             Self::Composite(c) => c.encode(w),
             Self::Hilbert(h) => h.encode(w),
             Self::Extension { id, data, .. } => extension::encode(id, data, w),
+            Self::Parsed(l) => l.encode(w),
+        }
+    }
+
+    /// The arrays whose length must be the rank: `(field, length)`, at most
+    /// three per tiled level; `None` past the last.
+    pub(crate) fn for_each_array(
+        &self,
+        mut f: impl FnMut(&'static str, usize) -> Result<(), crate::EncodeError>,
+    ) -> Result<(), crate::EncodeError> {
+        match *self {
+            Self::Strided(s) => f("strides", s.len()),
+            Self::Morton(b) => f("morton_bits", b.len()),
+            Self::Csf { mode_order, .. } => f("mode_order", mode_order.len()),
+            Self::Tiled(levels) => levels.iter().try_for_each(|l| {
+                f("tile_shape", l.tile_shape.len())?;
+                l.outer_strides
+                    .map_or(Ok(()), |s| f("outer_strides", s.len()))?;
+                l.inner_strides
+                    .map_or(Ok(()), |s| f("inner_strides", s.len()))
+            }),
+            Self::Parsed(Layout::Strided(s)) => f("strides", s.len()),
+            Self::Parsed(Layout::Morton(b)) => f("morton_bits", b.len()),
+            Self::Parsed(Layout::Csf(c)) => f("mode_order", c.mode_order().len()),
+            Self::Parsed(Layout::Tiled(t)) => f("tile_shape", t.rank() as usize),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Layout<'_> {
+    /// Writes the layout-specific fields back from the wire values.
+    pub(crate) fn encode(&self, w: &mut Writer<'_>) {
+        match *self {
+            Self::RowMajor | Self::ColumnMajor => {}
+            Self::Strided(s) => Values::from(s).write(w),
+            Self::Tiled(t) => w.bytes(t.as_bytes()),
+            Self::Morton(b) => Values::from(b).write(w),
+            Self::Coo(c) => c.encode(w),
+            Self::Csr(c) | Self::Csc(c) => c.encode(w),
+            Self::Csf(c) => csf::encode(c.nnz(), c.mode_order().into(), w),
+            Self::BlockPaged(b) => b.encode(w),
+            Self::Composite(c) => c.encode(w),
+            Self::Hilbert(h) => h.encode(w),
+            Self::Extension(e) => extension::encode(e.id(), e.data(), w),
         }
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::super::arrays::{Dims, Strides};
+use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Ctx, div_ceil, stride_range};
 use super::tag;
@@ -130,6 +130,16 @@ impl<'a> Tiled<'a> {
             rank: self.rank,
             left: self.depth,
         }
+    }
+
+    /// The levels' wire bytes, as validated.
+    pub(crate) const fn as_bytes(&self) -> &'a [u8] {
+        self.raw
+    }
+
+    /// The rank each level's arrays have.
+    pub(crate) const fn rank(&self) -> u32 {
+        self.rank
     }
 
     /// Number of nested levels (1 to 8).
@@ -258,17 +268,17 @@ fn level_span(level: &TileLevel<'_>, region: impl Iterator<Item = u64>) -> Optio
 
 pub(super) fn encode(levels: &[TileSpec<'_>], w: &mut Writer<'_>) {
     for level in levels {
-        level.tile_shape.iter().for_each(|&t| w.u64(t));
+        write_native(level.tile_shape, w);
         w.value(&TileCodes {
             outer_layout: level.outer_layout,
             inner_layout: level.inner_layout,
             reserved: [0; 2],
         });
         if let Some(s) = level.outer_strides {
-            s.iter().for_each(|&v| w.i64(v));
+            write_native(s, w);
         }
         if let Some(s) = level.inner_strides {
-            s.iter().for_each(|&v| w.i64(v));
+            write_native(s, w);
         }
     }
 }

@@ -5,7 +5,7 @@
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::Dims;
-use super::super::cursor::{Reader, Writer};
+use super::super::cursor::Reader;
 
 /// Where a shard sits in its parent tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,9 +62,4 @@ impl<'a> Shard<'a> {
             shard_offset,
         })
     }
-}
-
-pub(crate) fn encode(parent_shape: &[u64], shard_offset: &[u64], w: &mut Writer<'_>) {
-    parent_shape.iter().for_each(|&v| w.u64(v));
-    shard_offset.iter().for_each(|&v| w.u64(v));
 }
