@@ -91,6 +91,9 @@ pub(crate) struct DeviceShared {
     pub(crate) device: wgpu::Device,
     queue: OnceLock<wgpu::Queue>,
     pub(crate) staging: Pools,
+    /// DMA staging (imported host memory), where the device allows it.
+    #[cfg(target_os = "linux")]
+    pub(crate) dma: crate::transfer::dma::DmaPool,
     /// The device was created with `MAPPABLE_PRIMARY_BUFFERS`.
     pub(crate) mappable_primary: bool,
     /// Another known device (of another instance) has the same id, so `==`
@@ -158,6 +161,8 @@ pub(crate) fn shared(device: &wgpu::Device, queue: Option<&wgpu::Queue>) -> Arc<
                 device: device.clone(),
                 queue: OnceLock::new(),
                 staging: Pools::default(),
+                #[cfg(target_os = "linux")]
+                dma: crate::transfer::dma::DmaPool::default(),
                 mappable_primary: device
                     .features()
                     .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),

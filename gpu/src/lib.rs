@@ -90,12 +90,13 @@ mod share;
 mod staging;
 mod transfer;
 
-pub use context::GpuContext;
+pub use context::{ContextOptions, GpuContext};
 pub use error::{ApiMisuse, BackendError, WgpuError, WgpuErrorKind};
 pub use exec::wait_for;
 #[cfg(target_os = "linux")]
 pub use external::{
-    DeviceIdentity, MessageError, SHARED_USAGE, ShareError, Unsupported, device_identity,
+    DeviceIdentity, HOST_PAGE, HostBuffer, MessageError, SHARED_USAGE, ShareError, Unsupported,
+    device_identity,
 };
 pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};

@@ -284,6 +284,8 @@ impl GpuBufferHandle {
     /// Frees the idle staging buffers kept for this buffer's device.
     pub fn trim_staging(&self) {
         self.inner.shared.staging.clear();
+        #[cfg(target_os = "linux")]
+        self.inner.shared.dma.clear();
     }
 
     /// Stable process-local handle id used for cache signatures.
