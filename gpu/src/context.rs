@@ -228,7 +228,7 @@ impl GpuContext {
     /// Bytes of idle staging buffers hurray keeps for this device.
     #[must_use]
     pub fn pooled_staging_bytes(&self) -> u64 {
-        self.shared.staging.bytes()
+        self.shared.pooled_bytes()
     }
 }
 

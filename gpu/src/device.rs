@@ -221,6 +221,16 @@ impl DeviceShared {
         }
     }
 
+    /// Bytes of idle staging kept for this device: mapped staging buffers
+    /// and DMA staging.
+    pub(crate) fn pooled_bytes(&self) -> u64 {
+        #[cfg(target_os = "linux")]
+        let dma = self.dma.bytes();
+        #[cfg(not(target_os = "linux"))]
+        let dma = 0;
+        self.staging.bytes() + dma
+    }
+
     /// The queue hurray knows for this device, if any.
     pub(crate) fn queue(&self) -> Option<&wgpu::Queue> {
         self.queue.get()

@@ -33,11 +33,21 @@
 //!   ([`set_staging_cap`], [`staging_stats`]). Dropping the last clone of a
 //!   handle frees its GPU memory at once, even if kernels cached bind groups
 //!   for it.
-//! * **Unsafe lives in three places**: `transfer::read::read_to_vec`, one
+//! * **Unsafe lives in four places**: `transfer::read::read_to_vec`, one
 //!   `Vec::set_len` after the copies' own count says a readback filled the
 //!   spare capacity; `external/vk.rs` (Linux), the Vulkan external-memory
-//!   calls; and `share/socket.rs` (Linux), the `SCM_RIGHTS` calls. Each block
-//!   is argued where it stands. Everything else is safe.
+//!   calls; `external/host.rs` (Linux), host memory imported for DMA (the
+//!   device opened with `VK_EXT_external_memory_host`, the import, the page
+//!   allocation, the host copies); and `share/socket.rs` (Linux), the
+//!   `SCM_RIGHTS` calls. Each block is argued where it stands. Everything
+//!   else is safe.
+//! * **Host memory the GPU reaches by DMA** (Linux, Vulkan with
+//!   `VK_EXT_external_memory_host`): [`GpuContext::new`] opens the device
+//!   with the extension where offered; transfers of 1 MiB and more then
+//!   stage through imported host memory (the copy engines read and write it
+//!   directly, as CUDA's pinned copies), else through mapped staging
+//!   buffers — automatic, reported by [`staging_stats`]. `HostBuffer` gives
+//!   the same memory to you as a copy source and destination.
 //! * **Sharing without copies** (Linux, Vulkan): `alloc_exportable` memory
 //!   goes to another device, process or API as an opaque file descriptor
 //!   plus a hurray descriptor (`SharedBuffer`); a received message is

@@ -306,7 +306,7 @@ unsafe fn import_raw(
     if len == 0 {
         return Err(Unsupported::Empty.into());
     }
-    if ptr.as_ptr() as usize % align != 0 || len % align != 0 {
+    if !(ptr.as_ptr() as usize).is_multiple_of(align) || !len.is_multiple_of(align) {
         return Err(ShareError::Backend(
             ApiMisuse::UnalignedHostMemory {
                 address: ptr.as_ptr() as u64,

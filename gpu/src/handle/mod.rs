@@ -278,7 +278,7 @@ impl GpuBufferHandle {
     /// [`staging_stats`](crate::staging_stats) reports all devices.
     #[must_use]
     pub fn pooled_staging_bytes(&self) -> u64 {
-        self.inner.shared.staging.bytes()
+        self.inner.shared.pooled_bytes()
     }
 
     /// Frees the idle staging buffers kept for this buffer's device.

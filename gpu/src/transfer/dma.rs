@@ -90,6 +90,14 @@ impl DmaPool {
         list.push(s);
     }
 
+    /// Bytes of idle chunks.
+    pub(crate) fn bytes(&self) -> u64 {
+        let free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        free.iter()
+            .map(|(class, list)| *class as u64 * list.len() as u64)
+            .sum()
+    }
+
     /// Drops every idle chunk.
     pub(crate) fn clear(&self) {
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
