@@ -92,6 +92,8 @@ mod exec;
 mod external;
 mod handle;
 mod kernel;
+#[cfg(not(target_arch = "wasm32"))]
+mod load;
 mod pool;
 mod registry;
 mod resource;
@@ -110,6 +112,10 @@ pub use external::{
 };
 pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
+#[cfg(not(target_arch = "wasm32"))]
+pub use load::{
+    LoadError, LoadOptions, Loaded, LoadedTensor, Progress, load_file, load_view_async, save_file,
+};
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
 #[cfg(target_os = "linux")]

@@ -60,7 +60,11 @@ impl DmaPool {
     }
 
     /// An idle chunk of `class` bytes, or a new one.
-    fn take(&self, device: &wgpu::Device, class: usize) -> Result<Staging, BackendError> {
+    pub(crate) fn take(
+        &self,
+        device: &wgpu::Device,
+        class: usize,
+    ) -> Result<Staging, BackendError> {
         let idle = self
             .free
             .lock()
@@ -78,7 +82,7 @@ impl DmaPool {
     }
 
     /// Keeps `s` for reuse within the bounds of the module contract.
-    fn give(&self, s: Staging) {
+    pub(crate) fn give(&self, s: Staging) {
         let class = s.len();
         let cap = crate::staging_stats().cap_bytes;
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
