@@ -426,6 +426,11 @@ fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], tensors: usize) -> Vec<Chunk<'
     chunks
 }
 
+/// A host copy: a region of a chunk, and the file bytes it starts with (the
+/// rest of the region is zero padding).
+#[cfg(target_os = "linux")]
+type CopyItem<'d, 'f> = (&'d mut [u8], &'f [u8]);
+
 /// Copies a chunk's pieces into `dst` (chunk space), zero-filling the
 /// padding, over the worker pool.
 #[cfg(target_os = "linux")]
@@ -458,7 +463,7 @@ fn fill_chunk(dst: &mut [u8], pieces: &[Piece<'_>]) -> Result<(), BackendError> 
     let total: usize = items.iter().map(|(d, _)| d.len()).sum();
     let per = total.div_ceil(workers).max(ITEM);
     // Contiguous groups of about `per` bytes, one per worker.
-    let mut groups: Vec<std::sync::Mutex<Vec<(&mut [u8], &[u8])>>> = Vec::new();
+    let mut groups: Vec<std::sync::Mutex<Vec<CopyItem<'_, '_>>>> = Vec::new();
     let mut group = Vec::new();
     let mut bytes = 0;
     for item in items {
@@ -605,15 +610,14 @@ async fn load_view(
         .await?;
     } else {
         let mut done = 0u64;
-        let mut tensors_done = 0;
         for (ti, t) in chosen.iter().enumerate() {
+            let tensors_done = ti + 1;
             for (h, bytes) in handles.get(ti).into_iter().flatten().zip(t.buffers()) {
                 if !bytes.is_empty() {
                     h.write_async(device, queue, 0, bytes).await?;
                     done += bytes.len() as u64;
                 }
             }
-            tensors_done += 1;
             if let Some(p) = options.progress.as_mut() {
                 p(Progress {
                     bytes_done: done,
@@ -770,5 +774,5 @@ pub fn save_file(
     Ok(())
 }
 
-/// A tensor larger than any device allows is refused by size, never split.
-const _: () = assert!(LOAD_CHUNK % 4 == 0 && ITEM % 4 == 0);
+// Chunk offsets and piece lengths stay multiples of 4 (wgpu's copy unit).
+const _: () = assert!(LOAD_CHUNK.is_multiple_of(4) && ITEM.is_multiple_of(4));
