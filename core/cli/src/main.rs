@@ -77,6 +77,18 @@ enum Command {
         #[arg(value_name = "NAME")]
         name: String,
     },
+    /// Convert a safetensors file into a .hrry file (values unchanged).
+    Convert {
+        /// The safetensors file.
+        #[arg(value_name = "SAFETENSORS")]
+        input: PathBuf,
+        /// The .hrry file to write (appears only once complete).
+        #[arg(value_name = "OUTPUT")]
+        output: PathBuf,
+    },
+    /// Load a .hrry file's tensors onto the GPU and report GB/s.
+    #[cfg(feature = "gpu")]
+    Load(hurray_cli::load::LoadArgs),
 }
 
 /// How inputs are read.
@@ -492,6 +504,27 @@ fn main() -> ExitCode {
         }
         Command::Cat { read, path, name } => {
             run(path, &mut |p, n| cat(p, n, read, name));
+        }
+        Command::Convert { input, output } => {
+            run(input, &mut |p, _| {
+                let c = hurray_cli::convert::safetensors_to_hrry(p, output)
+                    .map_err(|e| Failure::Invalid(e.to_string()))?;
+                println!(
+                    "{}: {} tensors, {} bytes",
+                    output.display(),
+                    c.tensors,
+                    c.bytes
+                );
+                Ok(())
+            });
+        }
+        #[cfg(feature = "gpu")]
+        Command::Load(args) => {
+            run(&args.path, &mut |p, _| {
+                let r = hurray_cli::load::run(args).map_err(Failure::Invalid)?;
+                println!("{}", r.line(p));
+                Ok(())
+            });
         }
     }
     ExitCode::from(status)
