@@ -76,8 +76,33 @@ impl GpuContext {
     /// # Errors
     /// As [`GpuContext::new`].
     pub async fn new_async() -> Result<Self, BackendError> {
+        Self::with_options_async(ContextOptions::default()).await
+    }
+
+    /// As [`GpuContext::new`], with [`ContextOptions`].
+    ///
+    /// ```no_run
+    /// use hurray_gpu::{ContextOptions, GpuContext};
+    ///
+    /// // Keep transfers on mapped staging buffers, even where DMA is offered.
+    /// let ctx = GpuContext::with_options(ContextOptions::default().host_dma(false))?;
+    /// assert!(!ctx.host_dma());
+    /// # Ok::<(), hurray_gpu::BackendError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`GpuContext::new`].
+    pub fn with_options(options: ContextOptions) -> Result<Self, BackendError> {
+        pollster::block_on(Self::with_options_async(options))
+    }
+
+    /// The async form of [`GpuContext::with_options`].
+    ///
+    /// # Errors
+    /// As [`GpuContext::new`].
+    pub async fn with_options_async(options: ContextOptions) -> Result<Self, BackendError> {
         let adapter = Self::adapter().await?;
-        Self::from_adapter(adapter).await
+        Self::from_adapter_with_options(adapter, options).await
     }
 
     /// The adapter [`GpuContext::new`] would pick.
@@ -114,16 +139,38 @@ impl GpuContext {
         adapter: wgpu::Adapter,
         limits: wgpu::Limits,
     ) -> Result<Self, BackendError> {
+        Self::from_adapter_with_options(adapter, ContextOptions::default().limits(limits)).await
+    }
+
+    /// Creates the device on a given adapter with [`ContextOptions`].
+    ///
+    /// # Errors
+    /// [`BackendError::RequestDevice`] when device creation fails.
+    pub async fn from_adapter_with_options(
+        adapter: wgpu::Adapter,
+        options: ContextOptions,
+    ) -> Result<Self, BackendError> {
+        let limits = options.limits.unwrap_or_else(|| adapter.limits());
         // Harmless for every other buffer; lets `MAP_READ` storage buffers be
         // read back by mapping them directly (`docs/impl/gpu-transfers.md`).
         let features = adapter.features() & wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("hurray"),
+            required_limits: limits,
+            required_features: features,
+            ..Default::default()
+        };
+        // Host memory for DMA needs an extension wgpu does not enable:
+        // open the device through the HAL where the adapter has it.
+        #[cfg(target_os = "linux")]
+        if options.host_dma && crate::external::host::adapter_supports(&adapter) {
+            if let Some(made) = crate::external::host::open_device(&adapter, &desc) {
+                let (device, queue) = made?;
+                return Ok(Self::from_device(adapter, device, queue));
+            }
+        }
         let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor {
-                label: Some("hurray"),
-                required_limits: limits,
-                required_features: features,
-                ..Default::default()
-            })
+            .request_device(&desc)
             .await
             .map_err(|e| BackendError::RequestDevice(e.to_string()))?;
         // A device made just now: registered without any lookup.
@@ -196,10 +243,25 @@ impl GpuContext {
         self.lost.load(Ordering::SeqCst) || crate::exec::is_lost(&self.device, &self.queue)
     }
 
+    /// Whether transfers of 1 MiB and more on this device stage through host
+    /// memory the GPU reaches by DMA (Linux, Vulkan, a device opened with
+    /// `VK_EXT_external_memory_host`), rather than mapped staging buffers.
+    #[must_use]
+    pub fn host_dma(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            self.shared.dma.available(&self.device)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
+    }
+
     /// Bytes of idle staging buffers hurray keeps for this device.
     #[must_use]
     pub fn pooled_staging_bytes(&self) -> u64 {
-        self.shared.staging.bytes()
+        self.shared.pooled_bytes()
     }
 
     /// hurray's state of this context's device: its identity (for sharing's
@@ -286,5 +348,48 @@ impl GpuContext {
     /// As [`GpuKernel::new`].
     pub fn kernel(&self, wgsl: &str, entry_point: &str) -> Result<GpuKernel, BackendError> {
         GpuKernel::on(Arc::clone(&self.shared), wgsl, entry_point)
+    }
+}
+
+/// How [`GpuContext`] opens its device.
+///
+/// ```
+/// let o = hurray_gpu::ContextOptions::default().host_dma(false);
+/// assert!(!o.host_dma);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ContextOptions {
+    /// The limits to ask for (`None`: the adapter's own).
+    pub limits: Option<wgpu::Limits>,
+    /// Open the device with `VK_EXT_external_memory_host` where the adapter
+    /// offers it (Linux, Vulkan), so that transfers of 1 MiB and more stage
+    /// through host memory the GPU reaches by DMA. Default `true`; `false`
+    /// keeps wgpu's own device creation and mapped staging buffers.
+    pub host_dma: bool,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        Self {
+            limits: None,
+            host_dma: true,
+        }
+    }
+}
+
+impl ContextOptions {
+    /// Sets [`host_dma`](Self::host_dma).
+    #[must_use]
+    pub fn host_dma(mut self, on: bool) -> Self {
+        self.host_dma = on;
+        self
+    }
+
+    /// Sets [`limits`](Self::limits).
+    #[must_use]
+    pub fn limits(mut self, limits: wgpu::Limits) -> Self {
+        self.limits = Some(limits);
+        self
     }
 }

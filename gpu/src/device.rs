@@ -99,6 +99,9 @@ pub(crate) struct DeviceShared {
     pub(crate) device: wgpu::Device,
     queue: OnceLock<wgpu::Queue>,
     pub(crate) staging: Pools,
+    /// DMA staging (imported host memory), where the device allows it.
+    #[cfg(target_os = "linux")]
+    pub(crate) dma: crate::transfer::dma::DmaPool,
     /// The device was created with `MAPPABLE_PRIMARY_BUFFERS`.
     pub(crate) mappable_primary: bool,
     /// Another known device (of another instance) has the same id, so `==`
@@ -211,6 +214,8 @@ fn register_in(list: &mut Vec<Weak<DeviceShared>>, device: &wgpu::Device) -> Arc
         device: device.clone(),
         queue: OnceLock::new(),
         staging: Pools::default(),
+        #[cfg(target_os = "linux")]
+        dma: crate::transfer::dma::DmaPool::default(),
         mappable_primary: device
             .features()
             .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
@@ -278,6 +283,16 @@ impl DeviceShared {
         } else {
             Err(ApiMisuse::WrongQueue.into())
         }
+    }
+
+    /// Bytes of idle staging kept for this device: mapped staging buffers
+    /// and DMA staging.
+    pub(crate) fn pooled_bytes(&self) -> u64 {
+        #[cfg(target_os = "linux")]
+        let dma = self.dma.bytes();
+        #[cfg(not(target_os = "linux"))]
+        let dma = 0;
+        self.staging.bytes() + dma
     }
 
     /// The queue hurray knows for this device, if any.

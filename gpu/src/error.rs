@@ -143,6 +143,16 @@ pub enum ApiMisuse {
     /// A blocking call on a target that cannot block (the browser's WebGPU):
     /// use the `_async` form.
     CannotBlock,
+    /// Host memory to import for DMA (`HostBuffer`) must start and end on
+    /// the driver's import alignment (a page, 4 KiB or more).
+    UnalignedHostMemory {
+        /// The slice's address.
+        address: u64,
+        /// Its length.
+        len: u64,
+        /// The alignment the driver needs.
+        align: u64,
+    },
 }
 
 impl fmt::Display for ApiMisuse {
@@ -206,6 +216,14 @@ impl fmt::Display for ApiMisuse {
             Self::PoolStarted { threads } => {
                 write!(f, "the worker pool already runs with {threads} threads")
             }
+            Self::UnalignedHostMemory {
+                address,
+                len,
+                align,
+            } => write!(
+                f,
+                "host memory at {address:#x} of {len} bytes is not aligned to {align} bytes (address and length)"
+            ),
             Self::CannotBlock => write!(
                 f,
                 "this target cannot block on the GPU; use the _async form"

@@ -41,11 +41,21 @@
 //!   ([`set_staging_cap`], [`staging_stats`]). Dropping the last clone of a
 //!   handle frees its GPU memory at once, even if kernels cached bind groups
 //!   for it.
-//! * **Unsafe lives in three places**: `transfer::read::read_to_vec`, one
+//! * **Unsafe lives in four places**: `transfer::read::read_to_vec`, one
 //!   `Vec::set_len` after the copies' own count says a readback filled the
 //!   spare capacity; `external/vk.rs` (Linux), the Vulkan external-memory
-//!   calls; and `share/socket.rs` (Linux), the `SCM_RIGHTS` calls. Each block
-//!   is argued where it stands. Everything else is safe.
+//!   calls; `external/host.rs` (Linux), host memory imported for DMA (the
+//!   device opened with `VK_EXT_external_memory_host`, the import, the page
+//!   allocation, the host copies); and `share/socket.rs` (Linux), the
+//!   `SCM_RIGHTS` calls. Each block is argued where it stands. Everything
+//!   else is safe.
+//! * **Host memory the GPU reaches by DMA** (Linux, Vulkan with
+//!   `VK_EXT_external_memory_host`): [`GpuContext::new`] opens the device
+//!   with the extension where offered; transfers of 1 MiB and more then
+//!   stage through imported host memory (the copy engines read and write it
+//!   directly, as CUDA's pinned copies), else through mapped staging
+//!   buffers — automatic, reported by [`staging_stats`]. `HostBuffer` gives
+//!   the same memory to you as a copy source and destination.
 //! * **Sharing without copies** (Linux, Vulkan): `alloc_exportable` memory
 //!   goes to another device, process or API as an opaque file descriptor
 //!   plus a hurray descriptor (`SharedBuffer`); a received message is
@@ -94,6 +104,8 @@ mod exec;
 mod external;
 mod handle;
 mod kernel;
+#[cfg(not(target_arch = "wasm32"))]
+mod load;
 mod pool;
 mod registry;
 mod resource;
@@ -102,15 +114,20 @@ mod share;
 mod staging;
 mod transfer;
 
-pub use context::GpuContext;
+pub use context::{ContextOptions, GpuContext};
 pub use error::{ApiMisuse, BackendError, WgpuError, WgpuErrorKind};
 pub use exec::wait_for;
 #[cfg(target_os = "linux")]
 pub use external::{
-    DeviceIdentity, MessageError, SHARED_USAGE, ShareError, Unsupported, device_identity,
+    DeviceIdentity, HOST_PAGE, HostBuffer, MessageError, SHARED_USAGE, ShareError, Unsupported,
+    device_identity,
 };
 pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
+#[cfg(not(target_arch = "wasm32"))]
+pub use load::{
+    LoadError, LoadOptions, Loaded, LoadedTensor, Progress, load_file, load_view_async, save_file,
+};
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
 #[cfg(target_os = "linux")]

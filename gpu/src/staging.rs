@@ -40,6 +40,19 @@ static CAP: AtomicU64 = AtomicU64::new(DEFAULT_STAGING_CAP);
 static POOLED: AtomicU64 = AtomicU64::new(0);
 static POOLED_BUFFERS: AtomicU64 = AtomicU64::new(0);
 static IN_USE: AtomicU64 = AtomicU64::new(0);
+static DMA_TRANSFERS: AtomicU64 = AtomicU64::new(0);
+static MAPPED_TRANSFERS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one staged transfer (read or write above the small-write path) by
+/// the staging it took: imported host memory (`dma`) or mapped buffers.
+pub(crate) fn count_transfer(dma: bool) {
+    let c = if dma {
+        &DMA_TRANSFERS
+    } else {
+        &MAPPED_TRANSFERS
+    };
+    c.fetch_add(1, Ordering::Relaxed);
+}
 
 /// What the staging pools hold, process-wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -51,8 +64,18 @@ pub struct StagingStats {
     pub pooled_buffers: u64,
     /// Bytes of staging buffers that transfers hold right now (in flight).
     pub in_use_bytes: u64,
-    /// The cap on `pooled_bytes`.
+    /// The cap on `pooled_bytes` (and, separately, on `dma_pooled_bytes`).
     pub cap_bytes: u64,
+    /// Bytes of idle DMA staging (host memory imported with
+    /// `VK_EXT_external_memory_host`) kept for reuse (all devices).
+    pub dma_pooled_bytes: u64,
+    /// Transfers (reads, writes, uploads; since the process started) that
+    /// staged through host memory the GPU reaches by DMA: those of 1 MiB or
+    /// more on a device opened with `VK_EXT_external_memory_host`.
+    pub dma_transfers: u64,
+    /// Transfers that staged through mapped staging buffers (every other
+    /// staged transfer: below 1 MiB, or a device without the extension).
+    pub mapped_transfers: u64,
 }
 
 /// What the staging pools hold right now.
@@ -68,6 +91,12 @@ pub fn staging_stats() -> StagingStats {
         pooled_buffers: POOLED_BUFFERS.load(Ordering::Acquire),
         in_use_bytes: IN_USE.load(Ordering::Acquire),
         cap_bytes: CAP.load(Ordering::Acquire),
+        #[cfg(target_os = "linux")]
+        dma_pooled_bytes: crate::transfer::dma::DMA_POOLED.load(Ordering::Acquire),
+        #[cfg(not(target_os = "linux"))]
+        dma_pooled_bytes: 0,
+        dma_transfers: DMA_TRANSFERS.load(Ordering::Relaxed),
+        mapped_transfers: MAPPED_TRANSFERS.load(Ordering::Relaxed),
     }
 }
 

@@ -83,6 +83,18 @@ enum Command {
     Get(hurray_cli::net::GetArgs),
     /// Push a tensor of a .hrry file to a server.
     Put(hurray_cli::net::PutArgs),
+    /// Convert a safetensors file into a .hrry file (values unchanged).
+    Convert {
+        /// The safetensors file.
+        #[arg(value_name = "SAFETENSORS")]
+        input: PathBuf,
+        /// The .hrry file to write (appears only once complete).
+        #[arg(value_name = "OUTPUT")]
+        output: PathBuf,
+    },
+    /// Load a .hrry file's tensors onto the GPU and report GB/s.
+    #[cfg(feature = "gpu")]
+    Load(hurray_cli::load::LoadArgs),
 }
 
 /// How inputs are read.
@@ -506,6 +518,27 @@ fn main() -> ExitCode {
         Command::Serve(a) => return net_status(hurray_cli::net::serve(a)),
         Command::Get(a) => return net_status(hurray_cli::net::get(a)),
         Command::Put(a) => return net_status(hurray_cli::net::put(a)),
+        Command::Convert { input, output } => {
+            run(input, &mut |p, _| {
+                let c = hurray_cli::convert::safetensors_to_hrry(p, output)
+                    .map_err(|e| Failure::Invalid(e.to_string()))?;
+                println!(
+                    "{}: {} tensors, {} bytes",
+                    output.display(),
+                    c.tensors,
+                    c.bytes
+                );
+                Ok(())
+            });
+        }
+        #[cfg(feature = "gpu")]
+        Command::Load(args) => {
+            run(&args.path, &mut |p, _| {
+                let r = hurray_cli::load::run(args).map_err(Failure::Invalid)?;
+                println!("{}", r.line(p));
+                Ok(())
+            });
+        }
     }
     ExitCode::from(status)
 }

@@ -21,10 +21,13 @@
 //!   with it); the [`ExternalMemory`] keeps a file descriptor of its own, so
 //!   later exports never touch the Vulkan memory object.
 //!
-//! Issue 21 (host memory imported for DMA) adds its import here, next to
-//! the opaque-fd one, and reuses [`vk::Vk`] and the hand-over to wgpu.
+//! Host memory imported for DMA (`VK_EXT_external_memory_host`, issue 21)
+//! lives in [`host`], with every `unsafe` of that feature: the device
+//! opened with the extension, [`HostBuffer`], and the transfer engine's DMA
+//! staging.
 
 mod error;
+pub(crate) mod host;
 mod vk;
 
 use std::os::fd::OwnedFd;
@@ -32,6 +35,7 @@ use std::os::fd::OwnedFd;
 use wgpu::BufferUsages;
 
 pub use error::{DeviceIdentity, MessageError, ShareError, Unsupported};
+pub use host::{HOST_PAGE, HostBuffer};
 
 use crate::device::DeviceShared;
 use crate::exec;

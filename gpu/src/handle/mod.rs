@@ -311,12 +311,14 @@ impl GpuBufferHandle {
     /// [`staging_stats`](crate::staging_stats) reports all devices.
     #[must_use]
     pub fn pooled_staging_bytes(&self) -> u64 {
-        self.inner.shared.staging.bytes()
+        self.inner.shared.pooled_bytes()
     }
 
     /// Frees the idle staging buffers kept for this buffer's device.
     pub fn trim_staging(&self) {
         self.inner.shared.staging.clear();
+        #[cfg(target_os = "linux")]
+        self.inner.shared.dma.clear();
     }
 
     /// Stable process-local handle id used for cache signatures.

@@ -146,3 +146,35 @@ pub(crate) fn fill_mapped(
         Err(_) => Err(BackendError::Bug("a fill worker's result was lost")),
     }
 }
+
+/// Fills `dst` (host memory of ours: imported DMA staging) by calling
+/// `fill(offset, part)` for disjoint parts that cover it, over the pool
+/// when large.
+///
+/// # Errors
+/// [`BackendError::Bug`] when a worker panicked. A panic of `fill` reaches
+/// the caller.
+#[cfg(target_os = "linux")]
+pub(crate) fn fill_slice(
+    dst: &mut [u8],
+    fill: &(dyn Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync),
+) -> Result<(), BackendError> {
+    let n = parts(dst.len());
+    if n <= 1 {
+        fill(0, wgpu::WriteOnly::from(dst));
+        return Ok(());
+    }
+    let part = part_len(dst.len(), n);
+    let pieces: Vec<std::sync::Mutex<Option<&mut [u8]>>> = dst
+        .chunks_mut(part)
+        .map(|p| std::sync::Mutex::new(Some(p)))
+        .collect();
+    pool::run(pieces.len(), |i| {
+        let piece = pieces
+            .get(i)
+            .and_then(|slot| slot.lock().ok().and_then(|mut p| p.take()));
+        if let Some(d) = piece {
+            pool::caller(|| fill((i * part) as u64, wgpu::WriteOnly::from(d)));
+        }
+    })
+}

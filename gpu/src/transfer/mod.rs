@@ -13,6 +13,10 @@
 //!   ([`crate::pool`]); [`read`] and [`write`](mod@write) drive the GPU side.
 //! * **Never blocks on the GPU.** Every wait is an `.await` on a wgpu
 //!   callback; the blocking forms are `exec::block_on` over these futures.
+//! * **DMA staging** (Linux, Vulkan, a device opened with
+//!   `VK_EXT_external_memory_host`): transfers from 1 MiB up stage through
+//!   imported host memory ([`dma`]) instead of mapped staging buffers; the
+//!   choice is automatic and counted in `staging_stats`.
 //! * **Unsafe:** one block, in [`read::read_to_vec`], sets a `Vec`'s length
 //!   after the copies' own count says its spare capacity was written.
 //!
@@ -22,6 +26,8 @@
 
 pub(crate) mod chunk;
 pub(crate) mod copy;
+#[cfg(target_os = "linux")]
+pub(crate) mod dma;
 pub(crate) mod read;
 pub(crate) mod write;
 

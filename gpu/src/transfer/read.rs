@@ -36,16 +36,16 @@ use crate::staging::{Kind, Staging, size_class};
 use crate::{ApiMisuse, BackendError};
 
 /// One chunk: the widened source range and where its requested part goes.
-struct Job<'d, B> {
+pub(crate) struct Job<'d, B> {
     /// Source offset (a multiple of 4).
-    src: u64,
+    pub(crate) src: u64,
     /// Bytes copied to staging (a multiple of 4).
-    len: u64,
+    pub(crate) len: u64,
     /// Where the requested part starts inside the chunk.
-    view_from: usize,
+    pub(crate) view_from: usize,
     /// The destination piece for that part; taken when it is written, so
     /// no piece is written (and counted) twice.
-    dst: Option<&'d mut [B]>,
+    pub(crate) dst: Option<&'d mut [B]>,
 }
 
 /// Reads `[offset, offset + len)` (checked by the caller) into `dst`, which
@@ -68,7 +68,22 @@ pub(crate) async fn read_into<B: Byte>(
     }
     let (start, widened, _) = widen(offset, len);
     let max = src.shared.max_staging();
-    let chunk = chunk_len(widened, max);
+    #[cfg(target_os = "linux")]
+    let dma = super::dma::use_for(src.shared, widened);
+    #[cfg(not(target_os = "linux"))]
+    let dma = false;
+    let chunk = if dma {
+        #[cfg(target_os = "linux")]
+        {
+            super::dma::chunk_len(widened)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            widened
+        }
+    } else {
+        chunk_len(widened, max)
+    };
     let end = start + widened;
     let (req_start, req_end) = (offset, offset + len);
     let mut jobs = Vec::new();
@@ -97,6 +112,11 @@ pub(crate) async fn read_into<B: Byte>(
             "readback chunks do not cover the request",
         ));
     }
+    #[cfg(target_os = "linux")]
+    if dma {
+        return super::dma::read_jobs(src, &mut jobs, chunk).await;
+    }
+    crate::staging::count_transfer(false);
     let class = size_class(chunk, max);
     let pools = &src.shared.staging;
     let device = &src.shared.device;
@@ -199,6 +219,10 @@ pub(crate) async fn read_mapped<R>(
         return read_direct(src, offset, len, |view| Ok(f(view))).await?;
     }
     let (start, widened, skip) = widen(offset, len);
+    #[cfg(target_os = "linux")]
+    if super::dma::use_for(src.shared, widened) {
+        return super::dma::read_mapped(src, start, widened, skip, len, f).await;
+    }
     let max = src.shared.max_staging();
     if widened > max {
         return Err(ApiMisuse::TooLarge {
@@ -207,6 +231,7 @@ pub(crate) async fn read_mapped<R>(
         }
         .into());
     }
+    crate::staging::count_transfer(false);
     let device = &src.shared.device;
     let pools = &src.shared.staging;
     let staging = pools

@@ -92,6 +92,11 @@ pub(crate) async fn write_with(
     if len == 0 {
         return scoped(device, || t.queue.submit([])).await;
     }
+    #[cfg(target_os = "linux")]
+    if super::dma::use_for(t.shared, len) {
+        return super::dma::write_with(t, offset, len, fill).await;
+    }
+    crate::staging::count_transfer(false);
     let padded = len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
     let max = t.shared.max_staging();
     let chunk = chunk_len(padded, max);

@@ -73,3 +73,24 @@ pub fn drive<T>(device: &hurray_gpu::wgpu::Device, fut: impl std::future::Future
         std::thread::yield_now();
     }
 }
+
+/// A fresh context whose device stages transfers through host memory the
+/// GPU reaches by DMA (Vulkan with `VK_EXT_external_memory_host`, as
+/// lavapipe and NVIDIA offer), or `None` after the `SKIPPED` line.
+#[cfg(target_os = "linux")]
+pub fn dma_ctx(test: &str) -> Option<GpuContext> {
+    let c = ctx(test)?;
+    let probe = if c.host_dma() {
+        Ok(c)
+    } else {
+        Err("host memory for DMA unsupported (no VK_EXT_external_memory_host)")
+    };
+    gate::need(test, probe)
+}
+
+/// `len` bytes inside `store` starting on a 4 KiB boundary (`store` must be
+/// at least `len + 4096` long).
+pub fn page_aligned(store: &mut [u8], len: usize) -> &mut [u8] {
+    let skip = store.as_ptr().align_offset(4096);
+    &mut store[skip..skip + len]
+}

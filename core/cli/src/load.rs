@@ -1,0 +1,134 @@
+//! `hurray load` (feature `gpu`): loads a `.hrry` file's tensors into GPU
+//! buffers (`hurray_gpu::load_file`) a few times and reports the rate, for
+//! users to try on their own models.
+//!
+//! Every run is timed from opening the file to the GPU holding every byte
+//! (the loader returns then); the page cache is warmed by the first run,
+//! which is not counted when more than one run is asked for. One line goes
+//! to standard output:
+//!
+//! ```text
+//! load file=<path> bytes=<n> tensors=<k> runs=<r> median_ms=<ms> gbps=<GB/s> best_gbps=<GB/s> dma=<true|false> threads=<t> adapter=<name>
+//! ```
+//!
+//! (`gbps` from the median; 1 GB = 10⁹ bytes.)
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Args;
+use hurray_gpu::{ContextOptions, GpuContext, LoadOptions, load_file};
+
+/// The arguments of `hurray load`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The `.hrry` file.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Load only these tensors (repeatable; default: all).
+    #[arg(long = "tensor", value_name = "NAME")]
+    pub tensors: Vec<String>,
+    /// Timed runs after the warm-up run.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Host threads that copy file pages (default: the machine's cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Stage through mapped buffers instead of host memory the GPU reaches
+    /// by DMA (for comparison).
+    #[arg(long)]
+    pub no_dma: bool,
+}
+
+/// What `hurray load` measured.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LoadReport {
+    /// Buffer bytes loaded per run.
+    pub bytes: u64,
+    /// Tensors loaded per run.
+    pub tensors: usize,
+    /// Timed runs.
+    pub runs: usize,
+    /// Median seconds of a run.
+    pub median_s: f64,
+    /// Fastest run, seconds.
+    pub best_s: f64,
+    /// Whether DMA staging was used.
+    pub dma: bool,
+    /// Host copy threads.
+    pub threads: usize,
+    /// The adapter's name.
+    pub adapter: String,
+}
+
+impl LoadReport {
+    /// The report line (module docs).
+    #[must_use]
+    pub fn line(&self, path: &Path) -> String {
+        let gbps = |s: f64| self.bytes as f64 / s.max(1e-9) / 1e9;
+        format!(
+            "load file={} bytes={} tensors={} runs={} median_ms={:.2} gbps={:.2} best_gbps={:.2} dma={} threads={} adapter={:?}",
+            path.display(),
+            self.bytes,
+            self.tensors,
+            self.runs,
+            self.median_s * 1e3,
+            gbps(self.median_s),
+            gbps(self.best_s),
+            self.dma,
+            self.threads,
+            self.adapter
+        )
+    }
+}
+
+/// Runs `hurray load`.
+///
+/// # Errors
+/// A message: no adapter, or the loader's error (with the file's byte
+/// offset where it applies).
+pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(hurray_gpu::DEFAULT_MAX_THREADS, usize::from)
+    });
+    hurray_gpu::set_worker_threads(threads).map_err(|e| e.to_string())?;
+    let ctx = GpuContext::with_options(ContextOptions::default().host_dma(!args.no_dma))
+        .map_err(|e| e.to_string())?;
+    let once = || {
+        let options = if args.tensors.is_empty() {
+            LoadOptions::default()
+        } else {
+            LoadOptions::default().only(&args.tensors)
+        };
+        let t = Instant::now();
+        let loaded =
+            load_file(&ctx.device, &ctx.queue, &args.path, options).map_err(|e| e.to_string())?;
+        Ok::<_, String>((t.elapsed().as_secs_f64(), loaded))
+    };
+    let (first, loaded) = once()?;
+    let (bytes, tensors, dma) = (loaded.bytes, loaded.tensors.len(), loaded.dma);
+    drop(loaded);
+    let mut times = Vec::new();
+    for _ in 0..args.runs {
+        let (s, loaded) = once()?;
+        drop(loaded);
+        times.push(s);
+    }
+    if times.is_empty() {
+        times.push(first);
+    }
+    times.sort_by(f64::total_cmp);
+    let median_s = times.get(times.len() / 2).copied().unwrap_or(first);
+    let best_s = times.first().copied().unwrap_or(first);
+    Ok(LoadReport {
+        bytes,
+        tensors,
+        runs: times.len(),
+        median_s,
+        best_s,
+        dma,
+        threads: hurray_gpu::worker_threads(),
+        adapter: ctx.adapter_info().name,
+    })
+}

@@ -1,0 +1,256 @@
+//! The file loader: `.hrry` file -> GPU buffers -> readback equals the
+//! file's bytes for every tensor (the public conformance file and ours),
+//! re-tagged descriptors, typed errors, progress, and GPU -> file.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{ctx, random_bytes};
+use hurray_core::file::WriterOptions;
+use hurray_core::{
+    BufferHandle, DeviceTag, ElementType, MemoryClass, SyncMode, TensorDescriptor, TensorView,
+};
+use hurray_gpu::{ContextOptions, GpuContext, LoadError, LoadOptions, load_file, save_file};
+
+fn conformance_file() -> Option<PathBuf> {
+    // As the workspace's conformance tests: `HURRAY_CONFORMANCE_DIR`, else
+    // the shared corpus beside the checkout.
+    let dir = std::env::var_os("HURRAY_CONFORMANCE_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance"),
+        PathBuf::from,
+    );
+    let p = dir.join("files/basic.hrry");
+    if p.exists() {
+        Some(p)
+    } else if std::env::var_os("HURRAY_REQUIRE_CONFORMANCE").is_some_and(|v| v == "1") {
+        panic!("{} is missing", p.display());
+    } else {
+        eprintln!(
+            "SKIPPED part of the loader tests: {} is missing",
+            p.display()
+        );
+        None
+    }
+}
+
+fn encode(d: &TensorDescriptor<'_>) -> Vec<u8> {
+    let mut b = vec![0u8; 1024];
+    let n = d.encode(&mut b).unwrap();
+    b.truncate(n);
+    b
+}
+
+/// A temporary path, removed on drop.
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(name: &str) -> Self {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        Self(dir.join(format!("{name}-{}.hrry", std::process::id())))
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Our file: `sizes` one-buffer uint8 tensors (sizes spanning the loader's
+/// 32 MiB chunks, odd sizes, an empty one) and a three-buffer one.
+fn write_ours(path: &Path, sizes: &[usize]) {
+    let mut keep: Vec<(String, Vec<u8>, Vec<Vec<u8>>)> = Vec::new();
+    for (i, &n) in sizes.iter().enumerate() {
+        let h = if n == 0 {
+            BufferHandle::empty(DeviceTag::Cpu)
+        } else {
+            BufferHandle::new(n as u64, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()
+        };
+        let shape = [n as u64];
+        let desc = encode(&TensorDescriptor::row_major(
+            ElementType::UInt8,
+            &shape,
+            &[h],
+        ));
+        keep.push((format!("t.{i}"), desc, vec![random_bytes(n, i as u64 + 1)]));
+    }
+    let hs: Vec<BufferHandle> = [12u64, 24, 32]
+        .iter()
+        .map(|&n| BufferHandle::new(n, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap())
+        .collect();
+    let csr = TensorDescriptor::new(
+        ElementType::Float32,
+        &[3, 4],
+        hurray_core::LayoutSpec::Csr(hurray_core::layout::Compressed { nnz: 3 }),
+        &hs,
+    );
+    let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    keep.push((
+        "sparse".into(),
+        encode(&csr),
+        vec![random_bytes(12, 99), le(&[1, 3, 0]), le(&[0, 2, 2, 3])],
+    ));
+    let mut w = hurray_io::file::create(path, WriterOptions::default()).unwrap();
+    for (name, desc, bufs) in &keep {
+        let slices: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+        w.write_tensor(name, &TensorView::parse(desc).unwrap(), &slices)
+            .unwrap();
+    }
+    w.finish(&[]).unwrap();
+}
+
+/// Loads `path` and checks every tensor against the file: readback equals
+/// the file's bytes, descriptors re-tagged and otherwise equal.
+fn load_and_compare(c: &GpuContext, path: &Path, expect_dma: bool) -> u64 {
+    let mut file = hurray_io::file::open(path).unwrap();
+    let view = file.view().unwrap();
+    let mut last = None;
+    let loaded = load_file(
+        &c.device,
+        &c.queue,
+        path,
+        LoadOptions::default().progress(|p| last = Some(p)),
+    )
+    .unwrap();
+    assert_eq!(loaded.dma, expect_dma);
+    assert_eq!(loaded.tensors.len(), view.len() as usize);
+    let tag = DeviceTag::Vulkan;
+    for t in view.iter_file_order() {
+        let g = loaded.get(t.name()).unwrap();
+        let d = g.descriptor().unwrap();
+        assert_eq!(d.as_bytes().len(), t.descriptor().as_bytes().len());
+        let (ours, theirs) = (d.buffers(), t.descriptor().buffers());
+        assert_eq!(ours.len(), theirs.len());
+        for (a, b) in ours.iter().zip(theirs.iter()) {
+            assert_eq!(a.byte_size(), b.byte_size());
+            if !a.is_empty() {
+                assert_eq!(a.device_tag(), tag, "{}", t.name());
+                assert_eq!(a.memory_class(), MemoryClass::Standard);
+                assert_eq!(a.sync_mode(), SyncMode::ProducerSynced);
+                assert_eq!(a.alignment(), b.alignment());
+            }
+        }
+        for (h, bytes) in g.buffers().iter().zip(t.buffers()) {
+            let back = h.readback_vec::<u8>(&c.device, &c.queue).unwrap();
+            assert!(back == bytes, "tensor {} differs", t.name());
+        }
+    }
+    let p = last.expect("progress was reported");
+    assert_eq!(p.bytes_done, p.bytes_total);
+    assert_eq!(p.bytes_total, loaded.bytes);
+    assert_eq!(p.tensors_done, p.tensors_total);
+    loaded.bytes
+}
+
+#[test]
+fn file_to_gpu_to_readback_equals_the_file_for_every_tensor() {
+    let test = "file_to_gpu_to_readback_equals_the_file_for_every_tensor";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    let dma = c.host_dma();
+    if let Some(basic) = conformance_file() {
+        load_and_compare(&c, &basic, dma);
+    }
+    let ours = Temp::new("load-ours");
+    let mut sizes: Vec<usize> = (0..300).map(|i| 1 + i * 37 % 5000).collect();
+    sizes.extend([0, 3, 1 << 20, (40 << 20) + 5, 4096, 7]);
+    write_ours(&ours.0, &sizes);
+    let total = load_and_compare(&c, &ours.0, dma);
+    assert!(total > 40 << 20);
+
+    // The mapped-staging fallback, forced: the same bytes.
+    drop(c);
+    let off = GpuContext::with_options(ContextOptions::default().host_dma(false)).unwrap();
+    load_and_compare(&off, &ours.0, false);
+}
+
+#[test]
+fn chosen_tensors_missing_names_and_oversized_buffers_are_typed() {
+    let test = "chosen_tensors_missing_names_and_oversized_buffers_are_typed";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    let f = Temp::new("load-chosen");
+    write_ours(&f.0, &[10, 2 << 20, 30]);
+    let only = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().only(&["t.2", "t.0"]),
+    )
+    .unwrap();
+    let names: Vec<&str> = only.tensors.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["t.2", "t.0"]);
+    assert_eq!(only.bytes, 40);
+    let err = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().only(&["nope"]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, LoadError::NotFound(ref n) if n == "nope"),
+        "{err}"
+    );
+    // Not a file of the format: the file's own typed error.
+    let junk = Temp::new("load-junk");
+    std::fs::write(&junk.0, b"not a hurray file at all, just some bytes").unwrap();
+    let err = load_file(&c.device, &c.queue, &junk.0, LoadOptions::default()).unwrap_err();
+    assert!(matches!(err, LoadError::File(_)), "{err}");
+    // A device whose buffers hold at most 1 MiB: the 2 MiB tensor is refused
+    // by name before anything is allocated.
+    let limits = hurray_gpu::wgpu::Limits {
+        max_buffer_size: 1 << 20,
+        ..c.adapter.limits()
+    };
+    let adapter = c.adapter.clone();
+    drop(c);
+    let small = pollster::block_on(GpuContext::from_adapter_with_options(
+        adapter,
+        ContextOptions::default().limits(limits),
+    ))
+    .unwrap();
+    let err = load_file(&small.device, &small.queue, &f.0, LoadOptions::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LoadError::TooLarge { ref name, buffer: 0, bytes, max } if name == "t.1" && bytes == 2 << 20 && max == 1 << 20
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn gpu_to_file_round_trips_through_our_reader() {
+    let test = "gpu_to_file_round_trips_through_our_reader";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    let src = Temp::new("save-src");
+    write_ours(&src.0, &[5, 0, 3 << 20, 64]);
+    let loaded = load_file(&c.device, &c.queue, &src.0, LoadOptions::default()).unwrap();
+    let out = Temp::new("save-out");
+    save_file(&c.device, &c.queue, &out.0, &loaded.tensors).unwrap();
+    let (mut a, mut b) = (
+        hurray_io::file::open(&src.0).unwrap(),
+        hurray_io::file::open(&out.0).unwrap(),
+    );
+    let (va, vb) = (a.view().unwrap(), b.view().unwrap());
+    assert_eq!(va.len(), vb.len());
+    for t in va.iter_file_order() {
+        let u = vb.get(t.name()).unwrap();
+        // Saved descriptors describe host memory again: the same bytes.
+        assert_eq!(u.descriptor().as_bytes(), t.descriptor().as_bytes());
+        assert!(u.buffers().eq(t.buffers()), "tensor {}", t.name());
+    }
+}
