@@ -47,7 +47,14 @@ struct Temp(PathBuf);
 
 impl Temp {
     fn new(name: &str) -> Self {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        // Cargo's scratch directory, or the system's where the test binary
+        // runs away from its build tree (the GPU host).
+        let built = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let dir = if built.is_dir() {
+            built.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
         Self(dir.join(format!("{name}-{}.hrry", std::process::id())))
     }
 }
