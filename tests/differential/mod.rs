@@ -1168,9 +1168,9 @@ fn elements_bytes(t: &theirs::TensorDescriptor, n: u128) -> Option<u128> {
         });
     }
     Some(match element_bits(t)? {
-        6 => n.div_ceil(4) * 3,
+        6 => n.div_ceil(4).saturating_mul(3),
         b @ (1 | 2 | 4) => n.div_ceil(u128::from(8 / b)),
-        b => n * u128::from(b / 8),
+        b => n.saturating_mul(u128::from(b / 8)),
     })
 }
 
@@ -1194,7 +1194,10 @@ fn blocks(q: &Quant<'_>, dims: &[u64]) -> Option<(u128, u128)> {
             .filter(|&(j, _)| j != axis)
             .map(|(_, &d)| d),
     );
-    Some((u128::from(s.div_ceil(k)) * others, u128::from(k)))
+    Some((
+        u128::from(s.div_ceil(k)).saturating_mul(others),
+        u128::from(k),
+    ))
 }
 
 /// The bytes buffer `index` must hold by the spec's size rules, computed from
@@ -1300,7 +1303,9 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
     const MAX: u128 = u64::MAX as u128;
     let dims = t.shape.dims();
     let n = product(dims.iter().copied());
-    let bytes = |n: u128| elements_bytes(t, n).is_none_or(|b| b + u128::from(t.byte_offset) > MAX);
+    let bytes = |n: u128| {
+        elements_bytes(t, n).is_none_or(|b| b.saturating_add(u128::from(t.byte_offset)) > MAX)
+    };
     match what {
         "element count" => n > MAX,
         "buffer size" => {
@@ -1339,7 +1344,10 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
         "page pool size" => match &t.layout {
             L::BlockPaged(p) => {
                 let slots = u128::from(p.num_pages) * u128::from(p.page_size);
-                slots > MAX || bytes(slots * product(dims.iter().skip(1).copied()))
+                // (Saturating: pages × page size × a row's elements can pass
+                // u128 for hostile counts, and a saturated product is as
+                // "too large" as the true one.)
+                slots > MAX || bytes(slots.saturating_mul(product(dims.iter().skip(1).copied())))
             }
             _ => false,
         },
@@ -1351,9 +1359,9 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
                 .map(|(q, at)| Quant { at: at + 4, q });
             match (&t.layout, quant) {
                 (L::BlockPaged(p), Some(_)) => {
-                    u128::from(p.num_pages) * u128::from(p.page_size) * 4 > MAX
+                    (u128::from(p.num_pages) * u128::from(p.page_size)).saturating_mul(4) > MAX
                 }
-                (_, Some(q)) => blocks(&q, dims).is_some_and(|(b, _)| b * 4 > MAX),
+                (_, Some(q)) => blocks(&q, dims).is_some_and(|(b, _)| b.saturating_mul(4) > MAX),
                 _ => false,
             }
         }
