@@ -1249,7 +1249,7 @@ fn size_rule(t: &theirs::TensorDescriptor, index: u32) -> Option<u128> {
                 .filter(|q| matches!(q.tag(), Some(0x03 | 0x04)))
             {
                 let (b, k) = blocks(q, dims)?;
-                n = b * k;
+                n = b.saturating_mul(k);
             }
             Some(offset + elements(n)?)
         }
@@ -1361,7 +1361,27 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
                 (L::BlockPaged(p), Some(_)) => {
                     (u128::from(p.num_pages) * u128::from(p.page_size)).saturating_mul(4) > MAX
                 }
-                (_, Some(q)) => blocks(&q, dims).is_some_and(|(b, _)| b.saturating_mul(4) > MAX),
+                (_, Some(q)) => {
+                    // As the core counts: blocks, and the other axes'
+                    // product, in u64; a padding scheme's (per block, NF4)
+                    // padded element count too, where the data is dense.
+                    let pads = matches!(q.tag(), Some(0x03 | 0x04))
+                        && matches!(t.layout, L::RowMajor | L::ColMajor);
+                    let others = q.field("axis").is_some_and(|axis| {
+                        product(
+                            dims.iter()
+                                .enumerate()
+                                .filter(|&(j, _)| j as u64 != axis)
+                                .map(|(_, &d)| d),
+                        ) > MAX
+                    });
+                    others
+                        || blocks(&q, dims).is_some_and(|(b, k)| {
+                            b > MAX
+                                || b.saturating_mul(4) > MAX
+                                || (pads && b.saturating_mul(k) > MAX)
+                        })
+                }
                 _ => false,
             }
         }
