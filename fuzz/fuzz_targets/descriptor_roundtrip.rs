@@ -31,7 +31,11 @@ fuzz_target!(|data: &[u8]| {
     let n = borrowed
         .encode(&mut direct)
         .expect("a view's own descriptor encodes");
-    assert_eq!(&direct[..n], &canonical[..], "borrowed and owned encodings differ");
+    assert_eq!(
+        &direct[..n],
+        &canonical[..],
+        "borrowed and owned encodings differ"
+    );
     let again = TensorView::parse_with(&canonical, &options).expect("the canonical form parses");
     assert_eq!(again.version(), (1, 0));
     let again_owned = Owned::of(&again);
