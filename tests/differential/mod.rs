@@ -1179,6 +1179,16 @@ fn product(v: impl IntoIterator<Item = u64>) -> u128 {
         .fold(1u128, |acc, d| acc.saturating_mul(u128::from(d)))
 }
 
+/// The product of every dimension but `axis` (saturating).
+fn off_axis_product(dims: &[u64], axis: usize) -> u128 {
+    product(
+        dims.iter()
+            .enumerate()
+            .filter(|&(j, _)| j != axis)
+            .map(|(_, &d)| d),
+    )
+}
+
 /// The quantization blocks of a block scheme on a tensor of shape `dims`:
 /// `(⌈S / K⌉ · Π_{j≠axis} shape[j], K)` (`docs/spec/quantization.md`, Blocks).
 fn blocks(q: &Quant<'_>, dims: &[u64]) -> Option<(u128, u128)> {
@@ -1188,12 +1198,7 @@ fn blocks(q: &Quant<'_>, dims: &[u64]) -> Option<(u128, u128)> {
     if k == 0 {
         return None;
     }
-    let others = product(
-        dims.iter()
-            .enumerate()
-            .filter(|&(j, _)| j != axis)
-            .map(|(_, &d)| d),
-    );
+    let others = off_axis_product(dims, axis);
     Some((
         u128::from(s.div_ceil(k)).saturating_mul(others),
         u128::from(k),
@@ -1367,19 +1372,10 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
                     // padded element count too, where the data is dense.
                     let pads = matches!(q.tag(), Some(0x03 | 0x04))
                         && matches!(t.layout, L::RowMajor | L::ColMajor);
-                    let others = q.field("axis").is_some_and(|axis| {
-                        product(
-                            dims.iter()
-                                .enumerate()
-                                .filter(|&(j, _)| j as u64 != axis)
-                                .map(|(_, &d)| d),
-                        ) > MAX
-                    });
-                    others
+                    q.field("axis")
+                        .is_some_and(|axis| off_axis_product(dims, axis as usize) > MAX)
                         || blocks(&q, dims).is_some_and(|(b, k)| {
-                            b > MAX
-                                || b.saturating_mul(4) > MAX
-                                || (pads && b.saturating_mul(k) > MAX)
+                            b.saturating_mul(4) > MAX || (pads && b.saturating_mul(k) > MAX)
                         })
                 }
                 _ => false,
