@@ -1513,3 +1513,141 @@ fn np_time_1_silent_peers_and_stalled_streams_time_out() {
     assert_eq!(c.handle_timeout(3 + 5_000), Ok(Some(1)));
     assert_eq!(errors(&client_out(&mut c)), [(1, 0xF0)]);
 }
+
+/// A hand-built shard-selection layout entry (tag 0xF5, 8 metadata bytes).
+fn select_entry(index: u16, count: u16) -> Vec<u8> {
+    let mut v = vec![0xF5, 8, 0, b'H', b'R', b'S', b'1'];
+    v.extend_from_slice(&index.to_le_bytes());
+    v.extend_from_slice(&count.to_le_bytes());
+    v
+}
+
+/// Row-major, then "selections of up to 4 shards honoured".
+static ADVERTISED: [u8; 12] = [0x01, 0xF5, 8, 0, b'H', b'R', b'S', b'1', 0, 0, 4, 0];
+
+#[test]
+fn np_shard_4_a_selection_asks_for_one_shard_of_exactly_count() {
+    // The entry decodes as ours only with our magic and values in range.
+    let e = select_entry(2, 4);
+    let sel = ShardSelect::new(2, 4).unwrap();
+    assert_eq!(sel.entry().as_slice(), e.as_slice());
+    assert_eq!(
+        ShardSelect::find(&LayoutList::parse(1, &e).unwrap()),
+        Some(sel)
+    );
+    let mut other = e.clone();
+    other[3] = b'X'; // someone else's 0xF5 entry: stepped over
+    assert_eq!(ShardSelect::find(&LayoutList::parse(1, &other).unwrap()), None);
+    for (i, c) in [(4u16, 4u16), (0, 0), (0, 257)] {
+        let bad = select_entry(i, c);
+        assert_eq!(ShardSelect::find(&LayoutList::parse(1, &bad).unwrap()), None);
+    }
+
+    // Client, against a server that advertises PARALLEL_STREAMS and the entry.
+    let mut c = Client::new(client_config(&[0]), 0);
+    client_out(&mut c);
+    let hello = msg(
+        2,
+        0,
+        &hello_payload(1, MAX, 0b10, &ADVERTISED, 2, &[0x00], Some(&[0])),
+    );
+    assert!(
+        matches!(client_feed(&mut c, 1, &hello), Said::Event(e) if e.starts_with("Connected"))
+    );
+    assert_eq!(c.peer_select_max(), Some(4));
+    let list = &select_entry(2, 4)[..];
+    fn selected(list: &[u8]) -> TensorRequest<'_> {
+        TensorRequest {
+            preferred_layouts: LayoutList::parse(1, list).unwrap(),
+            ..req("a", 0, RequestFlags::PARALLEL_OK)
+        }
+    }
+    let mut out = [0u8; 256];
+    c.request(2, 256, &selected(list), &mut out).unwrap();
+    // Shard 2 of 4 on 258 is the whole answer.
+    client_feed(&mut c, 3, &msg(4, 258, &shard_payload(0, 2, 4)));
+    client_feed(&mut c, 3, &msg(5, 258, &data(0, &[1; 8])));
+    assert!(
+        matches!(client_feed(&mut c, 4, &msg(6, 258, &[])), Said::Event(e) if e.contains("request_complete: true"))
+    );
+    assert_eq!(c.open_streams(), 0);
+    // Another shard, or another count, is SHARD_MISMATCH on the request.
+    c.request(5, 512, &selected(list), &mut out).unwrap();
+    assert!(
+        matches!(client_feed(&mut c, 6, &msg(4, 513, &shard_payload(0, 1, 4))), Said::Event(e) if e.contains("ShardMismatch"))
+    );
+    assert_eq!(errors(&client_out(&mut c)), [(512, 8)]);
+    c.request(7, 768, &selected(list), &mut out).unwrap();
+    assert!(
+        matches!(client_feed(&mut c, 8, &msg(4, 770, &shard_payload(0, 2, 2 + 1))), Said::Event(e) if e.contains("ShardMismatch"))
+    );
+    client_out(&mut c);
+    // Shard 2 never travels on the request's own stream.
+    c.request(9, 1024, &selected(list), &mut out).unwrap();
+    assert!(
+        matches!(client_feed(&mut c, 10, &msg(4, 1024, &descriptor_payload(8))), Said::Event(e) if e.contains("ShardMismatch"))
+    );
+    client_out(&mut c);
+    // Selection 0: the whole tensor in one shard is an answer too.
+    let zero = &select_entry(0, 4)[..];
+    c.request(11, 1280, &selected(zero), &mut out).unwrap();
+    client_feed(&mut c, 12, &msg(4, 1280, &descriptor_payload(8)));
+    client_feed(&mut c, 12, &msg(5, 1280, &data(0, &[1; 8])));
+    assert!(
+        matches!(client_feed(&mut c, 13, &msg(6, 1280, &[])), Said::Event(e) if e.contains("request_complete: true"))
+    );
+    // A count above the advertised one is not in force: every shard comes.
+    let big = &select_entry(1, 8)[..];
+    c.request(14, 1536, &selected(big), &mut out).unwrap();
+    client_feed(&mut c, 15, &msg(4, 1536, &shard_payload(0, 0, 2)));
+    client_feed(&mut c, 15, &msg(4, 1537, &shard_payload(2, 1, 2)));
+    for s in [1536, 1537] {
+        client_feed(&mut c, 16, &msg(5, s, &data(0, &[7; 8])));
+    }
+    assert!(
+        matches!(client_feed(&mut c, 17, &msg(6, 1537, &[])), Said::Event(e) if e.contains("request_complete: false"))
+    );
+    assert!(
+        matches!(client_feed(&mut c, 17, &msg(6, 1536, &[])), Said::Event(e) if e.contains("request_complete: true"))
+    );
+    assert_eq!(c.open_streams(), 0);
+
+    // Server: the selection is in force only where it advertised it.
+    let mut config = server_config(Capabilities::PARALLEL_STREAMS);
+    config.hello.layouts = LayoutList::parse(2, &ADVERTISED).unwrap();
+    let mut s = Server::new(config, 0);
+    server_feed(&mut s, 1, &client_hello(1, MAX, &[0x00]));
+    server_out(&mut s);
+    let mut p = request_payload("a", &select_entry(1, 2), 0, 64, 2);
+    p[5..7].copy_from_slice(&1u16.to_le_bytes()); // one layout entry
+    server_feed(&mut s, 2, &msg(3, 256, &p));
+    assert!(s.may_shard(256));
+    assert_eq!(s.shard_select(256), ShardSelect::new(1, 2));
+    let d0 = Desc::dense(ty::U8, &[2, 4], 8)
+        .shard(&[4, 4], &[0, 0])
+        .bytes();
+    let d1 = Desc::dense(ty::U8, &[2, 4], 8)
+        .shard(&[4, 4], &[2, 0])
+        .bytes();
+    let m = |d, i| DescriptorMessage {
+        descriptor: hurray_core::TensorView::parse(d).unwrap(),
+        total_data_bytes: 8,
+        shard_index: i,
+        total_shards: 2,
+    };
+    let mut out = vec![0u8; 512];
+    assert_eq!(
+        s.send_descriptor(256, &m(&d0, 0), &mut out),
+        Err(ApiMisuse::InvalidArgument("shard_index"))
+    );
+    let n = s.send_descriptor(256, &m(&d1, 1), &mut out).unwrap();
+    assert_eq!(split(&out[..n]).1, 257);
+    s.data_prefix(257, 0, 8).unwrap();
+    s.send_data_end(257, &mut out).unwrap();
+    assert_eq!(s.open_streams(), 0, "one shard ends a selected request");
+    // Without the advertisement the entry is stepped over.
+    let mut s = open_server(Capabilities::PARALLEL_STREAMS);
+    server_feed(&mut s, 2, &msg(3, 256, &p));
+    assert_eq!(s.shard_select(256), None);
+    assert!(s.may_shard(256));
+}

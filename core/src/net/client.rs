@@ -27,6 +27,7 @@ use super::hello::{Hello, PROTOCOL_VERSION};
 use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::server::text_of;
+use super::shards::ShardSelect;
 use super::stream::{
     CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of, encode_pending,
 };
@@ -137,6 +138,8 @@ pub struct ClientSession<'c, const S: usize> {
     state: State,
     peer_max: u32,
     peer_caps: Capabilities,
+    /// The shard selection the server advertised (`[NP-SHARD-4]`).
+    peer_select: Option<ShardSelect>,
     accepted_devices: CodeSet,
     streams: Streams<S>,
     outbox: Outbox,
@@ -157,6 +160,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             state: State::Start,
             peer_max: 0,
             peer_caps: Capabilities::NONE,
+            peer_select: None,
             accepted_devices: CodeSet::from_codes(config.hello.devices),
             streams: Streams::new(),
             outbox,
@@ -190,6 +194,17 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     #[must_use]
     pub const fn peer_capabilities(&self) -> Capabilities {
         self.peer_caps
+    }
+
+    /// The largest shard selection the server honours (`[NP-SHARD-4]`):
+    /// `Some(n)` when it advertised `PARALLEL_STREAMS` and selections of up
+    /// to `n` shards.
+    #[must_use]
+    pub fn peer_select_max(&self) -> Option<u16> {
+        if !self.peer_caps.contains(Capabilities::PARALLEL_STREAMS) {
+            return None;
+        }
+        self.peer_select.map(|s| s.count())
     }
 
     /// Streams open now.
@@ -369,6 +384,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         }
         self.peer_max = hello.max_message_size;
         self.peer_caps = hello.capabilities;
+        self.peer_select = ShardSelect::find(&hello.layouts);
         self.state = State::Open;
         Ok(ClientEvent::Connected(hello))
     }
@@ -450,22 +466,24 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             }
         };
         // Shard fields: index as the stream implies, one total for all.
-        let (parallel, shards_total, device) = match self.streams.get(request) {
+        let (parallel, shards_total, device, select) = match self.streams.get(request) {
             Some(Slot {
                 kind:
                     Kind::Response {
                         parallel,
                         shards_total,
                         device,
+                        select,
                         ..
                     },
                 ..
-            }) => (*parallel, *shards_total, *device),
+            }) => (*parallel, *shards_total, *device, *select),
             _ => return self.not_open(stream, code),
         };
         if message.shard_index != stream.wrapping_sub(request)
             || message.total_shards > 1 && !parallel
             || shards_total != 0 && shards_total != message.total_shards
+            || select.is_some_and(|s| !s.takes(message.total_shards, message.shard_index))
         {
             return self.fault_request(stream, request, SessionErrorKind::ShardMismatch);
         }
@@ -663,7 +681,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
 
     /// Sends `request` on a new `stream` at `now`. With `PARALLEL_OK` the
     /// stream id must be a multiple of [`MAX_SHARDS`](super::MAX_SHARDS) and its block free
-    /// (`[NP-SHARD-2]`).
+    /// (`[NP-SHARD-2]`). A [`ShardSelect`] entry in its layout list is in
+    /// force when the request is parallel and the server advertised
+    /// selections of that count (`[NP-SHARD-4]`): the answer is then that
+    /// one shard.
     ///
     /// # Errors
     /// [`ApiMisuse`] (stream unavailable, not established, too large for
@@ -683,15 +704,24 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if self.streams.open_count() >= S {
             return Err(ApiMisuse::NoFreeStream);
         }
+        // [NP-SHARD-4]: the selection is in force exactly when the server
+        // honours it; otherwise it steps over the entry, and so do we.
+        let select = ShardSelect::find(&request.preferred_layouts).filter(|s| {
+            parallel && self.peer_select_max().is_some_and(|max| s.count() <= max)
+        });
         let n = Message::TensorRequest(*request).encode(stream, out)?;
         self.streams.insert(Slot {
             id: stream,
             kind: Kind::Response {
-                transfer: Transfer::new(),
+                transfer: match select {
+                    Some(s) if s.index() != 0 => Transfer::none(),
+                    _ => Transfer::new(),
+                },
                 parallel,
                 shards_total: 0,
                 shards_done: 0,
                 device: request.preferred_device,
+                select,
             },
             deadline: after(now, self.config.request_timeout),
         })?;

@@ -60,7 +60,10 @@ pub use hello::{Hello, HelloFixed, LayoutEntry, LayoutList, MIN_MESSAGE_SIZE, PR
 pub use message::{Message, data_frame_prefix};
 pub use request::{MAX_KEY_LEN, TensorRequest};
 pub use server::{ServerConfig, ServerEvent, ServerSession};
-pub use shards::{ShardError, check_shards};
+pub use shards::{
+    SHARD_SELECT_ENTRY_LEN, SHARD_SELECT_MAGIC, SHARD_SELECT_TAG, ShardError, ShardSelect,
+    check_shards,
+};
 pub use transfer::{
     DATA_PREFIX_LEN, DataFrame, DescriptorMessage, MAX_SHARDS, TensorPut, TransportFields,
     data_bytes,

@@ -24,6 +24,7 @@ use super::header::{Frame, Status};
 use super::hello::{Hello, PROTOCOL_VERSION};
 use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
+use super::shards::ShardSelect;
 use super::stream::{
     CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of, encode_pending,
 };
@@ -207,6 +208,34 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         !self.outbox.is_empty()
     }
 
+    /// Whether the open request on `stream` may be answered in several
+    /// shards: it set `PARALLEL_OK` on a shard-block id and we advertised
+    /// `PARALLEL_STREAMS` (`[NP-SHARD-2]`).
+    #[must_use]
+    pub fn may_shard(&self, stream: u32) -> bool {
+        matches!(
+            self.streams.get(stream),
+            Some(Slot {
+                kind: Kind::Response { parallel: true, .. },
+                ..
+            })
+        )
+    }
+
+    /// The shard selection in force for the open request on `stream`
+    /// (`[NP-SHARD-4]`): send shard `index` of exactly `count` (or, for
+    /// index 0 only, the whole tensor), nothing else.
+    #[must_use]
+    pub fn shard_select(&self, stream: u32) -> Option<ShardSelect> {
+        match self.streams.get(stream) {
+            Some(Slot {
+                kind: Kind::Response { select, .. },
+                ..
+            }) => *select,
+            _ => None,
+        }
+    }
+
     /// Bytes a `poll_transmit` buffer needs to hold any control message.
     #[must_use]
     pub const fn max_control_len(&self) -> usize {
@@ -310,14 +339,27 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 })
             }
             Message::TensorRequest(request) => {
-                if let Some(e) = self.open(stream, now, |ok_parallel| Kind::Response {
-                    transfer: Transfer::new(),
-                    parallel: ok_parallel
+                let advertised = ShardSelect::find(&self.config.hello.layouts);
+                if let Some(e) = self.open(stream, now, |ok_parallel| {
+                    let parallel = ok_parallel
                         && request.flags.contains(RequestFlags::PARALLEL_OK)
-                        && block_of(stream) == stream,
-                    shards_total: 0,
-                    shards_done: 0,
-                    device: request.preferred_device,
+                        && block_of(stream) == stream;
+                    // [NP-SHARD-4]: honoured only on a parallel request,
+                    // up to the count we advertised; otherwise stepped
+                    // over like any unknown extension entry.
+                    let select = ShardSelect::find(&request.preferred_layouts)
+                        .filter(|s| parallel && advertised.is_some_and(|a| s.count() <= a.count()));
+                    Kind::Response {
+                        transfer: match select {
+                            Some(s) if s.index() != 0 => Transfer::none(),
+                            _ => Transfer::new(),
+                        },
+                        parallel,
+                        shards_total: 0,
+                        shards_done: 0,
+                        device: request.preferred_device,
+                        select,
+                    }
                 })? {
                     return Ok(ServerEvent::StreamError(e));
                 }
@@ -629,6 +671,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                     parallel,
                     shards_total,
                     device,
+                    select,
                     ..
                 },
             ..
@@ -640,6 +683,11 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             || shards_total != 0 && shards_total != msg.total_shards
         {
             return Err(ApiMisuse::InvalidArgument("total_shards"));
+        }
+        if let Some(s) = select {
+            if !s.takes(msg.total_shards, msg.shard_index) {
+                return Err(ApiMisuse::InvalidArgument("shard_index"));
+            }
         }
         if let Some(b) = msg.descriptor.buffers().get(0) {
             let tag = b.device_tag().code();

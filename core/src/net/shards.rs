@@ -187,3 +187,128 @@ fn overlaps(a: &DescriptorMessage<'_>, b: &DescriptorMessage<'_>) -> bool {
     }
     any
 }
+
+/// Tag of our extension layout entry that carries a [`ShardSelect`]
+/// (`[NP-SHARD-4]`; in the implementation-private `0xF0`–`0xFE` range, so a
+/// peer that does not know it steps over it).
+pub const SHARD_SELECT_TAG: u8 = 0xF5;
+
+/// The first four metadata bytes of a [`ShardSelect`] entry.
+pub const SHARD_SELECT_MAGIC: [u8; 4] = *b"HRS1";
+
+/// Bytes of a [`ShardSelect`] layout entry: tag, `uint16` length, magic,
+/// `uint16` index, `uint16` count.
+pub const SHARD_SELECT_ENTRY_LEN: usize = 1 + 2 + 8;
+
+/// A shard selection (`[NP-SHARD-4]`, our rule): "of this tensor cut into
+/// exactly `count` shards, send me shard `index` only". It lets a client
+/// spread one tensor over `count` connections, connection `k` asking for
+/// shard `k`.
+///
+/// It travels as an extension layout entry ([`SHARD_SELECT_TAG`], metadata
+/// [`SHARD_SELECT_MAGIC`], `index: uint16`, `count: uint16`) in the
+/// request's layout list; a server advertises that it honours selections
+/// of up to `count` shards with the same entry (`index` 0) in its hello's
+/// layout list. An entry with our tag but other metadata is someone
+/// else's and is stepped over.
+///
+/// ```
+/// use hurray_core::net::{LayoutList, ShardSelect};
+///
+/// let sel = ShardSelect::new(2, 4).unwrap();
+/// let entry = sel.entry();
+/// let list = LayoutList::parse(1, &entry).unwrap();
+/// assert_eq!(ShardSelect::find(&list), Some(sel));
+/// assert!(sel.takes(4, 2) && !sel.takes(4, 1) && !sel.takes(8, 2));
+/// assert_eq!(ShardSelect::new(4, 4), None); // index below count
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ShardSelect {
+    index: u16,
+    count: u16,
+}
+
+impl ShardSelect {
+    /// Shard `index` of `count`; `None` unless `count` is 1 to
+    /// [`MAX_SHARDS`](super::MAX_SHARDS) and `index` below it.
+    #[must_use]
+    #[inline]
+    pub const fn new(index: u16, count: u16) -> Option<Self> {
+        if count == 0 || count as u32 > super::MAX_SHARDS || index >= count {
+            return None;
+        }
+        Some(Self { index, count })
+    }
+
+    /// What a server advertises to honour selections of up to `count`
+    /// shards (index 0).
+    #[must_use]
+    #[inline]
+    pub const fn advertise(count: u16) -> Option<Self> {
+        Self::new(0, count)
+    }
+
+    /// The selected shard.
+    #[must_use]
+    #[inline]
+    pub const fn index(&self) -> u16 {
+        self.index
+    }
+
+    /// The number of shards the tensor is cut into.
+    #[must_use]
+    #[inline]
+    pub const fn count(&self) -> u16 {
+        self.count
+    }
+
+    /// The layout entry's wire bytes.
+    #[must_use]
+    pub const fn entry(&self) -> [u8; SHARD_SELECT_ENTRY_LEN] {
+        let m = SHARD_SELECT_MAGIC;
+        let i = self.index.to_le_bytes();
+        let c = self.count.to_le_bytes();
+        [
+            SHARD_SELECT_TAG,
+            8,
+            0,
+            m[0],
+            m[1],
+            m[2],
+            m[3],
+            i[0],
+            i[1],
+            c[0],
+            c[1],
+        ]
+    }
+
+    /// The first valid selection entry of `list`, if any (entries with our
+    /// tag but other metadata, or values out of range, are not ours).
+    #[must_use]
+    pub fn find(list: &super::LayoutList<'_>) -> Option<Self> {
+        list.iter().find_map(|e| {
+            if e.tag != SHARD_SELECT_TAG {
+                return None;
+            }
+            match e.ext_metadata {
+                &[a, b, c, d, i0, i1, c0, c1] if [a, b, c, d] == SHARD_SELECT_MAGIC => {
+                    Self::new(u16::from_le_bytes([i0, i1]), u16::from_le_bytes([c0, c1]))
+                }
+                _ => None,
+            }
+        })
+    }
+
+    /// Whether a descriptor with these shard fields answers this selection:
+    /// shard `index` of exactly `count`, or — only for index 0, from a
+    /// server that cannot cut the tensor into `count` shards — the whole
+    /// tensor (`total_shards` 1).
+    #[must_use]
+    #[inline]
+    pub const fn takes(&self, total_shards: u32, shard_index: u32) -> bool {
+        (total_shards == self.count as u32 && shard_index == self.index as u32)
+            || (total_shards == 1 && shard_index == 0 && self.index == 0)
+    }
+}

@@ -8,6 +8,7 @@ use super::codes::{ErrorCode, MessageType};
 use super::control::{ErrorMessage, Ping};
 use super::error::{ApiMisuse, SessionErrorKind};
 use super::message::Message;
+use super::shards::ShardSelect;
 use super::transfer::MAX_SHARDS;
 
 /// "No deadline".
@@ -102,6 +103,15 @@ impl Transfer {
         Ok(self.tensors_left == 0)
     }
 
+    /// A transfer that expects no tensor (the request stream of a shard
+    /// selection other than shard 0: nothing travels on it).
+    pub(crate) const fn none() -> Self {
+        Self {
+            phase: Phase::AwaitDescriptor,
+            tensors_left: 0,
+        }
+    }
+
     pub(crate) const fn finished(&self) -> bool {
         matches!(self.phase, Phase::AwaitDescriptor) && self.tensors_left == 0
     }
@@ -121,6 +131,9 @@ pub(crate) enum Kind {
         shards_done: u32,
         /// The request's `preferred_device`.
         device: u8,
+        /// The shard selection in force (`[NP-SHARD-4]`): one shard ends
+        /// the request.
+        select: Option<ShardSelect>,
     },
     /// Shard `id - parent` of the request on `parent`.
     Shard { parent: u32, transfer: Transfer },
@@ -227,12 +240,14 @@ impl<const S: usize> Streams<S> {
                         shards_total,
                         shards_done,
                         transfer,
+                        select,
                         ..
                     },
                 ..
             }) => {
                 *shards_done = shards_done.saturating_add(1);
-                *shards_total != 0 && *shards_done >= *shards_total && transfer.finished()
+                let expected = if select.is_some() { 1 } else { *shards_total };
+                *shards_total != 0 && *shards_done >= expected && transfer.finished()
             }
             _ => false,
         };
