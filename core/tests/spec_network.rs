@@ -1537,10 +1537,16 @@ fn np_shard_4_a_selection_asks_for_one_shard_of_exactly_count() {
     );
     let mut other = e.clone();
     other[3] = b'X'; // someone else's 0xF5 entry: stepped over
-    assert_eq!(ShardSelect::find(&LayoutList::parse(1, &other).unwrap()), None);
+    assert_eq!(
+        ShardSelect::find(&LayoutList::parse(1, &other).unwrap()),
+        None
+    );
     for (i, c) in [(4u16, 4u16), (0, 0), (0, 257)] {
         let bad = select_entry(i, c);
-        assert_eq!(ShardSelect::find(&LayoutList::parse(1, &bad).unwrap()), None);
+        assert_eq!(
+            ShardSelect::find(&LayoutList::parse(1, &bad).unwrap()),
+            None
+        );
     }
 
     // Client, against a server that advertises PARALLEL_STREAMS and the entry.
@@ -1551,9 +1557,7 @@ fn np_shard_4_a_selection_asks_for_one_shard_of_exactly_count() {
         0,
         &hello_payload(1, MAX, 0b10, &ADVERTISED, 2, &[0x00], Some(&[0])),
     );
-    assert!(
-        matches!(client_feed(&mut c, 1, &hello), Said::Event(e) if e.starts_with("Connected"))
-    );
+    assert!(matches!(client_feed(&mut c, 1, &hello), Said::Event(e) if e.starts_with("Connected")));
     assert_eq!(c.peer_select_max(), Some(4));
     let list = &select_entry(2, 4)[..];
     fn selected(list: &[u8]) -> TensorRequest<'_> {

@@ -1,14 +1,18 @@
 //! The client: one connection, one [`ClientSession`], requests and puts
 //! one at a time (each on a fresh stream id).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hurray_core::TensorView;
 use hurray_core::net::{
-    Capabilities, ClientConfig, ClientEvent, ClientSession, ErrorCode, Hello, LayoutList,
-    PROTOCOL_VERSION, RequestFlags, Status, TensorPut, TensorRequest,
+    Capabilities, ClientConfig, ClientEvent, ClientSession, DescriptorMessage, ErrorCode, Hello,
+    LayoutList, PROTOCOL_VERSION, RequestFlags, ShardSelect, Status, TensorPut, TensorRequest,
+    check_shards,
 };
 use hurray_io::file as hfile;
 use tokio::io::{AsyncWriteExt, BufWriter};
@@ -16,6 +20,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::conn::{Inbox, Io, Read, Reader, Writer};
+use crate::shard::{Destination, Memory, OutFile, Parent, Placement};
 use crate::{AUTH_MAGIC, Error, MAX_TOKEN_LEN};
 
 const STREAMS: usize = 4;
@@ -193,7 +198,7 @@ impl Client {
     /// stream to its vector directly (no copy per frame).
     async fn next_event_into(
         &mut self,
-        mut sink: Option<(u32, &mut Vec<u8>)>,
+        mut sink: Option<&mut (dyn FnMut(u32, u64, &[u8]) -> Result<bool, Error> + Send)>,
     ) -> Result<Ev, Error> {
         loop {
             let now = self.now();
@@ -204,10 +209,13 @@ impl Client {
                             ClientEvent::Data {
                                 stream_id, frame, ..
                             },
-                            Some((s, data)),
-                        ) if stream_id == *s => {
-                            data.extend_from_slice(frame.data);
-                            Ev::Other
+                            Some(put),
+                        ) => {
+                            if put(stream_id, frame.offset, frame.data)? {
+                                Ev::Other
+                            } else {
+                                Ev::from(event)
+                            }
                         }
                         (event, _) => Ev::from(event),
                     };
@@ -293,12 +301,21 @@ impl Client {
             if let Some(f) = &fetched {
                 progress(f.data.len() as u64, total);
             }
-            let sink = fetched.as_mut().map(|f| (stream, &mut f.data));
-            match self.next_event_into(sink).await? {
+            let mut append = |s: u32, _: u64, bytes: &[u8]| -> Result<bool, Error> {
+                match fetched.as_mut() {
+                    Some(f) if s == stream => {
+                        f.data.extend_from_slice(bytes);
+                        Ok(true)
+                    }
+                    _ => Ok(false),
+                }
+            };
+            match self.next_event_into(Some(&mut append)).await? {
                 Ev::Descriptor {
                     stream: s,
                     descriptor,
                     total: announced,
+                    ..
                 } if s == stream => {
                     total = announced;
                     if total > self.options.max_fetch_bytes {
@@ -543,6 +560,8 @@ enum Ev {
         stream: u32,
         descriptor: Vec<u8>,
         total: u64,
+        index: u32,
+        shards: u32,
     },
     Data {
         stream: u32,
@@ -575,6 +594,8 @@ impl From<ClientEvent<'_>> for Ev {
                 stream: stream_id,
                 descriptor: message.descriptor.as_bytes().to_vec(),
                 total: message.total_data_bytes,
+                index: message.shard_index,
+                shards: message.total_shards,
             },
             ClientEvent::Data {
                 stream_id, frame, ..
@@ -601,4 +622,408 @@ impl From<ClientEvent<'_>> for Ev {
             _ => Self::Other,
         }
     }
+}
+
+// --- parallel transfers ([NP-SHARD-2..4]) ------------------------------------
+
+/// One shard that arrived: its descriptor and transport fields.
+#[derive(Debug, Clone)]
+struct Arrived {
+    descriptor: Vec<u8>,
+    total: u64,
+    index: u32,
+    shards: u32,
+}
+
+/// The shards of one tensor, from one connection or several, placed into
+/// one destination allocated when the first descriptor arrives.
+struct Assembly {
+    state: Mutex<Option<(Parent, Arc<dyn Destination>)>>,
+    make: MakeDest,
+    arrived: Mutex<Vec<Arrived>>,
+    received: AtomicU64,
+    max_bytes: u64,
+}
+
+type MakeDest = Box<dyn Fn(&Parent) -> Result<Arc<dyn Destination>, Error> + Send + Sync>;
+
+impl Assembly {
+    fn new(max_bytes: u64, make: MakeDest) -> Self {
+        Self {
+            state: Mutex::new(None),
+            make,
+            arrived: Mutex::new(Vec::new()),
+            received: AtomicU64::new(0),
+            max_bytes,
+        }
+    }
+
+    fn parent(&self) -> Option<(Parent, Arc<dyn Destination>)> {
+        self.state.lock().ok()?.clone()
+    }
+
+    /// Takes a descriptor: allocates the destination for the first, checks
+    /// every one against it and against the shards already in; once all
+    /// are in, checks that they tile the parent (`check_shards`).
+    fn on_descriptor(&self, a: Arrived) -> Result<Placement, String> {
+        let view = TensorView::parse(&a.descriptor).map_err(|e| e.to_string())?;
+        let (parent, _) = {
+            let mut st = self.state.lock().map_err(|_| "poisoned".to_owned())?;
+            if st.is_none() {
+                let p = Parent::of(&view, a.total).map_err(|e| e.to_string())?;
+                if p.total > self.max_bytes {
+                    return Err("tensor larger than max_fetch_bytes".into());
+                }
+                let dest = (self.make)(&p).map_err(|e| e.to_string())?;
+                *st = Some((p, dest));
+            }
+            st.clone().ok_or_else(|| "no parent".to_owned())?
+        };
+        let placement = parent
+            .placement(&view, a.total)
+            .map_err(|()| "shard does not belong to the first shard's parent".to_owned())?;
+        let mut arrived = self.arrived.lock().map_err(|_| "poisoned".to_owned())?;
+        if arrived
+            .iter()
+            .any(|o| o.shards != a.shards || o.index == a.index)
+        {
+            return Err("shards disagree on total_shards or repeat an index".into());
+        }
+        arrived.push(a);
+        if arrived.len() as u32 == arrived[0].shards {
+            let views: Vec<TensorView<'_>> = arrived
+                .iter()
+                .map(|s| TensorView::parse(&s.descriptor))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?;
+            let messages: Vec<DescriptorMessage<'_>> = views
+                .iter()
+                .zip(arrived.iter())
+                .map(|(v, s)| DescriptorMessage {
+                    descriptor: *v,
+                    total_data_bytes: s.total,
+                    shard_index: s.index,
+                    total_shards: s.shards,
+                })
+                .collect();
+            check_shards(&messages).map_err(|e| e.to_string())?;
+        }
+        Ok(placement)
+    }
+
+    /// The tensor, once every shard has arrived and ended.
+    fn finish(&self) -> Result<(Parent, Arc<dyn Destination>), Error> {
+        let arrived = self.arrived.lock().map_err(|_| Error::Limit("poisoned"))?;
+        let expected = arrived.first().map_or(0, |a| a.shards);
+        if expected == 0 || arrived.len() as u32 != expected {
+            return Err(Error::ShardMismatch(format!(
+                "{} of {expected} shards arrived",
+                arrived.len()
+            )));
+        }
+        self.parent().ok_or(Error::Closed)
+    }
+}
+
+impl Client {
+    /// A free parallel request id (a multiple of 256, [NP-SHARD-2]).
+    fn block_stream(&mut self) -> u32 {
+        let s = (self.next_stream.wrapping_add(255) & !255).max(256);
+        self.next_stream = s.wrapping_add(256).max(1);
+        s
+    }
+
+    /// Sends a parallel request for `key` (with `select`, if any) and
+    /// receives its shards into `asm` until the request is complete.
+    async fn receive(
+        &mut self,
+        key: &str,
+        select: Option<ShardSelect>,
+        asm: &Assembly,
+        first_descriptor: Option<&tokio::sync::Notify>,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<(), Error> {
+        let stream = self.block_stream();
+        let entry = select.map(|s| s.entry());
+        let layouts = match &entry {
+            Some(e) => LayoutList::parse(1, e).map_err(|_| Error::Limit("selection"))?,
+            None => LayoutList::EMPTY,
+        };
+        let request = TensorRequest {
+            key,
+            preferred_layouts: layouts,
+            preferred_device: 0x00,
+            min_alignment: 64,
+            flags: RequestFlags::PARALLEL_OK,
+        };
+        let now = self.now();
+        let n = self.session.request(now, stream, &request, &mut self.out)?;
+        let (out, wr) = (&self.out, &mut self.wr);
+        wr.write_all(&out[..n]).await?;
+        self.flush().await?;
+        let mut places: HashMap<u32, Placement> = HashMap::new();
+        let fault: Error;
+        loop {
+            let mut put = |s: u32, offset: u64, bytes: &[u8]| -> Result<bool, Error> {
+                if s & !255 != stream {
+                    return Ok(false);
+                }
+                let (Some(p), Some((_, dest))) = (places.get(&s), asm.parent()) else {
+                    return Ok(false);
+                };
+                p.scatter(offset, bytes, &mut |at, b| dest.write_at(at, b))?;
+                asm.received
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                Ok(true)
+            };
+            let ev = self.next_event_into(Some(&mut put)).await?;
+            let total = asm.parent().map_or(0, |(p, _)| p.total);
+            progress(asm.received.load(Ordering::Relaxed), total);
+            match ev {
+                Ev::Descriptor {
+                    stream: s,
+                    descriptor,
+                    total,
+                    index,
+                    shards,
+                } if s & !255 == stream => {
+                    let a = Arrived {
+                        descriptor,
+                        total,
+                        index,
+                        shards,
+                    };
+                    match asm.on_descriptor(a) {
+                        Ok(p) => {
+                            places.insert(s, p);
+                            if let Some(n) = first_descriptor {
+                                n.notify_one();
+                            }
+                        }
+                        Err(why) => {
+                            fault = Error::ShardMismatch(why);
+                            break;
+                        }
+                    }
+                }
+                Ev::DataEnd {
+                    stream: s,
+                    complete,
+                } if s & !255 == stream => {
+                    if complete {
+                        return Ok(());
+                    }
+                }
+                Ev::PeerError {
+                    stream: s,
+                    code,
+                    message,
+                } if s & !255 == stream => return Err(Error::Peer { code, message }),
+                Ev::StreamError(e) if e.stream_id & !255 == stream => {
+                    return Err(Error::Protocol(e));
+                }
+                _ => {}
+            }
+        }
+        // [NP-SHARD-3]: SHARD_MISMATCH on the request's stream closes it
+        // and every shard stream.
+        let n = self.session.send_error(
+            stream,
+            ErrorCode::ShardMismatch,
+            "shards do not tile the tensor",
+            &mut self.out,
+        )?;
+        let (out, wr) = (&self.out, &mut self.wr);
+        wr.write_all(&out[..n]).await?;
+        self.flush().await?;
+        Err(fault)
+    }
+
+    /// Fetches `key` as a parallel request on this connection (the server
+    /// may answer in shards, [NP-SHARD-2]), placing every shard's bytes
+    /// straight into one buffer of the tensor's size.
+    ///
+    /// The shards are checked as they arrive and, once all are in, proven
+    /// to tile the tensor; any fault is [`Error::ShardMismatch`] (and
+    /// `SHARD_MISMATCH` is sent). A sharded tensor comes back as a dense
+    /// tensor of the parent shape (element type, layout and extension type
+    /// of the shards; shard statistics are dropped).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get), and [`Error::ShardMismatch`].
+    pub async fn get_parallel(&mut self, key: &str) -> Result<Fetched, Error> {
+        let (asm, slot) = memory_assembly(self.options.max_fetch_bytes);
+        self.receive(key, None, &asm, None, &mut |_, _| {}).await?;
+        into_fetched(&asm, &slot)
+    }
+}
+
+/// Where a memory destination is kept for [`into_fetched`].
+type MemorySlot = Arc<Mutex<Option<Arc<Memory>>>>;
+
+fn memory_assembly(max: u64) -> (Assembly, MemorySlot) {
+    let slot: MemorySlot = Arc::new(Mutex::new(None));
+    let keep = Arc::clone(&slot);
+    let asm = Assembly::new(
+        max,
+        Box::new(move |p: &Parent| {
+            let n = usize::try_from(p.total).map_err(|_| Error::Limit("tensor size"))?;
+            let m = Arc::new(Memory(Mutex::new(vec![0u8; n])));
+            if let Ok(mut k) = keep.lock() {
+                *k = Some(Arc::clone(&m));
+            }
+            Ok(m as Arc<dyn Destination>)
+        }),
+    );
+    (asm, slot)
+}
+
+fn into_fetched(asm: &Assembly, slot: &MemorySlot) -> Result<Fetched, Error> {
+    let (parent, dest) = asm.finish()?;
+    drop(dest);
+    drop(asm.state.lock().map(|mut s| s.take()));
+    let memory = slot
+        .lock()
+        .ok()
+        .and_then(|mut s| s.take())
+        .ok_or(Error::Closed)?;
+    let memory = Arc::into_inner(memory).ok_or(Error::Limit("destination still shared"))?;
+    let data = memory
+        .0
+        .into_inner()
+        .map_err(|_| Error::Limit("poisoned"))?;
+    Ok(Fetched {
+        descriptor: parent.descriptor,
+        data,
+    })
+}
+
+/// Fetches `key` from the server at `addr` over `connections` connections
+/// at once: connection `k` asks for shard `k` of exactly `connections`
+/// ([NP-SHARD-4]), each shard placed straight into one buffer. Connection 0
+/// asks first; the others connect only once shard 0 says the tensor was
+/// cut (a server that does not honour selections, or a tensor that cannot
+/// be cut, is fetched whole on connection 0).
+///
+/// # Errors
+/// As [`Client::get_parallel`], from any connection.
+pub async fn fetch_parallel(
+    addr: SocketAddr,
+    options: ClientOptions,
+    key: &str,
+    connections: u16,
+) -> Result<Fetched, Error> {
+    let (asm, slot) = memory_assembly(options.max_fetch_bytes);
+    let asm = Arc::new(asm);
+    fetch_into(addr, options, key, connections, &asm, &mut |_, _| {}).await?;
+    into_fetched(&asm, &slot)
+}
+
+/// [`fetch_parallel`] into a new one-tensor `.hrry` file at `path` (the
+/// tensor named `key`): the file is written whole first, under a temporary
+/// name, with its data as holes; every shard's bytes are written in place;
+/// it is synced and renamed only once every shard checked out. On any
+/// error nothing is left under `path` or the temporary name.
+///
+/// # Errors
+/// As [`fetch_parallel`], or writing the file failed.
+pub async fn fetch_parallel_to_file(
+    addr: SocketAddr,
+    options: ClientOptions,
+    key: &str,
+    connections: u16,
+    path: impl AsRef<Path>,
+    progress: &mut (dyn FnMut(u64, u64) + Send),
+) -> Result<(), Error> {
+    let path = path.as_ref().to_path_buf();
+    let name = key.to_owned();
+    let file: Arc<Mutex<Option<Arc<OutFile>>>> = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&file);
+    let asm = Arc::new(Assembly::new(
+        options.max_fetch_bytes,
+        Box::new(move |p: &Parent| {
+            let f = Arc::new(OutFile::create(&path, &name, &p.descriptor)?);
+            if let Ok(mut s) = slot.lock() {
+                *s = Some(Arc::clone(&f));
+            }
+            Ok(f as Arc<dyn Destination>)
+        }),
+    ));
+    let r = fetch_into(addr, options, key, connections, &asm, progress).await;
+    let r = r.and_then(|()| asm.finish().map(drop));
+    // Every other holder of the file goes first.
+    drop(asm.state.lock().map(|mut s| s.take()));
+    let out = file.lock().ok().and_then(|mut s| s.take());
+    match (r, out) {
+        (Ok(()), Some(f)) => {
+            let f = Arc::into_inner(f).ok_or(Error::Limit("file still shared"))?;
+            tokio::task::spawn_blocking(move || f.commit())
+                .await
+                .map_err(|_| Error::Limit("file task failed"))?
+        }
+        (Ok(()), None) => Err(Error::Closed),
+        // Dropping the file removes its temporary name.
+        (Err(e), _) => Err(e),
+    }
+}
+
+async fn fetch_into(
+    addr: SocketAddr,
+    options: ClientOptions,
+    key: &str,
+    connections: u16,
+    asm: &Arc<Assembly>,
+    progress: &mut (dyn FnMut(u64, u64) + Send),
+) -> Result<(), Error> {
+    let mut first = Client::connect(addr, options.clone()).await?;
+    let count = connections.clamp(1, 256);
+    let select = match first.session.peer_select_max() {
+        Some(max) if count > 1 && count <= max => ShardSelect::new(0, count),
+        _ => None,
+    };
+    let Some(select) = select else {
+        return first.receive(key, None, asm, None, progress).await;
+    };
+    // Connection 0 runs in this task; the others start once shard 0's
+    // descriptor says the tensor was cut into `count` shards.
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let zero = async {
+        let r = first
+            .receive(key, Some(select), asm, Some(&notify), progress)
+            .await;
+        // Wakes the others' starter even when shard 0 never came.
+        notify.notify_one();
+        r
+    };
+    let others = async {
+        notify.notified().await;
+        let cut = asm
+            .arrived
+            .lock()
+            .map(|a| a.first().is_some_and(|s| s.shards == u32::from(count)))
+            .unwrap_or(false);
+        if !cut {
+            return Ok(());
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for k in 1..count {
+            let (asm, options, key) = (Arc::clone(asm), options.clone(), key.to_owned());
+            tasks.spawn(async move {
+                let mut c = Client::connect(addr, options).await?;
+                let sel = ShardSelect::new(k, count).ok_or(Error::Limit("selection"))?;
+                c.receive(&key, Some(sel), &asm, None, &mut |_, _| {}).await
+            });
+        }
+        let mut result = Ok(());
+        while let Some(r) = tasks.join_next().await {
+            let r = r.map_err(|_| Error::Limit("connection task failed"))?;
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    };
+    let (a, b) = tokio::join!(zero, others);
+    a?;
+    b
 }

@@ -34,6 +34,10 @@ pub enum Error {
     /// TLS failed: a configuration that cannot be used, or a handshake the
     /// peer or its certificate failed (feature `tls`).
     Tls(String),
+    /// The shards of a parallel transfer do not form the tensor (they
+    /// overlap, leave a gap, disagree on `total_shards` or on their
+    /// parent); `SHARD_MISMATCH` was sent (`[NP-SHARD-3]`).
+    ShardMismatch(String),
 }
 
 impl fmt::Display for Error {
@@ -48,6 +52,7 @@ impl fmt::Display for Error {
             Self::File(e) => write!(f, "file: {e}"),
             Self::Limit(what) => write!(f, "limit: {what}"),
             Self::Tls(what) => write!(f, "TLS: {what}"),
+            Self::ShardMismatch(what) => write!(f, "shard mismatch: {what}"),
         }
     }
 }

@@ -67,13 +67,15 @@ mod client;
 mod conn;
 mod error;
 mod server;
+mod shard;
 mod store;
 #[cfg(feature = "tls")]
 pub mod tls;
 
-pub use client::{Client, ClientOptions, Fetched};
+pub use client::{Client, ClientOptions, Fetched, fetch_parallel, fetch_parallel_to_file};
 pub use error::Error;
 pub use server::{Counters, Server, ServerOptions};
+pub use shard::Destination;
 pub use store::{MAX_STORED_NAME, key_to_file_name};
 
 /// The preamble that carries an access token (before `CLIENT_HELLO`).

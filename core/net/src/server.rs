@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use hurray_core::TensorView;
 use hurray_core::net::{
-    Capabilities, DescriptorMessage, ErrorCode, Hello, LayoutList, PROTOCOL_VERSION, ServerConfig,
-    ServerEvent, ServerSession, Status, TensorPut, TensorRequest,
+    Capabilities, DescriptorMessage, ErrorCode, Hello, LayoutList, PROTOCOL_VERSION,
+    SHARD_SELECT_ENTRY_LEN, ServerConfig, ServerEvent, ServerSession, ShardSelect, Status,
+    TensorPut, TensorRequest,
 };
 use hurray_io::file::{self as hfile, MappedFile};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
@@ -51,6 +52,16 @@ pub struct ServerOptions {
     pub store: Option<PathBuf>,
     /// The access token clients must present (see the crate docs).
     pub token: Option<Vec<u8>>,
+    /// Advertise `PARALLEL_STREAMS` and shard selections
+    /// (`[NP-SHARD-2]`, `[NP-SHARD-4]`), and answer parallel requests in
+    /// shards where the tensor can be cut without a copy.
+    pub parallel: bool,
+    /// Shards of a parallel request that carries no selection (2 to 256;
+    /// fewer when the tensor's slowest axis is shorter).
+    pub parallel_shards: u16,
+    /// Tensors smaller than this are sent whole to a parallel request that
+    /// carries no selection.
+    pub shard_min_bytes: u64,
     /// Serve over TLS with this configuration (`tls::server_config`; a
     /// client CA in it makes client certificates required).
     #[cfg(feature = "tls")]
@@ -69,6 +80,9 @@ impl Default for ServerOptions {
             grace: Duration::from_secs(30),
             store: None,
             token: None,
+            parallel: true,
+            parallel_shards: 4,
+            shard_min_bytes: 16 << 20,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -150,12 +164,27 @@ impl std::fmt::Debug for Server {
     }
 }
 
-fn hello_for(max: u32) -> Hello<'static> {
+/// Our hello's layout list when parallel: "selections of up to 256 shards"
+/// (`[NP-SHARD-4]`).
+static SELECT_ADVERT: [u8; SHARD_SELECT_ENTRY_LEN] = match ShardSelect::advertise(256) {
+    Some(s) => s.entry(),
+    None => [0; SHARD_SELECT_ENTRY_LEN],
+};
+
+fn hello_for(max: u32, parallel: bool) -> Hello<'static> {
+    let (capabilities, layouts) = if parallel {
+        (
+            Capabilities::PARALLEL_STREAMS,
+            LayoutList::parse(1, &SELECT_ADVERT).unwrap_or(LayoutList::EMPTY),
+        )
+    } else {
+        (Capabilities::NONE, LayoutList::EMPTY)
+    };
     Hello {
         protocol_version: PROTOCOL_VERSION,
         max_message_size: max,
-        capabilities: Capabilities::NONE,
-        layouts: LayoutList::EMPTY,
+        capabilities,
+        layouts,
         devices: &[0x00],
         memory_classes: &[0x00],
     }
@@ -428,7 +457,7 @@ async fn serve(
     }
     let o = &shared.options;
     let config = ServerConfig {
-        hello: hello_for(o.max_message_size),
+        hello: hello_for(o.max_message_size, o.parallel),
         handshake_timeout: ms(o.handshake_timeout),
         idle_timeout: ms(o.idle_timeout),
         request_timeout: ms(o.request_timeout),
@@ -691,26 +720,101 @@ async fn serve_request(
         }
     };
     let view = *tensor.descriptor();
-    let Some(message) = DescriptorMessage::unsharded(view) else {
-        return refuse_stream(
-            stream_id,
-            ErrorCode::Internal,
-            "tensor too large",
-            session,
-            wr,
-            shared,
-            out,
-        )
-        .await;
+    let buffers: Vec<&[u8]> = tensor.buffers().collect();
+    // [NP-SHARD-2], [NP-SHARD-4]: how many shards, and which to send.
+    let select = session.shard_select(stream_id);
+    let total: u64 = buffers.iter().map(|b| b.len() as u64).sum();
+    let o = &shared.options;
+    let count = match select {
+        Some(s) => u32::from(s.count()),
+        None if session.may_shard(stream_id) && total >= o.shard_min_bytes => {
+            u32::from(o.parallel_shards.clamp(1, 256))
+        }
+        None => 1,
     };
+    let pieces = if count > 1 {
+        crate::shard::plan(&view, count)
+    } else {
+        None
+    };
+    let (Some(pieces), Some(&data)) = (pieces, buffers.first()) else {
+        if select.is_some_and(|s| s.index() != 0) {
+            return refuse_stream(
+                stream_id,
+                ErrorCode::ShardMismatch,
+                "this tensor cannot be cut into that many shards",
+                session,
+                wr,
+                shared,
+                out,
+            )
+            .await;
+        }
+        let Some(message) = DescriptorMessage::unsharded(view) else {
+            return refuse_stream(
+                stream_id,
+                ErrorCode::Internal,
+                "tensor too large",
+                session,
+                wr,
+                shared,
+                out,
+            )
+            .await;
+        };
+        if send_tensor(stream_id, &message, &buffers, session, wr, shared, out).await? {
+            shared.counters.served.fetch_add(1, Ordering::Relaxed);
+        }
+        return Ok(());
+    };
+    let wanted = match select {
+        Some(s) => usize::from(s.index())..usize::from(s.index()) + 1,
+        None => 0..pieces.len(),
+    };
+    for (i, piece) in pieces
+        .iter()
+        .enumerate()
+        .skip(wanted.start)
+        .take(wanted.len())
+    {
+        let descriptor =
+            TensorView::parse(&piece.descriptor).map_err(|_| Error::Limit("shard descriptor"))?;
+        let message = DescriptorMessage {
+            descriptor,
+            total_data_bytes: piece.range.len() as u64,
+            shard_index: i as u32,
+            total_shards: count,
+        };
+        let part = &data[piece.range.clone()];
+        if !send_tensor(stream_id, &message, &[part], session, wr, shared, out).await? {
+            return Ok(());
+        }
+    }
+    shared.counters.served.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Sends one tensor (or shard) of the answer to the request on
+/// `request_stream`: descriptor, data frames that fit the client, end.
+/// `false` when it was refused with `ERROR` instead.
+#[allow(clippy::too_many_arguments)]
+async fn send_tensor(
+    request_stream: u32,
+    message: &DescriptorMessage<'_>,
+    buffers: &[&[u8]],
+    session: &mut ServerSession<'static, STREAMS>,
+    wr: &mut Writer,
+    shared: &Shared,
+    out: &mut Vec<u8>,
+) -> Result<bool, Error> {
     if out.len() < message.encoded_len() + 12 {
         out.resize(message.encoded_len() + 12, 0);
     }
-    let n = match session.send_descriptor(stream_id, &message, out) {
+    let n = match session.send_descriptor(request_stream, message, out) {
         Ok(n) => n,
         Err(hurray_core::net::ApiMisuse::InvalidArgument("device_tag")) => {
-            return refuse_stream(
-                stream_id,
+            refuse_stream(
+                request_stream,
                 ErrorCode::DeviceUnavailable,
                 "the tensor is not on the requested device",
                 session,
@@ -718,11 +822,12 @@ async fn serve_request(
                 shared,
                 out,
             )
-            .await;
+            .await?;
+            return Ok(false);
         }
         Err(hurray_core::net::ApiMisuse::TooLargeForPeer { .. }) => {
-            return refuse_stream(
-                stream_id,
+            refuse_stream(
+                request_stream,
                 ErrorCode::MessageTooLarge,
                 "the descriptor exceeds your maximum message size",
                 session,
@@ -730,30 +835,32 @@ async fn serve_request(
                 shared,
                 out,
             )
-            .await;
+            .await?;
+            return Ok(false);
         }
         Err(e) => return Err(e.into()),
     };
     send(wr, shared, &out[..n]).await?;
+    let stream =
+        ServerSession::<'static, STREAMS>::shard_stream(request_stream, message.shard_index);
     // The buffers back to back, in frames that fit the client.
     let chunk = (session.peer_max_message_size() - 8).min(1 << 20) as usize;
     let mut offset = 0u64;
-    for buffer in tensor.buffers() {
+    for buffer in buffers {
         for part in buffer.chunks(chunk) {
-            let prefix = session.data_prefix(stream_id, offset, part.len() as u32)?;
+            let prefix = session.data_prefix(stream, offset, part.len() as u32)?;
             send(wr, shared, &prefix).await?;
             send(wr, shared, part).await?;
             offset += part.len() as u64;
         }
     }
-    let n = session.send_data_end(stream_id, out)?;
+    let n = session.send_data_end(stream, out)?;
     send(wr, shared, &out[..n]).await?;
     match tokio::time::timeout(shared.options.request_timeout, wr.flush()).await {
         Ok(r) => r?,
         Err(_) => return Err(Error::Timeout),
     }
-    shared.counters.served.fetch_add(1, Ordering::Relaxed);
-    Ok(())
+    Ok(true)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -706,9 +706,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         }
         // [NP-SHARD-4]: the selection is in force exactly when the server
         // honours it; otherwise it steps over the entry, and so do we.
-        let select = ShardSelect::find(&request.preferred_layouts).filter(|s| {
-            parallel && self.peer_select_max().is_some_and(|max| s.count() <= max)
-        });
+        let select = ShardSelect::find(&request.preferred_layouts)
+            .filter(|s| parallel && self.peer_select_max().is_some_and(|max| s.count() <= max));
         let n = Message::TensorRequest(*request).encode(stream, out)?;
         self.streams.insert(Slot {
             id: stream,
