@@ -143,6 +143,11 @@ pub struct GetArgs {
     /// Largest tensor fetched, in MiB (checked before any memory is reserved).
     #[arg(long, value_name = "MIB", default_value_t = 4096)]
     pub max_mib: u64,
+    /// Connections to fetch over: connection k asks for shard k of N
+    /// (a server that cannot cut the tensor sends it whole on one).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallel: u16,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub access: ClientAccess,
@@ -376,18 +381,37 @@ fn client_options(access: &ClientAccess, addr: &str) -> Result<ClientOptions, Ne
 pub fn get(args: &GetArgs) -> Result<(), NetFailure> {
     let mut options = client_options(&args.access, &args.addr)?;
     options.max_fetch_bytes = args.max_mib.saturating_mul(1 << 20);
-    let rt = runtime(false)?;
+    let rt = runtime(args.parallel > 1)?;
     rt.block_on(async {
         let addr = resolve(&args.addr).await?;
-        let mut client = Client::connect(addr, options)
-            .await
-            .map_err(failed(&format!("cannot connect to {addr}")))?;
         let mut bar = Bar::new(&args.name);
-        let r = client
-            .get_to_file_with(&args.name, &args.output, &mut |d, t| bar.update(d, t))
-            .await;
+        // Shards (or the whole tensor) are written in place into the
+        // output, never held in memory whole.
+        let r = hurray_net::fetch_parallel_to_file(
+            addr,
+            options,
+            &args.name,
+            args.parallel,
+            &args.output,
+            &mut |d, t| bar.update(d, t),
+        )
+        .await;
         bar.finish();
-        r.map_err(failed(&format!("get `{}` from {addr}", args.name)))
+        r.map_err(|e| {
+            use std::io::ErrorKind as K;
+            let what = match &e {
+                hurray_net::Error::Io(io)
+                    if matches!(
+                        io.kind(),
+                        K::ConnectionRefused | K::AddrNotAvailable | K::TimedOut
+                    ) =>
+                {
+                    format!("cannot connect to {addr}")
+                }
+                _ => format!("get `{}` from {addr}", args.name),
+            };
+            failed(&what)(e)
+        })
     })
 }
 

@@ -179,6 +179,55 @@ fn get_writes_a_one_tensor_file_byte_for_byte() {
 }
 
 #[test]
+fn get_parallel_over_several_connections_writes_the_same_bytes() {
+    let d = dir("get-parallel");
+    let (file, tensors) = make_file(&d);
+    let s = serve(&[file.to_str().expect("utf8"), "--insecure"], &[]);
+    for n in ["2", "4"] {
+        for (name, de, data) in &tensors {
+            let out = d.join(format!("{name}-{n}.hrry"));
+            let o = run(
+                &[
+                    "get",
+                    &s.addr,
+                    name,
+                    "-o",
+                    out.to_str().expect("utf8"),
+                    "--parallel",
+                    n,
+                    "--insecure",
+                ],
+                &[],
+            );
+            assert_eq!(status(&o), 0, "{}", stderr(&o));
+            let (got_name, got_desc, got) = read_one(&out);
+            assert_eq!(&got_name, name);
+            let (a, b) = (
+                TensorView::parse(&got_desc).expect("valid"),
+                TensorView::parse(de).expect("valid"),
+            );
+            assert!(a.shape().iter().eq(b.shape().iter()), "{name}: shape");
+            assert_eq!(a.element_type(), b.element_type());
+            assert!(got == *data, "{name}: bytes differ over {n} connections");
+        }
+    }
+    let o = run(
+        &[
+            "get",
+            &s.addr,
+            "x",
+            "-o",
+            "x.hrry",
+            "--parallel",
+            "0",
+            "--insecure",
+        ],
+        &[],
+    );
+    assert_eq!(status(&o), 2, "--parallel 0 is a usage error");
+}
+
+#[test]
 fn an_unknown_name_is_exit_1_and_leaves_the_output_untouched() {
     let d = dir("unknown");
     let (file, _) = make_file(&d);

@@ -9,7 +9,12 @@
 //!    reads them into one vector. Best of 3 each; every byte is checked.
 //!    With `--features tls`, the same fetch over TLS (rustls on ring, a CA
 //!    and certificate generated at start) against the plaintext protocol.
-//! 2. 64 concurrent clients each fetch 1,000 small tensors (20 with
+//! 2. The same tensor fetched in parallel (ADR-113): over 1, 2, 4 and 8
+//!    connections (`fetch_parallel`: connection k asks for shard k of N;
+//!    with 1, the server cuts it into 4 shards on the one connection), each
+//!    shard placed in place into one buffer. Best of 3 each, every byte
+//!    checked; the ratio against 1 connection is printed.
+//! 3. 64 concurrent clients each fetch 1,000 small tensors (20 with
 //!    `--quick`): p50 and p99 latency per fetch, every byte checked.
 //!
 //! Prints numbers; asserts no timing.
@@ -18,7 +23,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor, TensorView};
-use hurray_net::{Client, ClientOptions, Server, ServerOptions};
+use hurray_net::{Client, ClientOptions, Server, ServerOptions, fetch_parallel};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -183,7 +188,30 @@ async fn main() {
         );
     }
 
-    // 2. Many clients, small tensors.
+    // 2. Parallel: N connections, shard k on connection k.
+    println!("the same tensor in parallel (in place), best of 3:");
+    let mut one = Duration::MAX;
+    for conns in [1u16, 2, 4, 8] {
+        let mut best = Duration::MAX;
+        for _ in 0..3 {
+            let t = Instant::now();
+            let got = fetch_parallel(addr, ClientOptions::default(), "big", conns)
+                .await
+                .unwrap();
+            best = best.min(t.elapsed());
+            assert!(got.data == data, "a parallel fetch corrupted the bytes");
+        }
+        if conns == 1 {
+            one = best;
+        }
+        println!(
+            "  {conns} connection(s)   {:8.3} GB/s   x{:.2} of 1 connection",
+            gbps(best),
+            one.as_secs_f64() / best.as_secs_f64()
+        );
+    }
+
+    // 3. Many clients, small tensors.
     let per_client = if quick { 20 } else { 1000 };
     let small: Vec<(String, Vec<u8>)> = (0..64)
         .map(|i| (format!("t{i}"), fill(4096 + i * 64, i as u64 + 1)))

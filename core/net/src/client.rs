@@ -987,21 +987,26 @@ async fn fetch_into(
     // Connection 0 runs in this task; the others start once shard 0's
     // descriptor says the tensor was cut into `count` shards.
     let notify = Arc::new(tokio::sync::Notify::new());
+    let failed = std::sync::atomic::AtomicBool::new(false);
     let zero = async {
         let r = first
             .receive(key, Some(select), asm, Some(&notify), progress)
             .await;
+        if r.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
         // Wakes the others' starter even when shard 0 never came.
         notify.notify_one();
         r
     };
     let others = async {
         notify.notified().await;
-        let cut = asm
-            .arrived
-            .lock()
-            .map(|a| a.first().is_some_and(|s| s.shards == u32::from(count)))
-            .unwrap_or(false);
+        let cut = !failed.load(Ordering::Relaxed)
+            && asm
+                .arrived
+                .lock()
+                .map(|a| a.first().is_some_and(|s| s.shards == u32::from(count)))
+                .unwrap_or(false);
         if !cut {
             return Ok(());
         }

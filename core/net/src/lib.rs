@@ -27,6 +27,22 @@
 //!   completes, lets every connection finish the message it is handling,
 //!   and returns once all are closed (or after [`ServerOptions::grace`]).
 //!
+//! ## Parallel transfers (ADR-113)
+//!
+//! The server advertises `PARALLEL_STREAMS` and shard selections
+//! ([`ServerOptions::parallel`]) and cuts a dense row- or column-major
+//! tensor along its slowest axis, each shard a zero-copy range of the
+//! mapped file. [`Client::get_parallel`] asks one connection for the shards
+//! ([NP-SHARD-2]); [`fetch_parallel`] and [`fetch_parallel_to_file`] spread
+//! one tensor over N connections, connection k asking for shard k of N
+//! ([NP-SHARD-4], `docs/spec/network.md`). Either way each shard's bytes go
+//! straight to their place in one destination allocated once (host memory,
+//! or a `.hrry` file written under a temporary name with its data as holes,
+//! filled in place, synced and renamed), every shard is checked against the
+//! first before a byte of it is placed, and the set is proven to tile the
+//! tensor (`check_shards`); a fault is [`Error::ShardMismatch`] and leaves
+//! no file.
+//!
 //! Keys never name a path outside the store: a stored tensor's file name is
 //! the key with every byte outside `[A-Za-z0-9_-]` (and `.` in first
 //! place) written as `%XX`, so it has no separator, is never `.` or `..`,
