@@ -93,6 +93,10 @@ impl Fetched {
     }
 }
 
+/// Takes the data frames of a stream: `(stream, offset, bytes)`; `true`
+/// when it took them (no event is then returned for the frame).
+type DataSink<'s> = dyn FnMut(u32, u64, &[u8]) -> Result<bool, Error> + Send + 's;
+
 /// A connection to a hurray server.
 pub struct Client {
     session: ClientSession<'static, STREAMS>,
@@ -198,7 +202,7 @@ impl Client {
     /// stream to its vector directly (no copy per frame).
     async fn next_event_into(
         &mut self,
-        mut sink: Option<&mut (dyn FnMut(u32, u64, &[u8]) -> Result<bool, Error> + Send)>,
+        mut sink: Option<&mut DataSink<'_>>,
     ) -> Result<Ev, Error> {
         loop {
             let now = self.now();
@@ -808,12 +812,8 @@ impl Client {
                 }
                 Ev::DataEnd {
                     stream: s,
-                    complete,
-                } if s & !255 == stream => {
-                    if complete {
-                        return Ok(());
-                    }
-                }
+                    complete: true,
+                } if s & !255 == stream => return Ok(()),
                 Ev::PeerError {
                     stream: s,
                     code,

@@ -841,8 +841,9 @@ async fn send_tensor(
         Err(e) => return Err(e.into()),
     };
     send(wr, shared, &out[..n]).await?;
-    let stream =
-        ServerSession::<'static, STREAMS>::shard_stream(request_stream, message.shard_index);
+    // Shard i travels on request_stream + i (a whole tensor on the request's
+    // own stream, whatever its id).
+    let stream = request_stream.saturating_add(message.shard_index);
     // The buffers back to back, in frames that fit the client.
     let chunk = (session.peer_max_message_size() - 8).min(1 << 20) as usize;
     let mut offset = 0u64;
