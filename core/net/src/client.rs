@@ -286,13 +286,39 @@ impl Client {
         key: &str,
         progress: &mut (dyn FnMut(u64, u64) + Send),
     ) -> Result<Fetched, Error> {
+        self.get_layouts(key, LayoutList::EMPTY, RequestFlags::NONE, progress)
+            .await
+    }
+
+    /// Fetches `key` asking for the layouts `preferred` (tags, most wanted
+    /// first) and allowing the server to transcode (`ALLOW_TRANSCODE`,
+    /// [NP-LAYOUT-2]): the answer is in the first of them the tensor is
+    /// stored in or the server can transcode it to, else in its native
+    /// layout (check [`Fetched::view`]). Values are the same either way.
+    ///
+    /// # Errors
+    /// As [`get`](Self::get); [`Error::Limit`] for a tag that is not a
+    /// public layout tag.
+    pub async fn get_in_layout(&mut self, key: &str, preferred: &[u8]) -> Result<Fetched, Error> {
+        let layouts = LayoutList::tags(preferred).ok_or(Error::Limit("not a layout tag"))?;
+        self.get_layouts(key, layouts, RequestFlags::ALLOW_TRANSCODE, &mut |_, _| {})
+            .await
+    }
+
+    async fn get_layouts(
+        &mut self,
+        key: &str,
+        layouts: LayoutList<'_>,
+        flags: RequestFlags,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<Fetched, Error> {
         let stream = self.stream();
         let request = TensorRequest {
             key,
-            preferred_layouts: LayoutList::EMPTY,
+            preferred_layouts: layouts,
             preferred_device: 0x00,
             min_alignment: 64,
-            flags: RequestFlags::NONE,
+            flags,
         };
         let now = self.now();
         let n = self.session.request(now, stream, &request, &mut self.out)?;

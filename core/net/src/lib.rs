@@ -85,6 +85,7 @@ mod error;
 mod server;
 mod shard;
 mod store;
+mod transcode;
 #[cfg(feature = "tls")]
 pub mod tls;
 

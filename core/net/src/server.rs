@@ -13,7 +13,7 @@ use std::time::Duration;
 use hurray_core::TensorView;
 use hurray_core::net::{
     Capabilities, DescriptorMessage, ErrorCode, Hello, LayoutList, PROTOCOL_VERSION,
-    SHARD_SELECT_ENTRY_LEN, ServerConfig, ServerEvent, ServerSession, ShardSelect, Status,
+    RequestFlags, SHARD_SELECT_ENTRY_LEN, ServerConfig, ServerEvent, ServerSession, ShardSelect, Status,
     TensorPut, TensorRequest,
 };
 use hurray_io::file::{self as hfile, MappedFile};
@@ -62,6 +62,10 @@ pub struct ServerOptions {
     /// Tensors smaller than this are sent whole to a parallel request that
     /// carries no selection.
     pub shard_min_bytes: u64,
+    /// Largest tensor transcoded (row-major ↔ column-major, strided →
+    /// either) for a client that allows it ([NP-LAYOUT-2]); 0 turns
+    /// transcoding off (and `TRANSCODING` is not advertised).
+    pub transcode_max_bytes: u64,
     /// Serve over TLS with this configuration (`tls::server_config`; a
     /// client CA in it makes client certificates required).
     #[cfg(feature = "tls")]
@@ -83,6 +87,7 @@ impl Default for ServerOptions {
             parallel: true,
             parallel_shards: 4,
             shard_min_bytes: 16 << 20,
+            transcode_max_bytes: 256 << 20,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -164,27 +169,43 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// Our hello's layout list when parallel: "selections of up to 256 shards"
-/// (`[NP-SHARD-4]`).
-static SELECT_ADVERT: [u8; SHARD_SELECT_ENTRY_LEN] = match ShardSelect::advertise(256) {
-    Some(s) => s.entry(),
-    None => [0; SHARD_SELECT_ENTRY_LEN],
+/// Our hello's layout lists: the layouts we transcode to ([NP-LAYOUT-2])
+/// and "selections of up to 256 shards" ([NP-SHARD-4]).
+static LAYOUTS_BOTH: [u8; 2 + SHARD_SELECT_ENTRY_LEN] = {
+    let mut l = [0u8; 2 + SHARD_SELECT_ENTRY_LEN];
+    l[0] = crate::transcode::TARGETS[0];
+    l[1] = crate::transcode::TARGETS[1];
+    let e = match ShardSelect::advertise(256) {
+        Some(s) => s.entry(),
+        None => [0; SHARD_SELECT_ENTRY_LEN],
+    };
+    let mut i = 0;
+    while i < SHARD_SELECT_ENTRY_LEN {
+        l[2 + i] = e[i];
+        i += 1;
+    }
+    l
 };
 
-fn hello_for(max: u32, parallel: bool) -> Hello<'static> {
-    let (capabilities, layouts) = if parallel {
-        (
-            Capabilities::PARALLEL_STREAMS,
-            LayoutList::parse(1, &SELECT_ADVERT).unwrap_or(LayoutList::EMPTY),
-        )
-    } else {
-        (Capabilities::NONE, LayoutList::EMPTY)
+fn hello_for(max: u32, parallel: bool, transcode: bool) -> Hello<'static> {
+    let mut capabilities = Capabilities::NONE;
+    let (count, bytes): (u16, &'static [u8]) = match (transcode, parallel) {
+        (true, true) => (3, &LAYOUTS_BOTH),
+        (true, false) => (2, &LAYOUTS_BOTH[..2]),
+        (false, true) => (1, &LAYOUTS_BOTH[2..]),
+        (false, false) => (0, &[]),
     };
+    if parallel {
+        capabilities = capabilities.union(Capabilities::PARALLEL_STREAMS);
+    }
+    if transcode {
+        capabilities = capabilities.union(Capabilities::TRANSCODING);
+    }
     Hello {
         protocol_version: PROTOCOL_VERSION,
         max_message_size: max,
         capabilities,
-        layouts,
+        layouts: LayoutList::parse(count, bytes).unwrap_or(LayoutList::EMPTY),
         devices: &[0x00],
         memory_classes: &[0x00],
     }
@@ -457,7 +478,7 @@ async fn serve(
     }
     let o = &shared.options;
     let config = ServerConfig {
-        hello: hello_for(o.max_message_size, o.parallel),
+        hello: hello_for(o.max_message_size, o.parallel, o.transcode_max_bytes > 0),
         handshake_timeout: ms(o.handshake_timeout),
         idle_timeout: ms(o.idle_timeout),
         request_timeout: ms(o.request_timeout),
@@ -721,6 +742,24 @@ async fn serve_request(
     };
     let view = *tensor.descriptor();
     let buffers: Vec<&[u8]> = tensor.buffers().collect();
+    // [NP-LAYOUT-2]: native, or transcoded to the first preferred layout
+    // we can produce within the limit.
+    let limit = shared.options.transcode_max_bytes;
+    let allow = limit > 0 && request.flags.contains(RequestFlags::ALLOW_TRANSCODE);
+    let transcoded = crate::transcode::choose(
+        &view,
+        request.preferred_layouts.iter().map(|e| e.tag),
+        allow,
+        limit,
+    )
+    .and_then(|to| crate::transcode::transcode(&view, buffers.first()?, to));
+    let (view, buffers) = match &transcoded {
+        Some((d, data)) => (
+            TensorView::parse(d).map_err(|_| Error::Limit("transcoded descriptor"))?,
+            vec![data.as_slice()],
+        ),
+        None => (view, buffers),
+    };
     // [NP-SHARD-2], [NP-SHARD-4]: how many shards, and which to send.
     let select = session.shard_select(stream_id);
     let total: u64 = buffers.iter().map(|b| b.len() as u64).sum();
