@@ -43,6 +43,15 @@
 //! tensor (`check_shards`); a fault is [`Error::ShardMismatch`] and leaves
 //! no file.
 //!
+//! ## Layout negotiation
+//!
+//! The server advertises `TRANSCODING` and the layouts it produces
+//! (row-major, column-major); a client that allows it
+//! ([`Client::get_in_layout`]) gets the first preferred layout the tensor is
+//! stored in or that the server can produce within
+//! [`ServerOptions::transcode_max_bytes`], else the native one, with every
+//! value at the same index ([NP-LAYOUT-2]).
+//!
 //! Keys never name a path outside the store: a stored tensor's file name is
 //! the key with every byte outside `[A-Za-z0-9_-]` (and `.` in first
 //! place) written as `%XX`, so it has no separator, is never `.` or `..`,
