@@ -200,10 +200,7 @@ impl Client {
 
     /// [`next_event`](Self::next_event), appending the data of `sink`'s
     /// stream to its vector directly (no copy per frame).
-    async fn next_event_into(
-        &mut self,
-        mut sink: Option<&mut DataSink<'_>>,
-    ) -> Result<Ev, Error> {
+    async fn next_event_into(&mut self, mut sink: Option<&mut DataSink<'_>>) -> Result<Ev, Error> {
         loop {
             let now = self.now();
             match self.session.handle(now, self.inbox.pending()) {
@@ -665,6 +662,32 @@ struct Arrived {
     shards: u32,
 }
 
+/// Why a descriptor cannot be taken.
+#[derive(Debug)]
+enum Fault {
+    /// The shards do not form one tensor (`SHARD_MISMATCH`).
+    Mismatch(String),
+    /// A composite head: its members would follow on the stream; these
+    /// fetches take one tensor (`Client::get` takes the head).
+    Composite,
+    /// Larger than `max_fetch_bytes`.
+    TooLarge,
+    /// The destination could not be made (a file, memory).
+    Local(Error),
+}
+
+impl From<&str> for Fault {
+    fn from(s: &str) -> Self {
+        Self::Mismatch(s.to_owned())
+    }
+}
+
+impl From<String> for Fault {
+    fn from(s: String) -> Self {
+        Self::Mismatch(s)
+    }
+}
+
 /// The shards of one tensor, from one connection or several, placed into
 /// one destination allocated when the first descriptor arrives.
 struct Assembly {
@@ -695,32 +718,39 @@ impl Assembly {
     /// Takes a descriptor: allocates the destination for the first, checks
     /// every one against it and against the shards already in; once all
     /// are in, checks that they tile the parent (`check_shards`).
-    fn on_descriptor(&self, a: Arrived) -> Result<Placement, String> {
+    fn on_descriptor(&self, a: Arrived) -> Result<Placement, Fault> {
         let view = TensorView::parse(&a.descriptor).map_err(|e| e.to_string())?;
+        if matches!(view.layout(), hurray_core::Layout::Composite(_)) {
+            return Err(Fault::Composite);
+        }
         let (parent, _) = {
-            let mut st = self.state.lock().map_err(|_| "poisoned".to_owned())?;
+            let mut st = self.state.lock().map_err(|_| Fault::from("poisoned"))?;
             if st.is_none() {
-                let p = Parent::of(&view, a.total).map_err(|e| e.to_string())?;
+                let p = Parent::of(&view, a.total, a.shards).map_err(|e| e.to_string())?;
                 if p.total > self.max_bytes {
-                    return Err("tensor larger than max_fetch_bytes".into());
+                    return Err(Fault::TooLarge);
                 }
-                let dest = (self.make)(&p).map_err(|e| e.to_string())?;
+                let dest = (self.make)(&p).map_err(Fault::Local)?;
                 *st = Some((p, dest));
             }
-            st.clone().ok_or_else(|| "no parent".to_owned())?
+            st.clone().ok_or(Fault::from("no parent"))?
         };
         let placement = parent
             .placement(&view, a.total)
-            .map_err(|()| "shard does not belong to the first shard's parent".to_owned())?;
-        let mut arrived = self.arrived.lock().map_err(|_| "poisoned".to_owned())?;
+            .map_err(|()| Fault::from("shard does not belong to the first shard's parent"))?;
+        let mut arrived = self.arrived.lock().map_err(|_| Fault::from("poisoned"))?;
         if arrived
             .iter()
             .any(|o| o.shards != a.shards || o.index == a.index)
         {
-            return Err("shards disagree on total_shards or repeat an index".into());
+            return Err(Fault::from(
+                "shards disagree on total_shards or repeat an index",
+            ));
         }
         arrived.push(a);
-        if arrived.len() as u32 == arrived[0].shards {
+        // One shard is the whole tensor (it may itself be a stored shard:
+        // its section then describes where it came from, not a tiling).
+        if arrived.len() as u32 == arrived[0].shards && arrived[0].shards > 1 {
             let views: Vec<TensorView<'_>> = arrived
                 .iter()
                 .map(|s| TensorView::parse(&s.descriptor))
@@ -792,7 +822,7 @@ impl Client {
         wr.write_all(&out[..n]).await?;
         self.flush().await?;
         let mut places: HashMap<u32, Placement> = HashMap::new();
-        let fault: Error;
+        let fault: Fault;
         loop {
             let mut put = |s: u32, offset: u64, bytes: &[u8]| -> Result<bool, Error> {
                 if s & !255 != stream {
@@ -830,8 +860,8 @@ impl Client {
                                 n.notify_one();
                             }
                         }
-                        Err(why) => {
-                            fault = Error::ShardMismatch(why);
+                        Err(f) => {
+                            fault = f;
                             break;
                         }
                     }
@@ -852,17 +882,32 @@ impl Client {
             }
         }
         // [NP-SHARD-3]: SHARD_MISMATCH on the request's stream closes it
-        // and every shard stream.
-        let n = self.session.send_error(
-            stream,
-            ErrorCode::ShardMismatch,
-            "shards do not tile the tensor",
-            &mut self.out,
-        )?;
+        // and every shard stream; the other faults abandon it the same way.
+        let (code, text, error) = match fault {
+            Fault::Mismatch(why) => (
+                ErrorCode::ShardMismatch,
+                "shards do not tile the tensor",
+                Error::ShardMismatch(why),
+            ),
+            Fault::Composite => (
+                ErrorCode::LayoutUnavailable,
+                "this fetch takes one tensor, not a composite",
+                Error::Limit(
+                    "a composite tensor: fetch it with Client::get, or its members by name",
+                ),
+            ),
+            Fault::TooLarge => (
+                ErrorCode::Busy,
+                "tensor larger than this client fetches",
+                Error::Limit("tensor larger than max_fetch_bytes"),
+            ),
+            Fault::Local(e) => (ErrorCode::Internal, "the client cannot store the tensor", e),
+        };
+        let n = self.session.send_error(stream, code, text, &mut self.out)?;
         let (out, wr) = (&self.out, &mut self.wr);
         wr.write_all(&out[..n]).await?;
         self.flush().await?;
-        Err(fault)
+        Err(error)
     }
 
     /// Fetches `key` as a parallel request on this connection (the server

@@ -94,9 +94,9 @@ mod error;
 mod server;
 mod shard;
 mod store;
-mod transcode;
 #[cfg(feature = "tls")]
 pub mod tls;
+mod transcode;
 
 pub use client::{Client, ClientOptions, Fetched, fetch_parallel, fetch_parallel_to_file};
 pub use error::Error;

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use hurray_core::TensorView;
 use hurray_core::net::{
-    Capabilities, DescriptorMessage, ErrorCode, Hello, LayoutList, PROTOCOL_VERSION,
-    RequestFlags, SHARD_SELECT_ENTRY_LEN, ServerConfig, ServerEvent, ServerSession, ShardSelect, Status,
+    Capabilities, DescriptorMessage, ErrorCode, Hello, LayoutList, PROTOCOL_VERSION, RequestFlags,
+    SHARD_SELECT_ENTRY_LEN, ServerConfig, ServerEvent, ServerSession, ShardSelect, Status,
     TensorPut, TensorRequest,
 };
 use hurray_io::file::{self as hfile, MappedFile};

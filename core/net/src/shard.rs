@@ -147,9 +147,15 @@ impl Parent {
     /// carries no shard section, else a dense tensor of the parent shape
     /// with the shard's element type, layout and extension type (the
     /// shard's statistics describe the shard only and are dropped).
-    pub(crate) fn of(shard: &TensorView<'_>, total_data_bytes: u64) -> Result<Self, Error> {
+    /// With `total_shards` 1 the tensor is whole, even when it carries a
+    /// shard section (a shard stored on its own).
+    pub(crate) fn of(
+        shard: &TensorView<'_>,
+        total_data_bytes: u64,
+        total_shards: u32,
+    ) -> Result<Self, Error> {
         let mismatch = Error::Limit("a shard the client cannot place");
-        let Some(s) = shard.shard() else {
+        let Some(s) = shard.shard().filter(|_| total_shards > 1) else {
             return Ok(Self {
                 descriptor: shard.as_bytes().to_vec(),
                 total: total_data_bytes,
@@ -207,7 +213,7 @@ impl Parent {
     pub(crate) fn placement(&self, shard: &TensorView<'_>, total: u64) -> Result<Placement, ()> {
         let Some((parent, e, row_major)) = &self.geometry else {
             // A whole tensor: only itself belongs.
-            return if shard.shard().is_none() && shard.as_bytes() == self.descriptor.as_slice() {
+            return if shard.as_bytes() == self.descriptor.as_slice() {
                 Ok(Placement::identity(self.total))
             } else {
                 Err(())

@@ -375,3 +375,62 @@ async fn np_shard_3_hostile_shards_get_shard_mismatch_and_leave_no_file() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_composite_is_refused_cleanly_and_the_connection_goes_on() {
+    use hurray_core::LayoutSpec;
+    use hurray_core::layout::{CombineOp, CompositeHead, CompositionRule};
+    let dir = tempdir("composite");
+    let path = dir.join("c.hrry");
+    let head = encode(TensorDescriptor::new(
+        ElementType::UInt8,
+        &[2, 4],
+        LayoutSpec::Composite(CompositeHead {
+            rule: CompositionRule::Partition,
+            combine_op: CombineOp::None,
+            member_count: 2,
+        }),
+        &[],
+    ));
+    let h = handle(4);
+    let members: Vec<Vec<u8>> = (0..2u64)
+        .map(|r| {
+            encode(
+                TensorDescriptor::row_major(ElementType::UInt8, &[1, 4], &h)
+                    .with_shard(&[2, 4], &[r, 0]),
+            )
+        })
+        .collect();
+    let mut w =
+        hurray_io::file::create(&path, hurray_core::file::WriterOptions::default()).unwrap();
+    w.write_tensor("c", &TensorView::parse(&head).unwrap(), &[])
+        .unwrap();
+    for (i, m) in members.iter().enumerate() {
+        w.write_tensor(
+            if i == 0 { "c.0" } else { "c.1" },
+            &TensorView::parse(m).unwrap(),
+            &[&[i as u8; 4]],
+        )
+        .unwrap();
+    }
+    w.finish(&[]).unwrap();
+    let addr = start(options(4), &[path]).await;
+    let mut c = Client::connect(addr, ClientOptions::default())
+        .await
+        .unwrap();
+    let e = c.get_parallel("c").await.unwrap_err();
+    assert!(
+        matches!(e, Error::Limit(m) if m.contains("composite")),
+        "{e}"
+    );
+    // The request was abandoned with ERROR; the connection serves on.
+    let got = c.get_parallel("c.1").await.unwrap();
+    assert_eq!(got.data, [1u8; 4]);
+    let out = dir.join("out.hrry");
+    let e = fetch_parallel_to_file(addr, ClientOptions::default(), "c", 2, &out, &mut |_, _| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Limit(_)), "{e}");
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -131,7 +131,10 @@ fn indices(shape: &[u64]) -> Vec<Vec<u64>> {
 }
 
 fn same_values(a: (&[u8], &[u8]), b: (&[u8], &[u8])) {
-    let (va, vb) = (TensorView::parse(a.0).unwrap(), TensorView::parse(b.0).unwrap());
+    let (va, vb) = (
+        TensorView::parse(a.0).unwrap(),
+        TensorView::parse(b.0).unwrap(),
+    );
     assert!(va.shape().iter().eq(vb.shape().iter()));
     assert_eq!(va.element_type(), vb.element_type());
     let shape: Vec<u64> = va.shape().iter().collect();
@@ -165,14 +168,20 @@ async fn np_layout_2_transcoding_preserves_every_value_and_follows_the_preferenc
         let native = TensorView::parse(&d).unwrap().layout().tag();
         // Not allowed: native, byte for byte.
         let got = c.get(name).await.unwrap();
-        assert_eq!((got.descriptor.as_slice(), got.data.as_slice()), (&d[..], &bytes[..]));
+        assert_eq!(
+            (got.descriptor.as_slice(), got.data.as_slice()),
+            (&d[..], &bytes[..])
+        );
         for target in [0x01u8, 0x02] {
             let got = c.get_in_layout(name, &[target]).await.unwrap();
             assert_eq!(got.view().layout().tag(), target, "{name} -> {target:#x}");
             if target != native {
                 // Dense: exactly the elements, nothing else.
                 let n: u64 = got.view().shape().iter().product();
-                assert_eq!(got.data.len() as u64, n * u64::from(got.view().element_type().bits().unwrap() / 8));
+                assert_eq!(
+                    got.data.len() as u64,
+                    n * u64::from(got.view().element_type().bits().unwrap() / 8)
+                );
             }
             same_values((&got.descriptor, &got.data), (&d, &bytes));
         }
@@ -196,7 +205,11 @@ async fn np_layout_2_transcoding_preserves_every_value_and_follows_the_preferenc
         .await
         .unwrap();
     let got = c.get_in_layout("rm", &[0x02, 0x01]).await.unwrap();
-    assert_eq!(got.view().layout().tag(), 0x01, "240 bytes > 100: row-major as stored");
+    assert_eq!(
+        got.view().layout().tag(),
+        0x01,
+        "240 bytes > 100: row-major as stored"
+    );
     let got = c.get_in_layout("cm", &[0x01]).await.unwrap();
     assert_eq!(got.view().layout().tag(), 0x01, "24 bytes: transcoded");
     // Transcoding off: never.
@@ -217,7 +230,14 @@ async fn np_layout_2_transcoding_preserves_every_value_and_follows_the_preferenc
 async fn column_major_tensors_are_sharded_along_their_last_axis() {
     let dir = tempdir("both");
     let path = dir.join("big.hrry");
-    let d = descriptor(ElementType::UInt16, &[64, 33], BuilderLayout::ColumnMajor, &[], 0, 4224);
+    let d = descriptor(
+        ElementType::UInt16,
+        &[64, 33],
+        BuilderLayout::ColumnMajor,
+        &[],
+        0,
+        4224,
+    );
     let bytes = data(4224, 9);
     let mut w =
         hurray_io::file::create(&path, hurray_core::file::WriterOptions::default()).unwrap();
