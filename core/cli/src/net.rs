@@ -10,7 +10,9 @@
 //! * `hurray get ADDR NAME -o OUT.hrry` fetches tensor `NAME` and writes
 //!   it as the one tensor, named `NAME`, of a new `.hrry` file: under a
 //!   temporary name in the same directory, synced, then renamed, so `OUT`
-//!   is either the whole tensor or untouched.
+//!   is either the whole tensor or untouched. The bytes are written in
+//!   place into that file as they arrive (never held whole in memory);
+//!   `--parallel N` fetches over N connections (ADR-113).
 //! * `hurray put ADDR FILE NAME [--as KEY]` pushes tensor `NAME` of the
 //!   `.hrry` file `FILE` (stored under `KEY`, by default `NAME`).
 //!
