@@ -976,6 +976,15 @@ fn into_fetched(asm: &Assembly, slot: &MemorySlot) -> Result<Fetched, Error> {
 /// cut (a server that does not honour selections, or a tensor that cannot
 /// be cut, is fetched whole on connection 0).
 ///
+/// ```no_run
+/// # async fn demo() -> Result<(), hurray_net::Error> {
+/// let addr = "127.0.0.1:7878".parse().unwrap();
+/// let options = hurray_net::ClientOptions::default();
+/// let t = hurray_net::fetch_parallel(addr, options, "layer0.weight", 4).await?;
+/// println!("{} bytes", t.data.len());
+/// # Ok(()) }
+/// ```
+///
 /// # Errors
 /// As [`Client::get_parallel`], from any connection.
 pub async fn fetch_parallel(
@@ -1036,6 +1045,35 @@ pub async fn fetch_parallel_to_file(
         // Dropping the file removes its temporary name.
         (Err(e), _) => Err(e),
     }
+}
+
+/// [`fetch_parallel`] into a destination of the caller's: `make` gets the
+/// tensor's descriptor (for a sharded transfer: the dense parent the shards
+/// tile) and its data size once the first descriptor is in (the size
+/// already checked against [`ClientOptions::max_fetch_bytes`]), and returns
+/// where the bytes go ([`Destination::write_at`] is called with offsets in
+/// the tensor's data, every buffer back to back, from any connection's
+/// task). Returns the descriptor once every shard arrived and checked out;
+/// on an error the destination's content is undefined.
+///
+/// # Errors
+/// As [`fetch_parallel`], or `make`'s error.
+pub async fn fetch_parallel_with(
+    addr: SocketAddr,
+    options: ClientOptions,
+    key: &str,
+    connections: u16,
+    make: Box<dyn Fn(&[u8], u64) -> Result<Arc<dyn Destination>, Error> + Send + Sync>,
+) -> Result<Vec<u8>, Error> {
+    let asm = Arc::new(Assembly::new(
+        options.max_fetch_bytes,
+        Box::new(move |p: &Parent| make(&p.descriptor, p.total)),
+    ));
+    fetch_into(addr, options, key, connections, &asm, &mut |_, _| {}).await?;
+    let (parent, dest) = asm.finish()?;
+    drop(dest);
+    drop(asm.state.lock().map(|mut s| s.take()));
+    Ok(parent.descriptor)
 }
 
 async fn fetch_into(

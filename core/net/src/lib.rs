@@ -98,7 +98,9 @@ mod store;
 pub mod tls;
 mod transcode;
 
-pub use client::{Client, ClientOptions, Fetched, fetch_parallel, fetch_parallel_to_file};
+pub use client::{
+    Client, ClientOptions, Fetched, fetch_parallel, fetch_parallel_to_file, fetch_parallel_with,
+};
 pub use error::Error;
 pub use server::{Counters, Server, ServerOptions};
 pub use shard::Destination;

@@ -343,7 +343,26 @@ impl Placement {
     }
 }
 
-/// Where fetched bytes land: any offset, from any connection's task.
+/// Where fetched bytes land: any offset, from any connection's task
+/// ([`fetch_parallel_with`](crate::fetch_parallel_with)).
+///
+/// ```
+/// use std::sync::Mutex;
+/// use hurray_net::Destination;
+///
+/// /// Records what was written where.
+/// struct Log(Mutex<Vec<(u64, usize)>>);
+/// impl Destination for Log {
+///     fn write_at(&self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+///         self.0.lock().unwrap().push((offset, bytes.len()));
+///         Ok(())
+///     }
+/// }
+/// let log = Log(Mutex::new(Vec::new()));
+/// log.write_at(8, &[1, 2])?;
+/// assert_eq!(log.0.lock().unwrap()[0], (8, 2));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub trait Destination: Send + Sync {
     /// Writes `bytes` at `offset` of the tensor's data (every buffer back to
     /// back).

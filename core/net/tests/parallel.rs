@@ -434,3 +434,53 @@ async fn a_composite_is_refused_cleanly_and_the_connection_goes_on() {
     assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A destination of the caller's, recording every write.
+struct Recorder(std::sync::Mutex<Vec<(u64, Vec<u8>)>>);
+
+impl hurray_net::Destination for Recorder {
+    fn write_at(&self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.0.lock().unwrap().push((offset, bytes.to_vec()));
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_destination_gets_every_byte_once() {
+    let dir = tempdir("dest");
+    let file = make_file(&dir);
+    let addr = start(options(4), std::slice::from_ref(&file)).await;
+    let want = tensors(&file).into_iter().find(|t| t.0 == "rm3").unwrap();
+    let rec = std::sync::Arc::new(Recorder(std::sync::Mutex::new(Vec::new())));
+    let keep = std::sync::Arc::clone(&rec);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let seen2 = std::sync::Arc::clone(&seen);
+    let descriptor = hurray_net::fetch_parallel_with(
+        addr,
+        ClientOptions::default(),
+        "rm3",
+        3,
+        Box::new(move |d, total| {
+            *seen2.lock().unwrap() = Some((d.to_vec(), total));
+            Ok(keep.clone() as std::sync::Arc<dyn hurray_net::Destination>)
+        }),
+    )
+    .await
+    .unwrap();
+    let (d, total) = seen.lock().unwrap().clone().unwrap();
+    assert_eq!(d, descriptor);
+    assert_eq!(total, want.2.len() as u64);
+    assert!(same_tensor(&descriptor, &want.1));
+    let mut got = vec![None; want.2.len()];
+    for (at, bytes) in rec.0.lock().unwrap().iter() {
+        for (k, b) in bytes.iter().enumerate() {
+            assert!(
+                got[*at as usize + k].replace(*b).is_none(),
+                "a byte written twice"
+            );
+        }
+    }
+    let got: Vec<u8> = got.into_iter().map(Option::unwrap).collect();
+    assert_eq!(got, want.2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
