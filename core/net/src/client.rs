@@ -1047,6 +1047,11 @@ pub async fn fetch_parallel_to_file(
     }
 }
 
+/// Makes the destination of [`fetch_parallel_with`] from the tensor's
+/// descriptor and data size.
+pub type MakeDestination =
+    Box<dyn Fn(&[u8], u64) -> Result<Arc<dyn Destination>, Error> + Send + Sync>;
+
 /// [`fetch_parallel`] into a destination of the caller's: `make` gets the
 /// tensor's descriptor (for a sharded transfer: the dense parent the shards
 /// tile) and its data size once the first descriptor is in (the size
@@ -1063,7 +1068,7 @@ pub async fn fetch_parallel_with(
     options: ClientOptions,
     key: &str,
     connections: u16,
-    make: Box<dyn Fn(&[u8], u64) -> Result<Arc<dyn Destination>, Error> + Send + Sync>,
+    make: MakeDestination,
 ) -> Result<Vec<u8>, Error> {
     let asm = Arc::new(Assembly::new(
         options.max_fetch_bytes,

@@ -99,7 +99,8 @@ pub mod tls;
 mod transcode;
 
 pub use client::{
-    Client, ClientOptions, Fetched, fetch_parallel, fetch_parallel_to_file, fetch_parallel_with,
+    Client, ClientOptions, Fetched, MakeDestination, fetch_parallel, fetch_parallel_to_file,
+    fetch_parallel_with,
 };
 pub use error::Error;
 pub use server::{Counters, Server, ServerOptions};
