@@ -1,7 +1,7 @@
 //! Transfer benchmark: hurray's reads and writes next to raw wgpu, in one run,
 //! on the same buffers.
 //!
-//! Run: `cargo run --release -p hurray-rs-gpu --example transfer_bench [max_size_mib] [--quick]`
+//! Run: `cargo run --release -p hurray-rs-gpu --example transfer_bench [max_size_mib] [--quick] [--threads N]`
 //!
 //! For 4 B, 4 KiB, 1 MiB, 16 MiB and 256 MiB (up to `max_size_mib`, default
 //! 256; `--quick` runs a tenth of the iterations) it prints two lines per
@@ -115,10 +115,20 @@ fn gbps(bytes: u64, t: Duration) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    if let Some(t) = value("--threads") {
+        hurray_gpu::set_worker_threads(t.parse().expect("--threads N")).expect("threads");
+    }
     let max_mib: u64 = args
         .iter()
-        .find(|a| !a.starts_with("--"))
-        .map_or(256, |s| s.parse().expect("max size in MiB"));
+        .enumerate()
+        .find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--threads"))
+        .map_or(256, |(_, s)| s.parse().expect("max size in MiB"));
     let ctx = GpuContext::new().expect("a GPU adapter");
     let info = ctx.adapter_info();
     let mappable = ctx

@@ -126,7 +126,8 @@ pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 #[cfg(not(target_arch = "wasm32"))]
 pub use load::{
-    LoadError, LoadOptions, Loaded, LoadedTensor, Progress, load_file, load_view_async, save_file,
+    LoadError, LoadOptions, LoadTimes, Loaded, LoadedTensor, Progress, load_file, load_view_async,
+    save_file,
 };
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;

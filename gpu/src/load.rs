@@ -38,15 +38,18 @@
 //!   `hurray_io::file::create`: a temporary name, `fsync`, rename, directory sync.
 //!   Descriptors are re-tagged back to host memory (`cpu`).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use hurray_core::{BufferHandle, DescriptorError, DeviceTag, MemoryClass, SyncMode, TensorView};
 use wgpu::BufferUsages;
 
 use crate::device::{self, DeviceShared};
 use crate::exec::{self, block_on};
+#[cfg(target_os = "linux")]
+use crate::external::host::Staging;
 use crate::{BackendError, GpuBufferHandle};
 
 /// Where a load stands, for [`LoadOptions::progress`].
@@ -68,6 +71,7 @@ pub struct LoadOptions<'a> {
     names: Option<Vec<String>>,
     usage: BufferUsages,
     progress: Option<Box<dyn FnMut(Progress) + 'a>>,
+    reuse: Option<Loaded>,
 }
 
 impl std::fmt::Debug for LoadOptions<'_> {
@@ -75,6 +79,7 @@ impl std::fmt::Debug for LoadOptions<'_> {
         f.debug_struct("LoadOptions")
             .field("names", &self.names)
             .field("usage", &self.usage)
+            .field("reuse", &self.reuse.as_ref().map(|l| l.tensors.len()))
             .finish_non_exhaustive()
     }
 }
@@ -85,6 +90,7 @@ impl Default for LoadOptions<'_> {
             names: None,
             usage: BufferUsages::STORAGE,
             progress: None,
+            reuse: None,
         }
     }
 }
@@ -110,6 +116,21 @@ impl<'a> LoadOptions<'a> {
     #[must_use]
     pub fn progress(mut self, f: impl FnMut(Progress) + 'a) -> Self {
         self.progress = Some(Box::new(f));
+        self
+    }
+
+    /// Loads into the buffers of a previous load where they fit (the same
+    /// tensor name, the same number of buffers of the same sizes, the
+    /// usages asked for, the same device) instead of allocating: a model
+    /// loaded again (a new checkpoint of the same shapes) then costs no
+    /// allocation, as PyTorch's caching allocator makes a second
+    /// `safetensors` load cost none. The bytes of those buffers are
+    /// overwritten; a clone of one of their handles held elsewhere sees the
+    /// new bytes. Buffers that do not fit are dropped (freed once no handle
+    /// holds them). [`Loaded::reused`] counts the tensors that reused theirs.
+    #[must_use]
+    pub fn reuse(mut self, previous: Loaded) -> Self {
+        self.reuse = Some(previous);
         self
     }
 }
@@ -193,6 +214,25 @@ pub struct Loaded {
     pub bytes: u64,
     /// Whether the bytes went through DMA staging (else mapped staging).
     pub dma: bool,
+    /// Tensors loaded into buffers taken over from [`LoadOptions::reuse`].
+    pub reused: usize,
+    /// How long each phase took.
+    pub times: LoadTimes,
+}
+
+/// How long each phase of a load took (for `hurray load` and benchmarks:
+/// which phase a rate is made of).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoadTimes {
+    /// Mapping and validating the file (zero for [`load_view_async`], whose
+    /// caller did that).
+    pub validate: Duration,
+    /// Resolving names, re-tagging descriptors, allocating GPU buffers (or
+    /// taking them over from [`LoadOptions::reuse`]).
+    pub allocate: Duration,
+    /// Moving the bytes, until the GPU holds every one.
+    pub copy: Duration,
 }
 
 impl Loaded {
@@ -342,88 +382,109 @@ fn retag(
 
 /// One piece of a chunk: bytes of the file for `[at, at + len)` of chunk
 /// space, bound for `target`'s buffer at `to` (`len` a multiple of 4; bytes
-/// past `src` are zero padding).
+/// past `src` are zero padding); `tensor` is the tensor it belongs to.
 struct Piece<'f> {
     src: &'f [u8],
     at: usize,
     len: usize,
     target: usize,
     to: u64,
+    tensor: usize,
 }
 
-/// A chunk: its pieces, and the progress reached once it is done.
+/// A chunk: its pieces, packed from offset 0, and how far they fill it.
 struct Chunk<'f> {
     pieces: Vec<Piece<'f>>,
     fill: usize,
-    bytes_done: u64,
-    tensors_done: usize,
 }
 
-/// The chunk size of a DMA load.
-const LOAD_CHUNK: usize = 32 << 20;
-/// Host copies are cut into items of at most this size, spread over the
-/// worker pool.
+/// The chunk size of a DMA load: one host thread fills one chunk, so it
+/// is small enough for every thread to have its own with slots to spare
+/// (16 threads + 4 in flight = 160 MiB of imported memory), and large
+/// enough that a submission's fixed cost (~30 µs) stays under 2 % of its
+/// copy (8 MiB at 50 GB/s: 168 µs... per chunk, against ~1.5 ms of host
+/// copy on one thread).
+const LOAD_CHUNK: usize = 8 << 20;
+/// Host copies of the async path are cut into items of at most this size,
+/// spread over the worker pool.
 const ITEM: usize = 1 << 20;
+/// The most copy threads of one load (the H200 host has 16 cores; its
+/// page cache → pinned copies stop scaling there, `docs/perf.md`).
+const MAX_LOAD_THREADS: usize = 32;
 
 /// Cuts `buffers` (`(target, bytes, tensor index)`, in load order) into
-/// chunks of at most [`LOAD_CHUNK`] bytes of chunk space.
-fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], tensors: usize) -> Vec<Chunk<'f>> {
+/// chunks of at most `size` bytes of chunk space: small buffers share a
+/// chunk (one submission copies them all), large ones span several.
+fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], size: usize) -> Vec<Chunk<'f>> {
     let mut chunks = Vec::new();
     let mut cur = Chunk {
         pieces: Vec::new(),
         fill: 0,
-        bytes_done: 0,
-        tensors_done: 0,
     };
-    let mut done = 0u64;
-    // The last buffer index of each tensor: a tensor is done with it.
-    let mut last_of = vec![usize::MAX; tensors];
-    for (i, (_, _, t)) in buffers.iter().enumerate() {
-        if let Some(slot) = last_of.get_mut(*t) {
-            *slot = i;
-        }
-    }
-    let mut tensors_done = last_of.iter().filter(|l| **l == usize::MAX).count();
-    for (i, &(target, bytes, t)) in buffers.iter().enumerate() {
+    for &(target, bytes, tensor) in buffers {
         let padded = bytes.len().next_multiple_of(4);
         let mut pos = 0;
         while pos < padded {
-            if cur.fill == LOAD_CHUNK {
-                cur.bytes_done = done;
-                cur.tensors_done = tensors_done;
+            if cur.fill == size {
                 chunks.push(std::mem::replace(
                     &mut cur,
                     Chunk {
                         pieces: Vec::new(),
                         fill: 0,
-                        bytes_done: 0,
-                        tensors_done: 0,
                     },
                 ));
             }
-            let take = (padded - pos).min(LOAD_CHUNK - cur.fill);
+            let take = (padded - pos).min(size - cur.fill);
             let src = bytes.get(pos..(pos + take).min(bytes.len())).unwrap_or(&[]);
-            done += src.len() as u64;
             cur.pieces.push(Piece {
                 src,
                 at: cur.fill,
                 len: take,
                 target,
                 to: pos as u64,
+                tensor,
             });
             cur.fill += take;
             pos += take;
         }
-        if last_of.get(t) == Some(&i) {
-            tensors_done += 1;
-        }
     }
-    cur.bytes_done = done;
-    cur.tensors_done = tensors_done;
     if !cur.pieces.is_empty() {
         chunks.push(cur);
     }
     chunks
+}
+
+/// Where a worker copies a piece's bytes from.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Copy)]
+enum Reader<'a> {
+    /// The mapped bytes (`memcpy`).
+    Map,
+    /// `pread` on the file, whose mapping starts at `base`.
+    File { file: &'a std::fs::File, base: usize },
+}
+
+/// Copies a chunk's pieces into `dst` (chunk space), zero-filling the
+/// padding, on this thread.
+#[cfg(target_os = "linux")]
+fn fill_chunk(dst: &mut [u8], pieces: &[Piece<'_>], reader: Reader<'_>) -> Result<(), BackendError> {
+    for p in pieces {
+        let region = dst
+            .get_mut(p.at..p.at + p.len)
+            .ok_or(BackendError::Bug("a load piece overruns its chunk"))?;
+        let (body, pad) = region.split_at_mut(p.src.len().min(p.len));
+        match reader {
+            Reader::Map => body.copy_from_slice(p.src.get(..body.len()).unwrap_or(&[])),
+            Reader::File { file, base } => {
+                use std::os::unix::fs::FileExt;
+                let at = (p.src.as_ptr() as usize).wrapping_sub(base) as u64;
+                file.read_exact_at(body, at)
+                    .map_err(|e| BackendError::Map(format!("reading the file: {e}")))?;
+            }
+        }
+        pad.fill(0);
+    }
+    Ok(())
 }
 
 /// A host copy: a region of a chunk, and the file bytes it starts with (the
@@ -434,7 +495,7 @@ type CopyItem<'d, 'f> = (&'d mut [u8], &'f [u8]);
 /// Copies a chunk's pieces into `dst` (chunk space), zero-filling the
 /// padding, over the worker pool.
 #[cfg(target_os = "linux")]
-fn fill_chunk(dst: &mut [u8], pieces: &[Piece<'_>]) -> Result<(), BackendError> {
+fn fill_chunk_pool(dst: &mut [u8], pieces: &[Piece<'_>]) -> Result<(), BackendError> {
     // Items of at most ITEM bytes, in chunk order, cut from `dst` in turn.
     let mut items: Vec<(&mut [u8], &[u8])> = Vec::new();
     let mut rest = dst;
@@ -463,19 +524,19 @@ fn fill_chunk(dst: &mut [u8], pieces: &[Piece<'_>]) -> Result<(), BackendError> 
     let total: usize = items.iter().map(|(d, _)| d.len()).sum();
     let per = total.div_ceil(workers).max(ITEM);
     // Contiguous groups of about `per` bytes, one per worker.
-    let mut groups: Vec<std::sync::Mutex<Vec<CopyItem<'_, '_>>>> = Vec::new();
+    let mut groups: Vec<Mutex<Vec<CopyItem<'_, '_>>>> = Vec::new();
     let mut group = Vec::new();
     let mut bytes = 0;
     for item in items {
         bytes += item.0.len();
         group.push(item);
         if bytes >= per {
-            groups.push(std::sync::Mutex::new(std::mem::take(&mut group)));
+            groups.push(Mutex::new(std::mem::take(&mut group)));
             bytes = 0;
         }
     }
     if !group.is_empty() {
-        groups.push(std::sync::Mutex::new(group));
+        groups.push(Mutex::new(group));
     }
     crate::pool::run(groups.len(), |g| {
         let taken = groups
@@ -499,6 +560,9 @@ fn fill_chunk(dst: &mut [u8], pieces: &[Piece<'_>]) -> Result<(), BackendError> 
 /// for t in &loaded.tensors {
 ///     println!("{}: {} buffer(s)", t.name(), t.buffers().len());
 /// }
+/// // Load it again into the same buffers (no allocation).
+/// let again = load_file(&ctx.device, &ctx.queue, "model.hrry", LoadOptions::default().reuse(loaded))?;
+/// assert_eq!(again.reused, again.tensors.len());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
@@ -509,18 +573,40 @@ pub fn load_file(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     path: impl AsRef<Path>,
-    options: LoadOptions<'_>,
+    mut options: LoadOptions<'_>,
 ) -> Result<Loaded, LoadError> {
+    let started = Instant::now();
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
+    let path = path.as_ref();
     let mut file = hurray_io::file::open(path)?;
+    let base = file.bytes().as_ptr() as usize;
     let view = file.view()?;
-    block_on(device, load_view(&shared, &queue, &view, options))
+    let validate = started.elapsed();
+    let prepared = prepare(&shared, &view, &mut options)?;
+    let copy_started = Instant::now();
+    #[cfg(target_os = "linux")]
+    if prepared.dma {
+        let fd = if std::env::var_os("HURRAY_LOAD_PREAD").is_some() {
+            Some(std::fs::File::open(path).map_err(hurray_io::file::Error::from)?)
+        } else {
+            None
+        };
+        let reader = fd.as_ref().map_or(Reader::Map, |file| Reader::File { file, base });
+        load_dma_threads(&shared, &queue, &prepared, &mut options, reader)?;
+        let copy = copy_started.elapsed();
+        return Ok(prepared.finish(validate, copy));
+    }
+    block_on(device, load_mapped(&shared, &queue, &prepared, &mut options))?;
+    let copy = copy_started.elapsed();
+    Ok(prepared.finish(validate, copy))
 }
 
 /// Loads the tensors of an already validated [`FileView`](hurray_core::file::FileView)
 /// (see [`load_file`]); the async form, which never blocks on the GPU (poll
-/// the device while it runs).
+/// the device while it runs). Its host copies run on the worker pool, one
+/// chunk at a time between awaits; [`load_file`], which may block, runs
+/// them on dedicated threads that never wait for the submitting thread.
 ///
 /// # Errors
 /// As [`load_file`].
@@ -528,23 +614,75 @@ pub async fn load_view_async(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     view: &hurray_core::file::FileView<'_>,
-    options: LoadOptions<'_>,
+    mut options: LoadOptions<'_>,
 ) -> Result<Loaded, LoadError> {
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
-    load_view(&shared, &queue, view, options).await
+    let prepared = prepare(&shared, view, &mut options)?;
+    let copy_started = Instant::now();
+    #[cfg(target_os = "linux")]
+    if prepared.dma {
+        load_dma(&shared, &queue, &prepared, &mut options).await?;
+        let copy = copy_started.elapsed();
+        return Ok(prepared.finish(Duration::ZERO, copy));
+    }
+    load_mapped(&shared, &queue, &prepared, &mut options).await?;
+    let copy = copy_started.elapsed();
+    Ok(prepared.finish(Duration::ZERO, copy))
 }
 
-async fn load_view(
+/// A load with every check passed and every buffer allocated.
+struct Prepared<'f> {
+    chosen: Vec<hurray_core::file::Tensor<'f>>,
+    descriptors: Vec<Vec<u8>>,
+    handles: Vec<Vec<GpuBufferHandle>>,
+    /// Every non-empty buffer, in load order: `(target, bytes, tensor)`.
+    flat: Vec<(usize, &'f [u8], usize)>,
+    targets: Vec<GpuBufferHandle>,
+    total: u64,
+    reused: usize,
+    allocate: Duration,
+    dma: bool,
+}
+
+impl Prepared<'_> {
+    fn finish(self, validate: Duration, copy: Duration) -> Loaded {
+        let tensors = self
+            .chosen
+            .iter()
+            .zip(self.descriptors)
+            .zip(self.handles)
+            .map(|((t, descriptor), buffers)| LoadedTensor {
+                name: t.name().to_owned(),
+                descriptor,
+                buffers,
+            })
+            .collect();
+        Loaded {
+            tensors,
+            bytes: self.total,
+            dma: self.dma,
+            reused: self.reused,
+            times: LoadTimes {
+                validate,
+                allocate: self.allocate,
+                copy,
+            },
+        }
+    }
+}
+
+/// Resolves the names, checks every size, re-tags every descriptor, then
+/// allocates (or takes over from [`LoadOptions::reuse`]) every buffer.
+fn prepare<'f>(
     shared: &Arc<DeviceShared>,
-    queue: &wgpu::Queue,
-    view: &hurray_core::file::FileView<'_>,
-    mut options: LoadOptions<'_>,
-) -> Result<Loaded, LoadError> {
+    view: &hurray_core::file::FileView<'f>,
+    options: &mut LoadOptions<'_>,
+) -> Result<Prepared<'f>, LoadError> {
     let device = &shared.device;
     let tag = device_tag(device)?;
     // Resolve and check everything before allocating.
-    let chosen: Vec<hurray_core::file::Tensor<'_>> = match &options.names {
+    let chosen: Vec<hurray_core::file::Tensor<'f>> = match &options.names {
         Some(names) => names
             .iter()
             .map(|n| view.get(n).ok_or_else(|| LoadError::NotFound(n.clone())))
@@ -573,157 +711,377 @@ async fn load_view(
         )?);
     }
     let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
+    // Buffers of a previous load, by tensor name.
+    let mut previous: HashMap<String, Vec<GpuBufferHandle>> = options
+        .reuse
+        .take()
+        .map(|l| {
+            l.tensors
+                .into_iter()
+                .map(|t| (t.name, t.buffers))
+                .collect()
+        })
+        .unwrap_or_default();
+    let started = Instant::now();
     // Allocate, and list every buffer's bytes in load order.
     let mut handles: Vec<Vec<GpuBufferHandle>> = Vec::with_capacity(chosen.len());
-    let mut flat: Vec<(usize, &[u8], usize)> = Vec::new();
+    let mut flat: Vec<(usize, &'f [u8], usize)> = Vec::new();
     let mut targets: Vec<GpuBufferHandle> = Vec::new();
     let mut total = 0u64;
+    let mut reused = 0;
     for (ti, t) in chosen.iter().enumerate() {
-        let mut hs = Vec::new();
-        for bytes in t.buffers() {
-            let h = GpuBufferHandle::alloc(device, bytes.len() as u64, usage)?;
+        let fits = |old: &Vec<GpuBufferHandle>| {
+            old.len() == t.buffers().count()
+                && old.iter().zip(t.buffers()).all(|(h, b)| {
+                    h.byte_len() == b.len() as u64
+                        && h.usage().contains(usage)
+                        && h.device() == device
+                })
+        };
+        let hs = match previous.remove(t.name()) {
+            Some(old) if fits(&old) => {
+                reused += 1;
+                old
+            }
+            _ => t
+                .buffers()
+                .map(|bytes| GpuBufferHandle::alloc_on(shared, bytes.len() as u64, usage))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        for (h, bytes) in hs.iter().zip(t.buffers()) {
             total += bytes.len() as u64;
             if !bytes.is_empty() {
                 flat.push((targets.len(), bytes, ti));
                 targets.push(h.clone());
             }
-            hs.push(h);
         }
         handles.push(hs);
     }
-    let tensors_total = chosen.len();
+    let allocate = started.elapsed();
     #[cfg(target_os = "linux")]
     let dma = crate::transfer::dma::use_for(shared, crate::transfer::dma::DMA_MIN);
     #[cfg(not(target_os = "linux"))]
     let dma = false;
-    if dma {
-        #[cfg(target_os = "linux")]
-        load_dma(
-            shared,
-            queue,
-            &flat,
-            &targets,
-            tensors_total,
-            total,
-            &mut options,
-        )
-        .await?;
-    } else {
-        let mut done = 0u64;
-        for (ti, t) in chosen.iter().enumerate() {
-            let tensors_done = ti + 1;
-            for (h, bytes) in handles.get(ti).into_iter().flatten().zip(t.buffers()) {
-                if !bytes.is_empty() {
-                    h.write_async(device, queue, 0, bytes).await?;
-                    done += bytes.len() as u64;
-                }
-            }
-            if let Some(p) = options.progress.as_mut() {
-                p(Progress {
-                    bytes_done: done,
-                    bytes_total: total,
-                    tensors_done,
-                    tensors_total,
-                });
-            }
-        }
-        exec::idle(device, Some(queue)).await?;
-    }
-    let tensors = chosen
-        .iter()
-        .zip(descriptors)
-        .zip(handles)
-        .map(|((t, descriptor), buffers)| LoadedTensor {
-            name: t.name().to_owned(),
-            descriptor,
-            buffers,
-        })
-        .collect();
-    Ok(Loaded {
-        tensors,
-        bytes: total,
+    Ok(Prepared {
+        chosen,
+        descriptors,
+        handles,
+        flat,
+        targets,
+        total,
+        reused,
+        allocate,
         dma,
     })
 }
 
-/// The DMA path of [`load_view`].
-#[cfg(target_os = "linux")]
-async fn load_dma(
+/// The path without DMA staging: each buffer written by the ordinary
+/// engine (mapped staging), in file order.
+async fn load_mapped(
     shared: &Arc<DeviceShared>,
     queue: &wgpu::Queue,
-    flat: &[(usize, &[u8], usize)],
-    targets: &[GpuBufferHandle],
-    tensors_total: usize,
-    total: u64,
+    p: &Prepared<'_>,
     options: &mut LoadOptions<'_>,
 ) -> Result<(), LoadError> {
-    use crate::transfer::chunk::DEPTH;
     let device = &shared.device;
-    let chunks = plan(flat, tensors_total);
-    let class = LOAD_CHUNK;
-    let mut in_flight: VecDeque<(exec::Receiver<()>, u64, usize)> = VecDeque::new();
-    let report = |options: &mut LoadOptions<'_>, bytes_done, tensors_done| {
-        if let Some(p) = options.progress.as_mut() {
-            p(Progress {
-                bytes_done,
-                bytes_total: total,
+    let tensors_total = p.chosen.len();
+    let mut done = 0u64;
+    for (ti, t) in p.chosen.iter().enumerate() {
+        let tensors_done = ti + 1;
+        for (h, bytes) in p.handles.get(ti).into_iter().flatten().zip(t.buffers()) {
+            if !bytes.is_empty() {
+                h.write_async(device, queue, 0, bytes).await?;
+                done += bytes.len() as u64;
+            }
+        }
+        if let Some(f) = options.progress.as_mut() {
+            f(Progress {
+                bytes_done: done,
+                bytes_total: p.total,
                 tensors_done,
                 tensors_total,
             });
         }
-    };
-    for chunk in &chunks {
-        if in_flight.len() >= DEPTH {
-            if let Some((rx, b, t)) = in_flight.pop_front() {
-                let _ = rx.await;
-                report(options, b, t);
+    }
+    exec::idle(device, Some(queue)).await?;
+    Ok(())
+}
+
+/// Records chunk `chunk`'s copies from `staging` and submits them; the
+/// completion callback hands `staging` to `done` (the GPU has finished
+/// with it by then).
+#[cfg(target_os = "linux")]
+fn submit_chunk(
+    shared: &DeviceShared,
+    queue: &wgpu::Queue,
+    chunk: &Chunk<'_>,
+    targets: &[GpuBufferHandle],
+    staging: Staging,
+    done: impl FnOnce(Staging) + Send + 'static,
+) -> Result<wgpu::SubmissionIndex, BackendError> {
+    let device = &shared.device;
+    exec::scoped_now(device, || {
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("hurray load"),
+        });
+        for p in &chunk.pieces {
+            if let Some(t) = targets.get(p.target) {
+                encoder.copy_buffer_to_buffer(
+                    staging.buffer(),
+                    p.at as u64,
+                    t.buffer(),
+                    p.to,
+                    p.len as u64,
+                );
             }
         }
-        let mut staging = shared.dma.take(device, class)?;
-        fill_chunk(
-            staging
-                .bytes_mut()
-                .get_mut(..chunk.fill)
-                .ok_or(BackendError::Bug("load chunk larger than its staging"))?,
-            &chunk.pieces,
-        )?;
-        let (tx, mut rx) = exec::oneshot(None);
-        let weak = Arc::downgrade(shared);
-        let index = exec::scoped(device, || {
-            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("hurray load"),
-            });
-            for p in &chunk.pieces {
-                if let Some(t) = targets.get(p.target) {
-                    encoder.copy_buffer_to_buffer(
-                        staging.buffer(),
-                        p.at as u64,
-                        t.buffer(),
-                        p.to,
-                        p.len as u64,
-                    );
+        let index = queue.submit([encoder.finish()]);
+        queue.on_submitted_work_done(move || done(staging));
+        index
+    })
+}
+
+/// Calls `options`' progress callback.
+#[cfg(target_os = "linux")]
+fn report(options: &mut LoadOptions<'_>, progress: Progress) {
+    if let Some(f) = options.progress.as_mut() {
+        f(progress);
+    }
+}
+
+/// Tracks which tensors are complete as chunks complete (in any order).
+#[cfg(target_os = "linux")]
+struct Tally {
+    /// Pieces not yet on the GPU, per tensor.
+    left: Vec<usize>,
+    progress: Progress,
+}
+
+#[cfg(target_os = "linux")]
+impl Tally {
+    fn new(chunks: &[Chunk<'_>], tensors_total: usize, bytes_total: u64) -> Self {
+        let mut left = vec![0usize; tensors_total];
+        for p in chunks.iter().flat_map(|c| &c.pieces) {
+            if let Some(l) = left.get_mut(p.tensor) {
+                *l += 1;
+            }
+        }
+        // Tensors with no bytes at all are done from the start.
+        let tensors_done = left.iter().filter(|l| **l == 0).count();
+        Self {
+            left,
+            progress: Progress {
+                bytes_done: 0,
+                bytes_total,
+                tensors_done,
+                tensors_total,
+            },
+        }
+    }
+
+    fn complete(&mut self, chunk: &Chunk<'_>) -> Progress {
+        for p in &chunk.pieces {
+            self.progress.bytes_done += p.src.len() as u64;
+            if let Some(l) = self.left.get_mut(p.tensor) {
+                *l -= 1;
+                if *l == 0 {
+                    self.progress.tensors_done += 1;
                 }
             }
-            let index = queue.submit([encoder.finish()]);
-            queue.on_submitted_work_done(move || {
-                if let Some(s) = weak.upgrade() {
-                    s.dma.give(staging);
-                }
-                tx.send(());
-            });
-            index
-        })
-        .await?;
-        rx.set_hint(index);
-        in_flight.push_back((rx, chunk.bytes_done, chunk.tensors_done));
+        }
+        self.progress
     }
-    while let Some((rx, b, t)) = in_flight.pop_front() {
+}
+
+/// The DMA path of [`load_view_async`]: one chunk at a time filled over
+/// the worker pool, [`DEPTH`](crate::transfer) in flight.
+#[cfg(target_os = "linux")]
+async fn load_dma(
+    shared: &Arc<DeviceShared>,
+    queue: &wgpu::Queue,
+    p: &Prepared<'_>,
+    options: &mut LoadOptions<'_>,
+) -> Result<(), LoadError> {
+    use crate::transfer::chunk::DEPTH;
+    let device = &shared.device;
+    let chunks = plan(&p.flat, LOAD_CHUNK);
+    let mut tally = Tally::new(&chunks, p.chosen.len(), p.total);
+    let mut in_flight: VecDeque<(exec::Receiver<()>, usize)> = VecDeque::new();
+    for (k, chunk) in chunks.iter().enumerate() {
+        if in_flight.len() >= DEPTH {
+            if let Some((rx, j)) = in_flight.pop_front() {
+                let _ = rx.await;
+                if let Some(c) = chunks.get(j) {
+                    report(options, tally.complete(c));
+                }
+            }
+        }
+        let mut staging = shared.dma.take(device, LOAD_CHUNK)?;
+        let dst = staging
+            .bytes_mut()
+            .get_mut(..chunk.fill)
+            .ok_or(BackendError::Bug("load chunk larger than its staging"))?;
+        fill_chunk_pool(dst, &chunk.pieces)?;
+        let (tx, mut rx) = exec::oneshot(None);
+        let weak = Arc::downgrade(shared);
+        let index = submit_chunk(shared, queue, chunk, &p.targets, staging, move |s| {
+            if let Some(sh) = weak.upgrade() {
+                sh.dma.give(s);
+            }
+            tx.send(());
+        })?;
+        rx.set_hint(index);
+        in_flight.push_back((rx, k));
+    }
+    while let Some((rx, j)) = in_flight.pop_front() {
         if rx.await.is_none() {
             return Err(BackendError::Map("a load chunk's completion was dropped".into()).into());
         }
-        report(options, b, t);
+        if let Some(c) = chunks.get(j) {
+            report(options, tally.complete(c));
+        }
     }
     Ok(())
+}
+
+/// The DMA path of [`load_file`]: a ring of imported staging chunks;
+/// worker threads (`std::thread::scope`) each take the next chunk of the
+/// plan and a free slot of the ring, copy the file's pages into it, and
+/// hand it to this thread, which records its copies, submits it, and polls
+/// the device; a slot comes back to the ring from its submission's
+/// completion callback. No thread waits for another's chunk: the only
+/// waits are for a free slot (the GPU is behind) or a filled one (the host
+/// is behind).
+#[cfg(target_os = "linux")]
+fn load_dma_threads(
+    shared: &Arc<DeviceShared>,
+    queue: &wgpu::Queue,
+    p: &Prepared<'_>,
+    options: &mut LoadOptions<'_>,
+    reader: Reader<'_>,
+) -> Result<(), LoadError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::mpsc::{self, RecvTimeoutError};
+
+    let device = &shared.device;
+    let chunks = plan(&p.flat, LOAD_CHUNK);
+    let n = chunks.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let threads = crate::pool::worker_threads().clamp(1, MAX_LOAD_THREADS).min(n);
+    let slots = (threads + crate::transfer::chunk::DEPTH)
+        .min(crate::transfer::dma::RING_BYTES / LOAD_CHUNK)
+        .min(n);
+    let (free_tx, free_rx) = mpsc::channel::<Staging>();
+    for _ in 0..slots {
+        let _ = free_tx.send(shared.dma.take(device, LOAD_CHUNK)?);
+    }
+    let free_rx = Mutex::new(free_rx);
+    let (filled_tx, filled_rx) = mpsc::channel::<Result<(usize, Staging), BackendError>>();
+    let (done_tx, done_rx) = mpsc::channel::<usize>();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let mut tally = Tally::new(&chunks, p.chosen.len(), p.total);
+    let result = std::thread::scope(|s| {
+        for _ in 0..threads {
+            let filled_tx = filled_tx.clone();
+            let (chunks, next, stop, free_rx) = (&chunks, &next, &stop, &free_rx);
+            s.spawn(move || {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(chunk) = chunks.get(k) else { return };
+                    // A free slot, unless the load stopped.
+                    let mut staging = loop {
+                        if stop.load(Ordering::Acquire) {
+                            return;
+                        }
+                        let got = free_rx
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .recv_timeout(Duration::from_millis(5));
+                        match got {
+                            Ok(st) => break st,
+                            Err(RecvTimeoutError::Timeout) => {}
+                            Err(RecvTimeoutError::Disconnected) => return,
+                        }
+                    };
+                    let filled = match staging.bytes_mut().get_mut(..chunk.fill) {
+                        Some(dst) => fill_chunk(dst, &chunk.pieces, reader),
+                        None => Err(BackendError::Bug("load chunk larger than its staging")),
+                    };
+                    if filled_tx.send(filled.map(|()| (k, staging))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(filled_tx);
+        let mut drive = || -> Result<(), LoadError> {
+            let mut submitted = 0;
+            let mut completed = 0;
+            let mut last = None;
+            while completed < n {
+                if submitted < n {
+                    match filled_rx.recv_timeout(Duration::from_micros(200)) {
+                        Ok(Ok((k, staging))) => {
+                            let chunk = chunks
+                                .get(k)
+                                .ok_or(BackendError::Bug("load chunk index"))?;
+                            let (free, done) = (free_tx.clone(), done_tx.clone());
+                            last = Some(submit_chunk(
+                                shared,
+                                queue,
+                                chunk,
+                                &p.targets,
+                                staging,
+                                move |st| {
+                                    // The slot first: a chunk counts as done once
+                                    // its slot is back.
+                                    let _ = free.send(st);
+                                    let _ = done.send(k);
+                                },
+                            )?);
+                            submitted += 1;
+                        }
+                        Ok(Err(e)) => return Err(e.into()),
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => {
+                            return Err(BackendError::Bug("load workers stopped early").into());
+                        }
+                    }
+                    exec::poll(device, wgpu::PollType::Poll)?;
+                } else if let Some(index) = last.clone() {
+                    // Everything is submitted: sleep in the driver.
+                    exec::poll(
+                        device,
+                        wgpu::PollType::Wait {
+                            submission_index: Some(index),
+                            timeout: Some(exec::WAIT_LIMIT),
+                        },
+                    )?;
+                }
+                for k in done_rx.try_iter() {
+                    completed += 1;
+                    if let Some(c) = chunks.get(k) {
+                        report(options, tally.complete(c));
+                    }
+                }
+            }
+            Ok(())
+        };
+        let r = drive();
+        // Workers blocked on a slot see this within 5 ms.
+        stop.store(true, Ordering::Release);
+        r
+    });
+    // Back to the pool: every slot is idle once every chunk completed (on
+    // an error, slots still in flight are dropped by their callbacks).
+    let free_rx = free_rx.into_inner().unwrap_or_else(PoisonError::into_inner);
+    for st in free_rx.try_iter() {
+        shared.dma.give(st);
+    }
+    result
 }
 
 /// Writes GPU tensors into a `.hrry` file at `path` (see the module
@@ -774,5 +1132,6 @@ pub fn save_file(
     Ok(())
 }
 
-// Chunk offsets and piece lengths stay multiples of 4 (wgpu's copy unit).
-const _: () = assert!(LOAD_CHUNK.is_multiple_of(4) && ITEM.is_multiple_of(4));
+// Chunk offsets and piece lengths stay multiples of 4 (wgpu's copy unit);
+// a load chunk is a DMA staging size class (a multiple of 1 MiB).
+const _: () = assert!(LOAD_CHUNK.is_multiple_of(1 << 20) && ITEM.is_multiple_of(4));

@@ -3,21 +3,25 @@
 //! users to try on their own models.
 //!
 //! Every run is timed from opening the file to the GPU holding every byte
-//! (the loader returns then); the page cache is warmed by the first run,
-//! which is not counted when more than one run is asked for. One line goes
-//! to standard output:
+//! (the loader returns then), allocation of the GPU buffers included; the
+//! page cache and the loader's staging ring are warmed by the first run,
+//! which is not counted when more than one run is asked for. With
+//! `--reuse`, each run loads into the buffers of the run before
+//! (`LoadOptions::reuse`: no allocation, as a second `safetensors` load
+//! into PyTorch's caching allocator). One line goes to standard output:
 //!
 //! ```text
-//! load file=<path> bytes=<n> tensors=<k> runs=<r> median_ms=<ms> gbps=<GB/s> best_gbps=<GB/s> dma=<true|false> threads=<t> adapter=<name>
+//! load file=<path> bytes=<n> tensors=<k> runs=<r> median_ms=<ms> gbps=<GB/s> best_gbps=<GB/s> validate_ms=<ms> allocate_ms=<ms> copy_ms=<ms> reuse=<bool> dma=<true|false> threads=<t> adapter=<name>
 //! ```
 //!
-//! (`gbps` from the median; 1 GB = 10⁹ bytes.)
+//! (`gbps` from the median; the phases are those of the median run; 1 GB =
+//! 10⁹ bytes.)
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use hurray_gpu::{ContextOptions, GpuContext, LoadOptions, load_file};
+use hurray_gpu::{ContextOptions, GpuContext, LoadOptions, LoadTimes, Loaded, load_file};
 
 /// The arguments of `hurray load`.
 #[derive(Debug, Args)]
@@ -38,6 +42,9 @@ pub struct LoadArgs {
     /// by DMA (for comparison).
     #[arg(long)]
     pub no_dma: bool,
+    /// Load each run into the buffers of the run before (no allocation).
+    #[arg(long)]
+    pub reuse: bool,
 }
 
 /// What `hurray load` measured.
@@ -54,6 +61,10 @@ pub struct LoadReport {
     pub median_s: f64,
     /// Fastest run, seconds.
     pub best_s: f64,
+    /// The median run's phases.
+    pub times: LoadTimes,
+    /// Whether runs reused the buffers of the run before.
+    pub reuse: bool,
     /// Whether DMA staging was used.
     pub dma: bool,
     /// Host copy threads.
@@ -68,7 +79,7 @@ impl LoadReport {
     pub fn line(&self, path: &Path) -> String {
         let gbps = |s: f64| self.bytes as f64 / s.max(1e-9) / 1e9;
         format!(
-            "load file={} bytes={} tensors={} runs={} median_ms={:.2} gbps={:.2} best_gbps={:.2} dma={} threads={} adapter={:?}",
+            "load file={} bytes={} tensors={} runs={} median_ms={:.2} gbps={:.2} best_gbps={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} reuse={} dma={} threads={} adapter={:?}",
             path.display(),
             self.bytes,
             self.tensors,
@@ -76,6 +87,10 @@ impl LoadReport {
             self.median_s * 1e3,
             gbps(self.median_s),
             gbps(self.best_s),
+            self.times.validate.as_secs_f64() * 1e3,
+            self.times.allocate.as_secs_f64() * 1e3,
+            self.times.copy.as_secs_f64() * 1e3,
+            self.reuse,
             self.dma,
             self.threads,
             self.adapter
@@ -95,38 +110,45 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     hurray_gpu::set_worker_threads(threads).map_err(|e| e.to_string())?;
     let ctx = GpuContext::with_options(ContextOptions::default().host_dma(!args.no_dma))
         .map_err(|e| e.to_string())?;
-    let once = || {
-        let options = if args.tensors.is_empty() {
+    let once = |previous: Option<Loaded>| {
+        let mut options = if args.tensors.is_empty() {
             LoadOptions::default()
         } else {
             LoadOptions::default().only(&args.tensors)
         };
+        if let Some(p) = previous {
+            options = options.reuse(p);
+        }
         let t = Instant::now();
         let loaded =
             load_file(&ctx.device, &ctx.queue, &args.path, options).map_err(|e| e.to_string())?;
         Ok::<_, String>((t.elapsed().as_secs_f64(), loaded))
     };
-    let (first, loaded) = once()?;
+    let (first, mut loaded) = once(None)?;
     let (bytes, tensors, dma) = (loaded.bytes, loaded.tensors.len(), loaded.dma);
+    let mut times = vec![(first, loaded.times)];
+    for i in 0..args.runs {
+        let previous = args.reuse.then_some(loaded);
+        // Without reuse, the previous run's buffers are freed before this one.
+        let (s, l) = once(previous)?;
+        loaded = l;
+        if i == 0 {
+            times.clear();
+        }
+        times.push((s, loaded.times));
+    }
     drop(loaded);
-    let mut times = Vec::new();
-    for _ in 0..args.runs {
-        let (s, loaded) = once()?;
-        drop(loaded);
-        times.push(s);
-    }
-    if times.is_empty() {
-        times.push(first);
-    }
-    times.sort_by(f64::total_cmp);
-    let median_s = times.get(times.len() / 2).copied().unwrap_or(first);
-    let best_s = times.first().copied().unwrap_or(first);
+    times.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (median_s, median_times) = times.get(times.len() / 2).copied().unwrap_or((first, LoadTimes::default()));
+    let best_s = times.first().map_or(first, |t| t.0);
     Ok(LoadReport {
         bytes,
         tensors,
         runs: times.len(),
         median_s,
         best_s,
+        times: median_times,
+        reuse: args.reuse,
         dma,
         threads: hurray_gpu::worker_threads(),
         adapter: ctx.adapter_info().name,
