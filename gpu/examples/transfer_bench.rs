@@ -22,6 +22,11 @@
 //! * `raw_wait` — raw `Queue::write_buffer` + submit + `poll(Wait)`;
 //! * `raw_spin` — the same, spinning until the submission is done;
 //! * `zerocopy` — `write_mapped`, the closure copying from host memory.
+//!
+//! `--svg PATH` draws GB/s against size (reads and writes, ours beside raw
+//! wgpu and, with `--cuda FILE`, CUDA's pageable and pinned copies: the
+//! output of `cuda_bw.py` run in the same command, lines `cuda
+//! <d2h|h2d>_<pageable|pinned> size=<B> gbps=<GB/s> …`).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -30,6 +35,69 @@ use std::time::{Duration, Instant};
 
 use hurray_gpu::wgpu::{self, BufferUsages};
 use hurray_gpu::{GpuBufferHandle, GpuContext, wait_for};
+
+#[path = "svg/mod.rs"]
+mod svg;
+
+/// `key=value` of a bench line.
+fn field(line: &str, key: &str) -> Option<f64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+}
+
+/// CUDA's points from `cuda_bw.py`'s output: `(name, [(size, GB/s)])`.
+fn cuda_points(text: &str, name: &str) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = text
+        .lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some(name) && l.starts_with("cuda "))
+        .filter_map(|l| Some((field(l, "size")?, field(l, "gbps")?)))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// Draws the measured points (`rows`: size, read, zero-copy read, raw
+/// read, write, zero-copy write, raw write; GB/s) beside CUDA's.
+fn draw(path: &str, rows: &[[f64; 7]], cuda: Option<&str>, adapter: &str) {
+    let line = |name: &str, color, dashed, col: usize| svg::Series {
+        name: name.into(),
+        color,
+        dashed,
+        points: rows.iter().map(|r| (r[0], r[col])).collect(),
+    };
+    let mut reads = vec![
+        line("hurray readback", svg::OURS, false, 1),
+        line("hurray read_mapped (zero-copy)", svg::OURS_2, false, 2),
+        line("raw wgpu (kept staging, spin)", svg::OTHER, true, 3),
+    ];
+    let mut writes = vec![
+        line("hurray write", svg::OURS, false, 4),
+        line("hurray write_mapped (zero-copy)", svg::OURS_2, false, 5),
+        line("raw wgpu write_buffer (spin)", svg::OTHER, true, 6),
+    ];
+    if let Some(text) = cuda {
+        for (panel, dir) in [(&mut reads, "d2h"), (&mut writes, "h2d")] {
+            for (kind, color) in [("pinned", svg::PINNED), ("pageable", svg::PAGEABLE)] {
+                let points = cuda_points(text, &format!("{dir}_{kind}"));
+                if !points.is_empty() {
+                    panel.push(svg::Series {
+                        name: format!("CUDA {dir} {kind} (torch)"),
+                        color,
+                        dashed: true,
+                        points,
+                    });
+                }
+            }
+        }
+    }
+    let doc = svg::line_charts(
+        &[("GPU → host (read)", reads), ("host → GPU (write)", writes)],
+        &format!("transfer_bench on {adapter}; medians; every time until the data has arrived"),
+    );
+    std::fs::write(path, doc).expect("write the SVG");
+    println!("svg {path}");
+}
 
 /// Raw read through a kept staging buffer.
 fn raw_read(
@@ -121,13 +189,19 @@ fn main() {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    let svg_path = value("--svg");
+    let cuda = value("--cuda").map(|p| std::fs::read_to_string(p).expect("--cuda FILE"));
+    let mut rows: Vec<[f64; 7]> = Vec::new();
     if let Some(t) = value("--threads") {
         hurray_gpu::set_worker_threads(t.parse().expect("--threads N")).expect("threads");
     }
     let max_mib: u64 = args
         .iter()
         .enumerate()
-        .find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--threads"))
+        .find(|(i, a)| {
+            !a.starts_with("--")
+                && (*i == 0 || !["--threads", "--svg", "--cuda"].contains(&args[i - 1].as_str()))
+        })
         .map_or(256, |(_, s)| s.parse().expect("max size in MiB"));
     let ctx = GpuContext::new().expect("a GPU adapter");
     let info = ctx.adapter_info();
@@ -287,6 +361,18 @@ fn main() {
             us(wz),
             gbps(size, wz),
         );
+        rows.push([
+            size as f64,
+            gbps(size, r),
+            gbps(size, rz),
+            gbps(size, rs),
+            gbps(size, w),
+            gbps(size, wz),
+            gbps(size, wsp),
+        ]);
+    }
+    if let Some(path) = &svg_path {
+        draw(path, &rows, cuda.as_deref(), &info.name);
     }
     let s = hurray_gpu::staging_stats();
     println!(

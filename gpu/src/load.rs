@@ -40,7 +40,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use hurray_core::{BufferHandle, DescriptorError, DeviceTag, MemoryClass, SyncMode, TensorView};
@@ -461,13 +461,20 @@ enum Reader<'a> {
     /// The mapped bytes (`memcpy`).
     Map,
     /// `pread` on the file, whose mapping starts at `base`.
-    File { file: &'a std::fs::File, base: usize },
+    File {
+        file: &'a std::fs::File,
+        base: usize,
+    },
 }
 
 /// Copies a chunk's pieces into `dst` (chunk space), zero-filling the
 /// padding, on this thread.
 #[cfg(target_os = "linux")]
-fn fill_chunk(dst: &mut [u8], pieces: &[Piece<'_>], reader: Reader<'_>) -> Result<(), BackendError> {
+fn fill_chunk(
+    dst: &mut [u8],
+    pieces: &[Piece<'_>],
+    reader: Reader<'_>,
+) -> Result<(), BackendError> {
     for p in pieces {
         let region = dst
             .get_mut(p.at..p.at + p.len)
@@ -583,7 +590,7 @@ pub fn load_file(
     let base = file.bytes().as_ptr() as usize;
     let view = file.view()?;
     let validate = started.elapsed();
-    let prepared = prepare(&shared, &view, &mut options)?;
+    let mut prepared = prepare(&shared, &view, &mut options)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
@@ -592,14 +599,23 @@ pub fn load_file(
         } else {
             None
         };
-        let reader = fd.as_ref().map_or(Reader::Map, |file| Reader::File { file, base });
-        load_dma_threads(&shared, &queue, &prepared, &mut options, reader)?;
-        let copy = copy_started.elapsed();
-        return Ok(prepared.finish(validate, copy));
+        let reader = fd
+            .as_ref()
+            .map_or(Reader::Map, |file| Reader::File { file, base });
+        let allocating = load_dma_threads(&shared, &queue, &prepared, &mut options, reader)?;
+        // Allocation overlapped the copies: the copy phase is what remains.
+        prepared.allocate += allocating;
+        let copy = copy_started.elapsed().saturating_sub(allocating);
+        return prepared.finish(validate, copy);
     }
-    block_on(device, load_mapped(&shared, &queue, &prepared, &mut options))?;
+    prepared.allocate_all(&shared)?;
+    let copy_started = Instant::now();
+    block_on(
+        device,
+        load_mapped(&shared, &queue, &prepared, &mut options),
+    )?;
     let copy = copy_started.elapsed();
-    Ok(prepared.finish(validate, copy))
+    prepared.finish(validate, copy)
 }
 
 /// Loads the tensors of an already validated [`FileView`](hurray_core::file::FileView)
@@ -618,47 +634,82 @@ pub async fn load_view_async(
 ) -> Result<Loaded, LoadError> {
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
-    let prepared = prepare(&shared, view, &mut options)?;
+    let mut prepared = prepare(&shared, view, &mut options)?;
+    prepared.allocate_all(&shared)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
         load_dma(&shared, &queue, &prepared, &mut options).await?;
         let copy = copy_started.elapsed();
-        return Ok(prepared.finish(Duration::ZERO, copy));
+        return prepared.finish(Duration::ZERO, copy);
     }
     load_mapped(&shared, &queue, &prepared, &mut options).await?;
     let copy = copy_started.elapsed();
-    Ok(prepared.finish(Duration::ZERO, copy))
+    prepared.finish(Duration::ZERO, copy)
 }
 
-/// A load with every check passed and every buffer allocated.
+/// A load with every check passed: the buffers to fill, allocated or not.
 struct Prepared<'f> {
     chosen: Vec<hurray_core::file::Tensor<'f>>,
     descriptors: Vec<Vec<u8>>,
-    handles: Vec<Vec<GpuBufferHandle>>,
-    /// Every non-empty buffer, in load order: `(target, bytes, tensor)`.
+    /// Every buffer of every tensor, in load order: its size, and its
+    /// handle once allocated (at once when taken over from
+    /// [`LoadOptions::reuse`]).
+    sizes: Vec<u64>,
+    slots: Vec<OnceLock<GpuBufferHandle>>,
+    /// Every non-empty buffer, in load order: `(slot, bytes, tensor)`.
     flat: Vec<(usize, &'f [u8], usize)>,
-    targets: Vec<GpuBufferHandle>,
+    usage: BufferUsages,
     total: u64,
     reused: usize,
+    /// Time spent resolving, re-tagging and taking over buffers.
     allocate: Duration,
     dma: bool,
 }
 
 impl Prepared<'_> {
-    fn finish(self, validate: Duration, copy: Duration) -> Loaded {
-        let tensors = self
-            .chosen
-            .iter()
-            .zip(self.descriptors)
-            .zip(self.handles)
-            .map(|((t, descriptor), buffers)| LoadedTensor {
+    /// Allocates slot `i` unless it holds a buffer already.
+    fn allocate_slot(&self, shared: &Arc<DeviceShared>, i: usize) -> Result<(), BackendError> {
+        let (Some(slot), Some(&len)) = (self.slots.get(i), self.sizes.get(i)) else {
+            return Err(BackendError::Bug("load slot index"));
+        };
+        if slot.get().is_none() {
+            let _ = slot.set(GpuBufferHandle::alloc_on(shared, len, self.usage)?);
+        }
+        Ok(())
+    }
+
+    /// Allocates every buffer now (the paths that do not overlap allocation
+    /// with copies).
+    fn allocate_all(&mut self, shared: &Arc<DeviceShared>) -> Result<(), BackendError> {
+        let started = Instant::now();
+        for i in 0..self.slots.len() {
+            self.allocate_slot(shared, i)?;
+        }
+        self.allocate += started.elapsed();
+        Ok(())
+    }
+
+    /// The buffer of slot `i`, once allocated.
+    fn target(&self, i: usize) -> Option<&GpuBufferHandle> {
+        self.slots.get(i).and_then(OnceLock::get)
+    }
+
+    fn finish(self, validate: Duration, copy: Duration) -> Result<Loaded, LoadError> {
+        let mut slots = self.slots.into_iter();
+        let mut tensors = Vec::with_capacity(self.chosen.len());
+        for (t, descriptor) in self.chosen.iter().zip(self.descriptors) {
+            let buffers = (0..t.buffers().count())
+                .map(|_| slots.next().and_then(OnceLock::into_inner))
+                .collect::<Option<Vec<_>>>()
+                .ok_or(BackendError::Bug("a loaded buffer was never allocated"))?;
+            tensors.push(LoadedTensor {
                 name: t.name().to_owned(),
                 descriptor,
                 buffers,
-            })
-            .collect();
-        Loaded {
+            });
+        }
+        Ok(Loaded {
             tensors,
             bytes: self.total,
             dma: self.dma,
@@ -668,17 +719,19 @@ impl Prepared<'_> {
                 allocate: self.allocate,
                 copy,
             },
-        }
+        })
     }
 }
 
-/// Resolves the names, checks every size, re-tags every descriptor, then
-/// allocates (or takes over from [`LoadOptions::reuse`]) every buffer.
+/// Resolves the names, checks every size, re-tags every descriptor, and
+/// takes over the fitting buffers of [`LoadOptions::reuse`]; allocates
+/// nothing.
 fn prepare<'f>(
     shared: &Arc<DeviceShared>,
     view: &hurray_core::file::FileView<'f>,
     options: &mut LoadOptions<'_>,
 ) -> Result<Prepared<'f>, LoadError> {
+    let started = Instant::now();
     let device = &shared.device;
     let tag = device_tag(device)?;
     // Resolve and check everything before allocating.
@@ -715,18 +768,11 @@ fn prepare<'f>(
     let mut previous: HashMap<String, Vec<GpuBufferHandle>> = options
         .reuse
         .take()
-        .map(|l| {
-            l.tensors
-                .into_iter()
-                .map(|t| (t.name, t.buffers))
-                .collect()
-        })
+        .map(|l| l.tensors.into_iter().map(|t| (t.name, t.buffers)).collect())
         .unwrap_or_default();
-    let started = Instant::now();
-    // Allocate, and list every buffer's bytes in load order.
-    let mut handles: Vec<Vec<GpuBufferHandle>> = Vec::with_capacity(chosen.len());
+    let mut sizes = Vec::new();
+    let mut slots = Vec::new();
     let mut flat: Vec<(usize, &'f [u8], usize)> = Vec::new();
-    let mut targets: Vec<GpuBufferHandle> = Vec::new();
     let mut total = 0u64;
     let mut reused = 0;
     for (ti, t) in chosen.iter().enumerate() {
@@ -738,26 +784,23 @@ fn prepare<'f>(
                         && h.device() == device
                 })
         };
-        let hs = match previous.remove(t.name()) {
-            Some(old) if fits(&old) => {
-                reused += 1;
-                old
-            }
-            _ => t
-                .buffers()
-                .map(|bytes| GpuBufferHandle::alloc_on(shared, bytes.len() as u64, usage))
-                .collect::<Result<Vec<_>, _>>()?,
-        };
-        for (h, bytes) in hs.iter().zip(t.buffers()) {
-            total += bytes.len() as u64;
-            if !bytes.is_empty() {
-                flat.push((targets.len(), bytes, ti));
-                targets.push(h.clone());
-            }
+        let mut old = previous.remove(t.name()).filter(fits).map(Vec::into_iter);
+        if old.is_some() {
+            reused += 1;
         }
-        handles.push(hs);
+        for bytes in t.buffers() {
+            let slot = OnceLock::new();
+            if let Some(h) = old.as_mut().and_then(Iterator::next) {
+                let _ = slot.set(h);
+            }
+            if !bytes.is_empty() {
+                flat.push((slots.len(), bytes, ti));
+            }
+            total += bytes.len() as u64;
+            sizes.push(bytes.len() as u64);
+            slots.push(slot);
+        }
     }
-    let allocate = started.elapsed();
     #[cfg(target_os = "linux")]
     let dma = crate::transfer::dma::use_for(shared, crate::transfer::dma::DMA_MIN);
     #[cfg(not(target_os = "linux"))]
@@ -765,12 +808,13 @@ fn prepare<'f>(
     Ok(Prepared {
         chosen,
         descriptors,
-        handles,
+        sizes,
+        slots,
         flat,
-        targets,
+        usage,
         total,
         reused,
-        allocate,
+        allocate: started.elapsed(),
         dma,
     })
 }
@@ -786,63 +830,87 @@ async fn load_mapped(
     let device = &shared.device;
     let tensors_total = p.chosen.len();
     let mut done = 0u64;
-    for (ti, t) in p.chosen.iter().enumerate() {
-        let tensors_done = ti + 1;
-        for (h, bytes) in p.handles.get(ti).into_iter().flatten().zip(t.buffers()) {
-            if !bytes.is_empty() {
-                h.write_async(device, queue, 0, bytes).await?;
-                done += bytes.len() as u64;
-            }
+    for (i, &(slot, bytes, ti)) in p.flat.iter().enumerate() {
+        let h = p
+            .target(slot)
+            .ok_or(BackendError::Bug("a loaded buffer was never allocated"))?;
+        h.write_async(device, queue, 0, bytes).await?;
+        done += bytes.len() as u64;
+        // The tensor's last buffer: it is done (and every tensor before it).
+        let last = p.flat.get(i + 1).is_none_or(|next| next.2 != ti);
+        if last {
+            report(
+                options,
+                Progress {
+                    bytes_done: done,
+                    bytes_total: p.total,
+                    tensors_done: if i + 1 == p.flat.len() {
+                        tensors_total
+                    } else {
+                        ti + 1
+                    },
+                    tensors_total,
+                },
+            );
         }
-        if let Some(f) = options.progress.as_mut() {
-            f(Progress {
-                bytes_done: done,
+    }
+    if p.flat.is_empty() {
+        report(
+            options,
+            Progress {
+                bytes_done: 0,
                 bytes_total: p.total,
-                tensors_done,
+                tensors_done: tensors_total,
                 tensors_total,
-            });
-        }
+            },
+        );
     }
     exec::idle(device, Some(queue)).await?;
     Ok(())
 }
 
-/// Records chunk `chunk`'s copies from `staging` and submits them; the
-/// completion callback hands `staging` to `done` (the GPU has finished
-/// with it by then).
+/// Records chunk `chunk`'s copies from `staging` into the buffers of `p`
+/// and submits them; the completion callback hands `staging` to `done`
+/// (the GPU has finished with it by then). Safe to call from any thread
+/// (wgpu's error scopes are per thread).
 #[cfg(target_os = "linux")]
 fn submit_chunk(
     shared: &DeviceShared,
     queue: &wgpu::Queue,
     chunk: &Chunk<'_>,
-    targets: &[GpuBufferHandle],
+    p: &Prepared<'_>,
     staging: Staging,
     done: impl FnOnce(Staging) + Send + 'static,
 ) -> Result<wgpu::SubmissionIndex, BackendError> {
     let device = &shared.device;
-    exec::scoped_now(device, || {
+    let mut missing = false;
+    let index = exec::scoped_now(device, || {
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("hurray load"),
         });
-        for p in &chunk.pieces {
-            if let Some(t) = targets.get(p.target) {
-                encoder.copy_buffer_to_buffer(
+        for piece in &chunk.pieces {
+            match p.target(piece.target) {
+                Some(t) => encoder.copy_buffer_to_buffer(
                     staging.buffer(),
-                    p.at as u64,
+                    piece.at as u64,
                     t.buffer(),
-                    p.to,
-                    p.len as u64,
-                );
+                    piece.to,
+                    piece.len as u64,
+                ),
+                None => missing = true,
             }
         }
         let index = queue.submit([encoder.finish()]);
         queue.on_submitted_work_done(move || done(staging));
         index
-    })
+    })?;
+    if missing {
+        return Err(BackendError::Bug("a load chunk's buffer was not allocated"));
+    }
+    Ok(index)
 }
 
 /// Calls `options`' progress callback.
-#[cfg(target_os = "linux")]
 fn report(options: &mut LoadOptions<'_>, progress: Progress) {
     if let Some(f) = options.progress.as_mut() {
         f(progress);
@@ -924,7 +992,7 @@ async fn load_dma(
         fill_chunk_pool(dst, &chunk.pieces)?;
         let (tx, mut rx) = exec::oneshot(None);
         let weak = Arc::downgrade(shared);
-        let index = submit_chunk(shared, queue, chunk, &p.targets, staging, move |s| {
+        let index = submit_chunk(shared, queue, chunk, p, staging, move |s| {
             if let Some(sh) = weak.upgrade() {
                 sh.dma.give(s);
             }
@@ -946,12 +1014,14 @@ async fn load_dma(
 
 /// The DMA path of [`load_file`]: a ring of imported staging chunks;
 /// worker threads (`std::thread::scope`) each take the next chunk of the
-/// plan and a free slot of the ring, copy the file's pages into it, and
-/// hand it to this thread, which records its copies, submits it, and polls
-/// the device; a slot comes back to the ring from its submission's
-/// completion callback. No thread waits for another's chunk: the only
-/// waits are for a free slot (the GPU is behind) or a filled one (the host
-/// is behind).
+/// plan and a free slot of the ring, copy the file's pages into it, record
+/// its copies and submit them (wgpu's queue and error scopes are
+/// thread-safe); a slot comes back to the ring from its submission's
+/// completion callback. Meanwhile this thread allocates the GPU buffers in
+/// load order (a worker waits only until its chunk's buffers exist), then
+/// polls the device and reports progress. No thread waits for another's
+/// chunk: the only waits are for a free slot (the GPU is behind), or a
+/// buffer (allocation is behind). Returns the time spent allocating.
 #[cfg(target_os = "linux")]
 fn load_dma_threads(
     shared: &Arc<DeviceShared>,
@@ -959,17 +1029,16 @@ fn load_dma_threads(
     p: &Prepared<'_>,
     options: &mut LoadOptions<'_>,
     reader: Reader<'_>,
-) -> Result<(), LoadError> {
+) -> Result<Duration, LoadError> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, RecvTimeoutError};
 
     let device = &shared.device;
     let chunks = plan(&p.flat, LOAD_CHUNK);
     let n = chunks.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let threads = crate::pool::worker_threads().clamp(1, MAX_LOAD_THREADS).min(n);
+    let threads = crate::pool::worker_threads()
+        .clamp(1, MAX_LOAD_THREADS)
+        .min(n.max(1));
     let slots = (threads + crate::transfer::chunk::DEPTH)
         .min(crate::transfer::dma::RING_BYTES / LOAD_CHUNK)
         .min(n);
@@ -978,20 +1047,26 @@ fn load_dma_threads(
         let _ = free_tx.send(shared.dma.take(device, LOAD_CHUNK)?);
     }
     let free_rx = Mutex::new(free_rx);
-    let (filled_tx, filled_rx) = mpsc::channel::<Result<(usize, Staging), BackendError>>();
+    // Submitted chunks (or a worker's error), and completed ones.
+    let (sent_tx, sent_rx) = mpsc::channel::<Result<(), BackendError>>();
     let (done_tx, done_rx) = mpsc::channel::<usize>();
     let next = AtomicUsize::new(0);
+    // Slots allocated so far (a prefix, in load order).
+    let allocated = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let mut tally = Tally::new(&chunks, p.chosen.len(), p.total);
+    let mut allocating = Duration::ZERO;
     let result = std::thread::scope(|s| {
-        for _ in 0..threads {
-            let filled_tx = filled_tx.clone();
-            let (chunks, next, stop, free_rx) = (&chunks, &next, &stop, &free_rx);
+        for _ in 0..threads.min(n) {
+            let (sent_tx, free_tx, done_tx) = (sent_tx.clone(), free_tx.clone(), done_tx.clone());
+            let (chunks, next, stop, free_rx, allocated) =
+                (&chunks, &next, &stop, &free_rx, &allocated);
             s.spawn(move || {
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(chunk) = chunks.get(k) else { return };
-                    // A free slot, unless the load stopped.
+                    // A free slot, unless the load stopped; poll the device
+                    // meanwhile, so that completions come back.
                     let mut staging = loop {
                         if stop.load(Ordering::Acquire) {
                             return;
@@ -999,64 +1074,86 @@ fn load_dma_threads(
                         let got = free_rx
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
-                            .recv_timeout(Duration::from_millis(5));
+                            .recv_timeout(Duration::from_micros(500));
                         match got {
                             Ok(st) => break st,
-                            Err(RecvTimeoutError::Timeout) => {}
+                            Err(RecvTimeoutError::Timeout) => {
+                                let _ = exec::poll(device, wgpu::PollType::Poll);
+                            }
                             Err(RecvTimeoutError::Disconnected) => return,
                         }
                     };
-                    let filled = match staging.bytes_mut().get_mut(..chunk.fill) {
+                    let sent = match staging.bytes_mut().get_mut(..chunk.fill) {
                         Some(dst) => fill_chunk(dst, &chunk.pieces, reader),
                         None => Err(BackendError::Bug("load chunk larger than its staging")),
-                    };
-                    if filled_tx.send(filled.map(|()| (k, staging))).is_err() {
+                    }
+                    .and_then(|()| {
+                        // Its buffers exist once the allocated prefix covers
+                        // its last piece's slot.
+                        let need = chunk.pieces.last().map_or(0, |pc| pc.target + 1);
+                        while allocated.load(Ordering::Acquire) < need {
+                            if stop.load(Ordering::Acquire) {
+                                return Err(BackendError::Bug("load stopped"));
+                            }
+                            std::thread::sleep(Duration::from_micros(50));
+                        }
+                        let (free, done) = (free_tx.clone(), done_tx.clone());
+                        submit_chunk(shared, queue, chunk, p, staging, move |st| {
+                            // The slot first: a chunk counts as done once its
+                            // slot is back.
+                            let _ = free.send(st);
+                            let _ = done.send(k);
+                        })
+                        .map(drop)
+                    });
+                    let failed = sent.is_err();
+                    if sent_tx.send(sent).is_err() || failed {
                         return;
                     }
                 }
             });
         }
-        drop(filled_tx);
+        drop(sent_tx);
         let mut drive = || -> Result<(), LoadError> {
+            // Allocate every buffer, in load order.
+            let started = Instant::now();
+            for i in 0..p.slots.len() {
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+                p.allocate_slot(shared, i)?;
+                allocated.store(i + 1, Ordering::Release);
+            }
+            allocating = started.elapsed();
+            if n == 0 {
+                report(options, tally.progress);
+            }
             let mut submitted = 0;
             let mut completed = 0;
-            let mut last = None;
             while completed < n {
+                for r in sent_rx.try_iter() {
+                    r?;
+                    submitted += 1;
+                }
                 if submitted < n {
-                    match filled_rx.recv_timeout(Duration::from_micros(200)) {
-                        Ok(Ok((k, staging))) => {
-                            let chunk = chunks
-                                .get(k)
-                                .ok_or(BackendError::Bug("load chunk index"))?;
-                            let (free, done) = (free_tx.clone(), done_tx.clone());
-                            last = Some(submit_chunk(
-                                shared,
-                                queue,
-                                chunk,
-                                &p.targets,
-                                staging,
-                                move |st| {
-                                    // The slot first: a chunk counts as done once
-                                    // its slot is back.
-                                    let _ = free.send(st);
-                                    let _ = done.send(k);
-                                },
-                            )?);
+                    match sent_rx.recv_timeout(Duration::from_micros(200)) {
+                        Ok(r) => {
+                            r?;
                             submitted += 1;
                         }
-                        Ok(Err(e)) => return Err(e.into()),
                         Err(RecvTimeoutError::Timeout) => {}
                         Err(RecvTimeoutError::Disconnected) => {
                             return Err(BackendError::Bug("load workers stopped early").into());
                         }
                     }
                     exec::poll(device, wgpu::PollType::Poll)?;
-                } else if let Some(index) = last.clone() {
-                    // Everything is submitted: sleep in the driver.
+                } else {
+                    // Everything is submitted: sleep in the driver until the
+                    // queue is idle.
                     exec::poll(
                         device,
                         wgpu::PollType::Wait {
-                            submission_index: Some(index),
+                            submission_index: None,
                             timeout: Some(exec::WAIT_LIMIT),
                         },
                     )?;
@@ -1071,17 +1168,18 @@ fn load_dma_threads(
             Ok(())
         };
         let r = drive();
-        // Workers blocked on a slot see this within 5 ms.
+        // Workers waiting for a slot or a buffer see this at once.
         stop.store(true, Ordering::Release);
         r
     });
     // Back to the pool: every slot is idle once every chunk completed (on
     // an error, slots still in flight are dropped by their callbacks).
+    drop(free_tx);
     let free_rx = free_rx.into_inner().unwrap_or_else(PoisonError::into_inner);
     for st in free_rx.try_iter() {
         shared.dma.give(st);
     }
-    result
+    result.map(|()| allocating)
 }
 
 /// Writes GPU tensors into a `.hrry` file at `path` (see the module

@@ -118,6 +118,50 @@ fn transfers_take_dma_staging_where_offered_and_mapped_staging_otherwise() {
 }
 
 #[test]
+fn a_write_of_several_waves_lands_exactly() {
+    // Writes of 4 MiB and more are spread over the worker threads in waves
+    // of 128 MiB, two in flight: three waves, the last one short and
+    // unaligned, land byte for byte (the plain and the zero-copy form).
+    let Some(c) = dma_ctx("a_write_of_several_waves_lands_exactly") else {
+        return;
+    };
+    let (d, q) = (&c.device, &c.queue);
+    let len = (257usize << 20) + 6;
+    let block = random_bytes((1 << 20) + 1, 77);
+    let mut data = Vec::with_capacity(len);
+    while data.len() < len {
+        let take = block.len().min(len - data.len());
+        data.extend_from_slice(&block[..take]);
+    }
+    let h = GpuBufferHandle::alloc(d, len as u64, RW).unwrap();
+    let i = h.write(d, q, 0, &data).unwrap();
+    hurray_gpu::wait_for(d, i).unwrap();
+    let mut out = Vec::new();
+    h.readback(d, q, &mut out).unwrap();
+    assert!(out == data, "write of {len} bytes");
+    // Zero-copy, at an offset: part `from` of the range gets the source's
+    // bytes from `from + 1`, so a part placed anywhere else shows.
+    let off = 4096u64;
+    let n = len as u64 - off - 2;
+    let i = h
+        .write_mapped(d, q, off, n, |from, mut part| {
+            let at = usize::try_from(from).unwrap() + 1;
+            let k = part.len();
+            part.copy_from_slice(&data[at..at + k]);
+        })
+        .unwrap();
+    hurray_gpu::wait_for(d, i).unwrap();
+    h.readback(d, q, &mut out).unwrap();
+    let (off, n) = (off as usize, n as usize);
+    assert!(out[..off] == data[..off], "bytes before the range");
+    assert!(
+        out[off..off + n] == data[1..n + 1],
+        "write_mapped of {n} bytes"
+    );
+    assert!(out[off + n..] == data[off + n..], "bytes past the range");
+}
+
+#[test]
 fn host_buffer_of_ours_copies_both_ways_and_outlives_a_queued_copy() {
     let test = "host_buffer_of_ours_copies_both_ways_and_outlives_a_queued_copy";
     let Some(c) = dma_ctx(test) else { return };

@@ -12,7 +12,10 @@ use hurray_core::file::WriterOptions;
 use hurray_core::{
     BufferHandle, DeviceTag, ElementType, MemoryClass, SyncMode, TensorDescriptor, TensorView,
 };
-use hurray_gpu::{ContextOptions, GpuContext, LoadError, LoadOptions, load_file, save_file};
+use hurray_gpu::{
+    ContextOptions, GpuContext, LoadError, LoadOptions, LoadedTensor, load_file, load_view_async,
+    save_file,
+};
 
 fn conformance_file() -> Option<PathBuf> {
     // As the workspace's conformance tests: `HURRAY_CONFORMANCE_DIR`, else
@@ -66,8 +69,13 @@ impl Drop for Temp {
 }
 
 /// Our file: `sizes` one-buffer uint8 tensors (sizes spanning the loader's
-/// 32 MiB chunks, odd sizes, an empty one) and a three-buffer one.
+/// 8 MiB chunks, odd sizes, an empty one) and a three-buffer one.
 fn write_ours(path: &Path, sizes: &[usize]) {
+    write_seeded(path, sizes, 0);
+}
+
+/// [`write_ours`] with the tensors' bytes drawn from `seed`.
+fn write_seeded(path: &Path, sizes: &[usize], seed: u64) {
     let mut keep: Vec<(String, Vec<u8>, Vec<Vec<u8>>)> = Vec::new();
     for (i, &n) in sizes.iter().enumerate() {
         let h = if n == 0 {
@@ -81,7 +89,11 @@ fn write_ours(path: &Path, sizes: &[usize]) {
             &shape,
             &[h],
         ));
-        keep.push((format!("t.{i}"), desc, vec![random_bytes(n, i as u64 + 1)]));
+        keep.push((
+            format!("t.{i}"),
+            desc,
+            vec![random_bytes(n, i as u64 + 1 + seed * 1000)],
+        ));
     }
     let hs: Vec<BufferHandle> = [12u64, 24, 32]
         .iter()
@@ -113,14 +125,19 @@ fn write_ours(path: &Path, sizes: &[usize]) {
 fn load_and_compare(c: &GpuContext, path: &Path, expect_dma: bool) -> u64 {
     let mut file = hurray_io::file::open(path).unwrap();
     let view = file.view().unwrap();
-    let mut last = None;
+    let mut seen: Vec<hurray_gpu::Progress> = Vec::new();
     let loaded = load_file(
         &c.device,
         &c.queue,
         path,
-        LoadOptions::default().progress(|p| last = Some(p)),
+        LoadOptions::default().progress(|p| seen.push(p)),
     )
     .unwrap();
+    // Chunks complete in any order, but what is done only grows.
+    for w in seen.windows(2) {
+        assert!(w[0].bytes_done <= w[1].bytes_done && w[0].tensors_done <= w[1].tensors_done);
+    }
+    let last = seen.last().copied();
     assert_eq!(loaded.dma, expect_dma);
     assert_eq!(loaded.tensors.len(), view.len() as usize);
     let tag = DeviceTag::Vulkan;
@@ -146,6 +163,7 @@ fn load_and_compare(c: &GpuContext, path: &Path, expect_dma: bool) -> u64 {
     }
     let p = last.expect("progress was reported");
     assert_eq!(p.bytes_done, p.bytes_total);
+    assert!(loaded.times.copy > std::time::Duration::ZERO);
     assert_eq!(p.bytes_total, loaded.bytes);
     assert_eq!(p.tensors_done, p.tensors_total);
     loaded.bytes
@@ -259,5 +277,104 @@ fn gpu_to_file_round_trips_through_our_reader() {
         // Saved descriptors describe host memory again: the same bytes.
         assert_eq!(u.descriptor().as_bytes(), t.descriptor().as_bytes());
         assert!(u.buffers().eq(t.buffers()), "tensor {}", t.name());
+    }
+}
+
+/// Readback of every buffer of `t` equals the file's bytes of tensor `name`.
+fn same_as_file(c: &GpuContext, view: &hurray_core::file::FileView<'_>, t: &LoadedTensor) {
+    let f = view.get(t.name()).unwrap();
+    for (h, bytes) in t.buffers().iter().zip(f.buffers()) {
+        let back = h.readback_vec::<u8>(&c.device, &c.queue).unwrap();
+        assert!(back == bytes, "tensor {} differs", t.name());
+    }
+}
+
+#[test]
+fn a_reload_reuses_fitting_buffers_and_the_async_form_loads_the_same_bytes() {
+    let test = "a_reload_reuses_fitting_buffers_and_the_async_form_loads_the_same_bytes";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    // Many small tensors sharing chunks, one spanning several.
+    let mut sizes: Vec<usize> = (0..2000).map(|i| 4096 + (i * 131) % 9000).collect();
+    sizes.push((9 << 20) + 3);
+    let (a, b) = (Temp::new("reload-a"), Temp::new("reload-b"));
+    write_seeded(&a.0, &sizes, 1);
+    // The same shapes with other bytes, but tensor t.5 one byte longer.
+    let mut other = sizes.clone();
+    other[5] += 1;
+    write_seeded(&b.0, &other, 2);
+    let first = load_file(&c.device, &c.queue, &a.0, LoadOptions::default()).unwrap();
+    assert_eq!(first.reused, 0);
+    let ids: Vec<u64> = first.tensors.iter().map(|t| t.buffers()[0].id()).collect();
+    let again = load_file(
+        &c.device,
+        &c.queue,
+        &b.0,
+        LoadOptions::default().reuse(first),
+    )
+    .unwrap();
+    // Every tensor but t.5 (another size) kept its buffer.
+    assert_eq!(again.reused, again.tensors.len() - 1);
+    for (t, id) in again.tensors.iter().zip(&ids) {
+        assert_eq!(
+            t.buffers()[0].id() == *id,
+            t.name() != "t.5",
+            "{}",
+            t.name()
+        );
+    }
+    let mut fb = hurray_io::file::open(&b.0).unwrap();
+    let vb = fb.view().unwrap();
+    for t in &again.tensors {
+        same_as_file(&c, &vb, t);
+    }
+    // Buffers without the usages asked for are not taken over.
+    let uniform = load_file(
+        &c.device,
+        &c.queue,
+        &b.0,
+        LoadOptions::default()
+            .usage(hurray_gpu::wgpu::BufferUsages::UNIFORM)
+            .reuse(again),
+    )
+    .unwrap();
+    assert_eq!(uniform.reused, 0);
+
+    // The async form over a view the caller validated, the device polled
+    // by another thread: the same bytes, the same progress totals.
+    let mut fa = hurray_io::file::open(&a.0).unwrap();
+    let va = fa.view().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut last = None;
+    let loaded = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                let _ = c.device.poll(hurray_gpu::wgpu::PollType::Poll);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        });
+        let r = pollster::block_on(load_view_async(
+            &c.device,
+            &c.queue,
+            &va,
+            LoadOptions::default().progress(|p| last = Some(p)),
+        ));
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        r
+    })
+    .unwrap();
+    assert_eq!(loaded.dma, c.host_dma());
+    assert_eq!(loaded.times.validate, std::time::Duration::ZERO);
+    let p = last.unwrap();
+    assert_eq!(
+        (p.bytes_done, p.tensors_done),
+        (p.bytes_total, p.tensors_total)
+    );
+    assert_eq!(p.tensors_total, sizes.len() + 1);
+    for t in &loaded.tensors {
+        same_as_file(&c, &va, t);
     }
 }

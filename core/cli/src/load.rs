@@ -139,7 +139,10 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     }
     drop(loaded);
     times.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (median_s, median_times) = times.get(times.len() / 2).copied().unwrap_or((first, LoadTimes::default()));
+    let (median_s, median_times) = times
+        .get(times.len() / 2)
+        .copied()
+        .unwrap_or((first, LoadTimes::default()));
     let best_s = times.first().map_or(first, |t| t.0);
     Ok(LoadReport {
         bytes,
