@@ -454,41 +454,16 @@ fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], size: usize) -> Vec<Chunk<'f>>
     chunks
 }
 
-/// Where a worker copies a piece's bytes from.
-#[cfg(target_os = "linux")]
-#[derive(Clone, Copy)]
-enum Reader<'a> {
-    /// The mapped bytes (`memcpy`).
-    Map,
-    /// `pread` on the file, whose mapping starts at `base`.
-    File {
-        file: &'a std::fs::File,
-        base: usize,
-    },
-}
-
 /// Copies a chunk's pieces into `dst` (chunk space), zero-filling the
 /// padding, on this thread.
 #[cfg(target_os = "linux")]
-fn fill_chunk(
-    dst: &mut [u8],
-    pieces: &[Piece<'_>],
-    reader: Reader<'_>,
-) -> Result<(), BackendError> {
+fn fill_chunk(dst: &mut [u8], pieces: &[Piece<'_>]) -> Result<(), BackendError> {
     for p in pieces {
         let region = dst
             .get_mut(p.at..p.at + p.len)
             .ok_or(BackendError::Bug("a load piece overruns its chunk"))?;
         let (body, pad) = region.split_at_mut(p.src.len().min(p.len));
-        match reader {
-            Reader::Map => body.copy_from_slice(p.src.get(..body.len()).unwrap_or(&[])),
-            Reader::File { file, base } => {
-                use std::os::unix::fs::FileExt;
-                let at = (p.src.as_ptr() as usize).wrapping_sub(base) as u64;
-                file.read_exact_at(body, at)
-                    .map_err(|e| BackendError::Map(format!("reading the file: {e}")))?;
-            }
-        }
+        body.copy_from_slice(p.src.get(..body.len()).unwrap_or(&[]));
         pad.fill(0);
     }
     Ok(())
@@ -585,24 +560,14 @@ pub fn load_file(
     let started = Instant::now();
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
-    let path = path.as_ref();
     let mut file = hurray_io::file::open(path)?;
-    let base = file.bytes().as_ptr() as usize;
     let view = file.view()?;
     let validate = started.elapsed();
     let mut prepared = prepare(&shared, &view, &mut options)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
-        let fd = if std::env::var_os("HURRAY_LOAD_PREAD").is_some() {
-            Some(std::fs::File::open(path).map_err(hurray_io::file::Error::from)?)
-        } else {
-            None
-        };
-        let reader = fd
-            .as_ref()
-            .map_or(Reader::Map, |file| Reader::File { file, base });
-        let allocating = load_dma_threads(&shared, &queue, &prepared, &mut options, reader)?;
+        let allocating = load_dma_threads(&shared, &queue, &prepared, &mut options)?;
         // Allocation overlapped the copies: the copy phase is what remains.
         prepared.allocate += allocating;
         let copy = copy_started.elapsed().saturating_sub(allocating);
@@ -1028,7 +993,6 @@ fn load_dma_threads(
     queue: &wgpu::Queue,
     p: &Prepared<'_>,
     options: &mut LoadOptions<'_>,
-    reader: Reader<'_>,
 ) -> Result<Duration, LoadError> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, RecvTimeoutError};
@@ -1084,7 +1048,7 @@ fn load_dma_threads(
                         }
                     };
                     let sent = match staging.bytes_mut().get_mut(..chunk.fill) {
-                        Some(dst) => fill_chunk(dst, &chunk.pieces, reader),
+                        Some(dst) => fill_chunk(dst, &chunk.pieces),
                         None => Err(BackendError::Bug("load chunk larger than its staging")),
                     }
                     .and_then(|()| {

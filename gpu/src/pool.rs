@@ -23,9 +23,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{ApiMisuse, BackendError};
 
-/// The largest default pool: eight threads copy mapped memory at ~36 GB/s on
-/// the H200's host, close to what PCIe delivers (`docs/perf.md`).
-pub const DEFAULT_MAX_THREADS: usize = 8;
+/// The largest default pool. Copies into DMA staging (ordinary host memory)
+/// keep scaling past eight threads on the H200's 16-core host: a 256 MiB
+/// write ran at 23.0 GB/s with 8 threads and 29.6 with 16 (`docs/perf.md`),
+/// and the file loader's page-cache copies need 16 to approach PCIe.
+pub const DEFAULT_MAX_THREADS: usize = 16;
 /// The most pieces waiting in the pool at once, process-wide.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) const MAX_QUEUED: usize = 64;

@@ -28,7 +28,7 @@ pub(crate) const OTHER: &str = "#7f7f7f";
 const W: f64 = 560.0;
 const H: f64 = 340.0;
 const LEFT: f64 = 56.0;
-const RIGHT: f64 = 16.0;
+const RIGHT: f64 = 32.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 96.0;
 
@@ -54,11 +54,12 @@ pub(crate) fn size_label(bytes: f64) -> String {
     }
 }
 
-/// A "nice" axis maximum above `v` (1, 2, 5 × 10ⁿ steps).
+/// A "nice" axis maximum at or above `v` (1, 1.2, 1.5, 2, 2.5, 3, 4, 5,
+/// 6, 8 × 10ⁿ).
 fn nice_max(v: f64) -> f64 {
     let v = v.max(1e-3);
     let p = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 5.0, 10.0] {
+    for m in [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
         if m * p >= v {
             return m * p;
         }
