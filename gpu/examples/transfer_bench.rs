@@ -1,7 +1,8 @@
 //! Transfer benchmark: hurray's reads and writes next to raw wgpu, in one run,
 //! on the same buffers.
 //!
-//! Run: `cargo run --release -p hurray-rs-gpu --example transfer_bench [max_size_mib] [--quick] [--threads N]`
+//! Run: `cargo run --release -p hurray-rs-gpu --example transfer_bench [max_size_mib] [--quick]
+//! [--threads N] [--cuda FILE] [--svg PATH] [--replot FILE]`
 //!
 //! For 4 B, 4 KiB, 1 MiB, 16 MiB and 256 MiB (up to `max_size_mib`, default
 //! 256; `--quick` runs a tenth of the iterations) it prints two lines per
@@ -26,7 +27,9 @@
 //! `--svg PATH` draws GB/s against size (reads and writes, ours beside raw
 //! wgpu and, with `--cuda FILE`, CUDA's pageable and pinned copies: the
 //! output of `cuda_bw.py` run in the same command, lines `cuda
-//! <d2h|h2d>_<pageable|pinned> size=<B> gbps=<GB/s> …`).
+//! <d2h|h2d>_<pageable|pinned> size=<B> gbps=<GB/s> …`). `--replot FILE`
+//! measures nothing: it draws the `read`/`write` lines a run printed into
+//! `FILE` (to redraw a device run's numbers).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -55,6 +58,29 @@ fn cuda_points(text: &str, name: &str) -> Vec<(f64, f64)> {
         .collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     v
+}
+
+/// The rows of [`draw`] from a run's printed `read`/`write` lines.
+fn replot_rows(text: &str) -> Vec<[f64; 7]> {
+    let lines = |kind: &str| {
+        text.lines()
+            .filter(|l| l.split_whitespace().next() == Some(kind))
+            .filter_map(|l| {
+                Some((
+                    field(l, "size")?,
+                    field(l, "hurray_gbps")?,
+                    field(l, "zerocopy_gbps")?,
+                    field(l, "raw_spin_gbps")?,
+                ))
+            })
+            .collect::<Vec<_>>()
+    };
+    lines("read")
+        .into_iter()
+        .zip(lines("write"))
+        .filter(|(r, w)| r.0 == w.0)
+        .map(|(r, w)| [r.0, r.1, r.2, r.3, w.1, w.2, w.3])
+        .collect()
 }
 
 /// Draws the measured points (`rows`: size, read, zero-copy read, raw
@@ -191,6 +217,22 @@ fn main() {
     };
     let svg_path = value("--svg");
     let cuda = value("--cuda").map(|p| std::fs::read_to_string(p).expect("--cuda FILE"));
+    if let Some(p) = value("--replot") {
+        let text = std::fs::read_to_string(p).expect("--replot FILE");
+        let rows = replot_rows(&text);
+        let adapter = text
+            .lines()
+            .find_map(|l| l.strip_prefix("adapter: "))
+            .and_then(|l| l.split(" (").next())
+            .unwrap_or("?");
+        draw(
+            svg_path.as_deref().expect("--replot needs --svg PATH"),
+            &rows,
+            cuda.as_deref(),
+            adapter,
+        );
+        return;
+    }
     let mut rows: Vec<[f64; 7]> = Vec::new();
     if let Some(t) = value("--threads") {
         hurray_gpu::set_worker_threads(t.parse().expect("--threads N")).expect("threads");
@@ -200,7 +242,7 @@ fn main() {
         .enumerate()
         .find(|(i, a)| {
             !a.starts_with("--")
-                && (*i == 0 || !["--threads", "--svg", "--cuda"].contains(&args[i - 1].as_str()))
+                && (*i == 0 || !["--threads", "--svg", "--cuda", "--replot"].contains(&args[i - 1].as_str()))
         })
         .map_or(256, |(_, s)| s.parse().expect("max size in MiB"));
     let ctx = GpuContext::new().expect("a GPU adapter");

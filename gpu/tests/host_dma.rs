@@ -118,11 +118,11 @@ fn transfers_take_dma_staging_where_offered_and_mapped_staging_otherwise() {
 }
 
 #[test]
-fn a_write_of_several_waves_lands_exactly() {
-    // Writes of 4 MiB and more are spread over the worker threads in waves
-    // of 128 MiB, two in flight: three waves, the last one short and
-    // unaligned, land byte for byte (the plain and the zero-copy form).
-    let Some(c) = dma_ctx("a_write_of_several_waves_lands_exactly") else {
+fn a_write_of_many_chunks_lands_exactly() {
+    // A write longer than the DMA ring (eight 32 MiB chunks, four in
+    // flight, and a short unaligned last one) lands byte for byte, in the
+    // plain and the zero-copy form.
+    let Some(c) = dma_ctx("a_write_of_many_chunks_lands_exactly") else {
         return;
     };
     let (d, q) = (&c.device, &c.queue);

@@ -161,9 +161,6 @@ pub(crate) async fn write_with(
     crate::staging::count_transfer(true);
     let device = &t.shared.device;
     let padded = len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
-    if padded >= SPREAD_MIN {
-        return write_spread(t, offset, len, fill).await;
-    }
     let chunk = chunk_len(padded);
     let class = class_of(chunk)?;
     let mut in_flight: VecDeque<Receiver<()>> = VecDeque::new();
@@ -211,115 +208,6 @@ pub(crate) async fn write_with(
         in_flight.push_back(rx);
         last = Some(index);
         from += n;
-    }
-    last.ok_or(BackendError::Bug("a non-empty write submitted nothing"))
-}
-
-/// Writes from this size up take [`write_spread`].
-const SPREAD_MIN: u64 = 4 << 20;
-/// The bytes of one wave of [`write_spread`]: two in flight fill the
-/// loader's ring size ([`RING_BYTES`]), which the pool keeps.
-const WAVE: u64 = (RING_BYTES / 2) as u64;
-
-/// A large write, spread: each wave of up to [`WAVE`] bytes is cut into
-/// one chunk per worker thread (2–16 MiB), and each thread fills its own
-/// chunk and submits its copy itself (wgpu's queue and error scopes are
-/// thread-safe), so the copy engine starts on the first chunk filled while
-/// the others are still being filled, and no thread waits at a barrier
-/// between chunks. An empty submission closes each wave; the next wave but
-/// one waits (`.await`) for it, so at most two waves of staging are in use.
-/// Returns the index of the last wave's closing submission: once it is
-/// done, every chunk is.
-async fn write_spread(
-    t: &Target<'_>,
-    offset: u64,
-    len: u64,
-    fill: &(dyn Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync),
-) -> Result<wgpu::SubmissionIndex, BackendError> {
-    /// One chunk of a wave: where it starts, its length, its staging.
-    type Job = Mutex<Option<(u64, u64, Staging)>>;
-    let device = &t.shared.device;
-    let padded = len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
-    let threads = crate::pool::worker_threads().max(1) as u64;
-    let chunk = padded
-        .min(WAVE)
-        .div_ceil(threads)
-        .clamp(2 * DMA_MIN, 16 * DMA_MIN)
-        .next_multiple_of(64 << 10);
-    let class = class_of(chunk)?;
-    let mut waves: VecDeque<Receiver<()>> = VecDeque::new();
-    let mut last = None;
-    let mut from = 0;
-    while from < padded {
-        let end = (from + WAVE).min(padded);
-        if waves.len() >= 2 {
-            if let Some(oldest) = waves.pop_front() {
-                let _ = oldest.await;
-            }
-        }
-        let mut jobs: Vec<Job> = Vec::new();
-        let mut at = from;
-        while at < end {
-            let n = chunk.min(end - at);
-            jobs.push(Mutex::new(Some((at, n, t.shared.dma.take(device, class)?))));
-            at += n;
-        }
-        let failed: Mutex<Option<BackendError>> = Mutex::new(None);
-        crate::pool::run(jobs.len(), |i| {
-            let job = jobs
-                .get(i)
-                .and_then(|j| j.lock().unwrap_or_else(PoisonError::into_inner).take());
-            let Some((at, n, mut staging)) = job else {
-                return;
-            };
-            let r = (|| {
-                let n_us = usize::try_from(n).map_err(|_| ApiMisuse::Overflow)?;
-                let logical = usize::try_from(n.min(len - at)).map_err(|_| ApiMisuse::Overflow)?;
-                let bytes = staging
-                    .bytes_mut()
-                    .get_mut(..n_us)
-                    .ok_or(BackendError::Bug("DMA chunk shorter than its class"))?;
-                let (body, pad) = bytes.split_at_mut(logical);
-                pad.fill(0);
-                crate::pool::caller(|| fill(at, wgpu::WriteOnly::from(body)));
-                let weak = Arc::downgrade(t.shared);
-                exec::scoped_now(device, || {
-                    let mut encoder =
-                        device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                            label: Some("hurray DMA upload"),
-                        });
-                    encoder.copy_buffer_to_buffer(staging.buffer(), 0, t.buffer, offset + at, n);
-                    let index = t.queue.submit([encoder.finish()]);
-                    t.queue.on_submitted_work_done(move || {
-                        if let Some(s) = weak.upgrade() {
-                            s.dma.give(staging);
-                        }
-                    });
-                    index
-                })
-                .map(drop)
-            })();
-            if let Err(e) = r {
-                failed
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get_or_insert(e);
-            }
-        })?;
-        if let Some(e) = failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
-            return Err(e);
-        }
-        let (tx, mut rx) = exec::oneshot(None);
-        let index = scoped(device, || {
-            let index = t.queue.submit([]);
-            t.queue.on_submitted_work_done(move || tx.send(()));
-            index
-        })
-        .await?;
-        rx.set_hint(index.clone());
-        waves.push_back(rx);
-        last = Some(index);
-        from = end;
     }
     last.ok_or(BackendError::Bug("a non-empty write submitted nothing"))
 }
