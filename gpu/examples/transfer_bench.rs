@@ -242,7 +242,9 @@ fn main() {
         .enumerate()
         .find(|(i, a)| {
             !a.starts_with("--")
-                && (*i == 0 || !["--threads", "--svg", "--cuda", "--replot"].contains(&args[i - 1].as_str()))
+                && (*i == 0
+                    || !["--threads", "--svg", "--cuda", "--replot"]
+                        .contains(&args[i - 1].as_str()))
         })
         .map_or(256, |(_, s)| s.parse().expect("max size in MiB"));
     let ctx = GpuContext::new().expect("a GPU adapter");
