@@ -24,16 +24,35 @@
 //!   (validated) before it is returned.
 //! * **Pipelined.** With DMA staging (Linux, Vulkan with
 //!   `VK_EXT_external_memory_host`) the bytes of consecutive buffers are
-//!   packed into chunks of imported host memory (small tensors share a
-//!   chunk, large ones span several); host threads (the worker pool) copy
-//!   the file's pages into chunk `i + 1` while the copy engine pulls chunk
-//!   `i` by DMA, with [`DEPTH`](crate::transfer) chunks in flight, each chunk
-//!   one submission of many `copy_buffer_to_buffer`. (NVIDIA's driver refuses
-//!   to import mmap'd file pages, so the one host copy is unavoidable
-//!   there.) Without DMA staging each buffer is written with the ordinary
-//!   engine (mapped staging), in file order.
-//! * **Progress** is reported after every completed chunk (or buffer, on the
-//!   fallback path) through [`LoadOptions::progress`].
+//!   packed into 8 MiB chunks of imported host memory (small tensors share
+//!   a chunk, large ones span several). [`load_file`] runs a ring of such
+//!   chunks (one per copy thread plus four in flight, at most 256 MiB, kept
+//!   by the device's staging pool for the next load): worker threads
+//!   (`std::thread::scope`, [`worker_threads`](crate::worker_threads) of
+//!   them) each take the next chunk and a free slot, copy the file's pages
+//!   into it, record its copies into one command buffer and submit it
+//!   themselves; the slot comes back from the submission's completion
+//!   callback. No worker waits for another, nor for the whole queue. The
+//!   calling thread meanwhile allocates the GPU buffers in file order (a
+//!   worker waits only until its chunk's buffers exist), then polls the
+//!   device and reports progress. (NVIDIA's driver refuses to import mmap'd
+//!   file pages, so the one host copy is unavoidable there.)
+//!   [`load_view_async`], which must not block, fills one chunk at a time
+//!   over the worker pool with four in flight. Without DMA staging each
+//!   buffer is written with the ordinary engine (mapped staging), in file
+//!   order.
+//! * **Reuse.** [`LoadOptions::reuse`] loads into the buffers of a previous
+//!   load where name, sizes, usages and device match: no allocation, which
+//!   on the H200 is about half of a cold 4 GiB load (`docs/perf.md`).
+//!   [`Loaded::times`] splits a load into validation, allocation and copy.
+//! * **Progress** is reported after every completed chunk (chunks complete
+//!   in any order; what is reported done only grows), or after every
+//!   tensor on the fallback path, through [`LoadOptions::progress`], on the
+//!   calling thread.
+//! * **Errors stop the load.** A worker's or the GPU's error stops every
+//!   worker (at its next chunk, or within a poll interval while it waits);
+//!   chunks in flight finish on the GPU, their staging freed by their
+//!   callbacks; the buffers allocated so far are dropped.
 //! * [`save_file`] reads each buffer back and writes the file through
 //!   `hurray_io::file::create`: a temporary name, `fsync`, rename, directory sync.
 //!   Descriptors are re-tagged back to host memory (`cpu`).
@@ -231,7 +250,10 @@ pub struct LoadTimes {
     /// Resolving names, re-tagging descriptors, allocating GPU buffers (or
     /// taking them over from [`LoadOptions::reuse`]).
     pub allocate: Duration,
-    /// Moving the bytes, until the GPU holds every one.
+    /// Moving the bytes, until the GPU holds every one. [`load_file`]
+    /// overlaps allocation with the copies: this is the rest of the load
+    /// once the calling thread stopped allocating (so the three phases add
+    /// up to the whole).
     pub copy: Duration,
 }
 
@@ -398,12 +420,12 @@ struct Chunk<'f> {
     fill: usize,
 }
 
-/// The chunk size of a DMA load: one host thread fills one chunk, so it
+/// The chunk size of a DMA load. One host thread fills one chunk, so it
 /// is small enough for every thread to have its own with slots to spare
 /// (16 threads + 4 in flight = 160 MiB of imported memory), and large
-/// enough that a submission's fixed cost (~30 µs) stays under 2 % of its
-/// copy (8 MiB at 50 GB/s: 168 µs... per chunk, against ~1.5 ms of host
-/// copy on one thread).
+/// enough that a submission's fixed cost (~20–30 µs on the H200) stays
+/// small beside its copy (8 MiB: ~160 µs at 50 GB/s) and beside one
+/// thread's host copy of it (~1.5 ms).
 const LOAD_CHUNK: usize = 8 << 20;
 /// Host copies of the async path are cut into items of at most this size,
 /// spread over the worker pool.
