@@ -430,8 +430,9 @@ const LOAD_CHUNK: usize = 8 << 20;
 /// Host copies of the async path are cut into items of at most this size,
 /// spread over the worker pool.
 const ITEM: usize = 1 << 20;
-/// The most copy threads of one load (the H200 host has 16 cores; its
-/// page cache → pinned copies stop scaling there, `docs/perf.md`).
+/// The most copy threads of one load, whatever `worker_threads()` says:
+/// 16 already copy faster than PCIe moves on the H200's host (memcpy 69.8
+/// GB/s, `docs/perf.md`); more only add staging slots.
 const MAX_LOAD_THREADS: usize = 32;
 
 /// Cuts `buffers` (`(target, bytes, tensor index)`, in load order) into
@@ -938,8 +939,9 @@ impl Tally {
         for p in &chunk.pieces {
             self.progress.bytes_done += p.src.len() as u64;
             if let Some(l) = self.left.get_mut(p.tensor) {
-                *l -= 1;
-                if *l == 0 {
+                let was = *l;
+                *l = was.saturating_sub(1);
+                if was == 1 {
                     self.progress.tensors_done += 1;
                 }
             }
@@ -1069,20 +1071,21 @@ fn load_dma_threads(
                             Err(RecvTimeoutError::Disconnected) => return,
                         }
                     };
-                    let sent = match staging.bytes_mut().get_mut(..chunk.fill) {
+                    let filled = match staging.bytes_mut().get_mut(..chunk.fill) {
                         Some(dst) => fill_chunk(dst, &chunk.pieces),
                         None => Err(BackendError::Bug("load chunk larger than its staging")),
-                    }
-                    .and_then(|()| {
-                        // Its buffers exist once the allocated prefix covers
-                        // its last piece's slot.
-                        let need = chunk.pieces.last().map_or(0, |pc| pc.target + 1);
-                        while allocated.load(Ordering::Acquire) < need {
-                            if stop.load(Ordering::Acquire) {
-                                return Err(BackendError::Bug("load stopped"));
-                            }
-                            std::thread::sleep(Duration::from_micros(50));
+                    };
+                    // Its buffers exist once the allocated prefix covers its
+                    // last piece's slot. A stopped load ends here, silently:
+                    // whoever stopped it reports why.
+                    let need = chunk.pieces.last().map_or(0, |pc| pc.target + 1);
+                    while filled.is_ok() && allocated.load(Ordering::Acquire) < need {
+                        if stop.load(Ordering::Acquire) {
+                            return;
                         }
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                    let sent = filled.and_then(|()| {
                         let (free, done) = (free_tx.clone(), done_tx.clone());
                         submit_chunk(shared, queue, chunk, p, staging, move |st| {
                             // The slot first: a chunk counts as done once its
@@ -1093,6 +1096,10 @@ fn load_dma_threads(
                         .map(drop)
                     });
                     let failed = sent.is_err();
+                    if failed {
+                        // The calling thread stops allocating, too.
+                        stop.store(true, Ordering::Release);
+                    }
                     if sent_tx.send(sent).is_err() || failed {
                         return;
                     }
