@@ -196,6 +196,39 @@ impl LoadedTensor {
         })
     }
 
+    /// A tensor whose bytes arrived in host form (a descriptor from a file
+    /// or from the network, its buffer entries naming the host) and now
+    /// live in `buffers` on `device`: the descriptor is re-tagged as
+    /// [`load_file`] re-tags (the device's backend, standard memory,
+    /// producer-synced; sizes and alignments kept), then checked as
+    /// [`new`](Self::new) checks it.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`LoadError::Backend`] with
+    /// [`BackendError::NoDeviceTag`] for a backend hurray has no device tag
+    /// for.
+    pub fn retagged(
+        name: impl Into<String>,
+        descriptor: &[u8],
+        buffers: Vec<GpuBufferHandle>,
+        device: &wgpu::Device,
+    ) -> Result<Self, LoadError> {
+        let name = name.into();
+        let view = TensorView::parse(descriptor).map_err(|e| LoadError::Descriptor {
+            name: name.clone(),
+            error: e,
+        })?;
+        let tag = device_tag(device)?;
+        let out = retag(
+            &name,
+            &view,
+            tag,
+            MemoryClass::Standard,
+            SyncMode::ProducerSynced,
+        )?;
+        Self::new(name, &out, buffers)
+    }
+
     /// The tensor's name in the file.
     #[must_use]
     pub fn name(&self) -> &str {

@@ -38,6 +38,10 @@ pub enum Error {
     /// overlap, leave a gap, disagree on `total_shards` or on their
     /// parent); `SHARD_MISMATCH` was sent (`[NP-SHARD-3]`).
     ShardMismatch(String),
+    /// The GPU side of [`gpu::fetch_to_gpu`](crate::gpu::fetch_to_gpu):
+    /// allocating the buffers, or re-tagging the descriptor (feature `gpu`).
+    #[cfg(feature = "gpu")]
+    Gpu(hurray_gpu::LoadError),
 }
 
 impl fmt::Display for Error {
@@ -53,6 +57,8 @@ impl fmt::Display for Error {
             Self::Limit(what) => write!(f, "limit: {what}"),
             Self::Tls(what) => write!(f, "TLS: {what}"),
             Self::ShardMismatch(what) => write!(f, "shard mismatch: {what}"),
+            #[cfg(feature = "gpu")]
+            Self::Gpu(e) => write!(f, "GPU: {e}"),
         }
     }
 }
@@ -64,6 +70,8 @@ impl std::error::Error for Error {
             Self::Protocol(e) => Some(e),
             Self::Misuse(e) => Some(e),
             Self::File(e) => Some(e),
+            #[cfg(feature = "gpu")]
+            Self::Gpu(e) => Some(e),
             _ => None,
         }
     }

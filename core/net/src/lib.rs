@@ -91,6 +91,8 @@
 mod client;
 mod conn;
 mod error;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 mod server;
 mod shard;
 mod store;
