@@ -19,6 +19,9 @@
 //! 3. 64 concurrent clients each fetch 1,000 small tensors (20 with
 //!    `--quick`): p50 and p99 latency per fetch, every byte checked.
 //!
+//! With `--features gpu`, the same tensor straight into a GPU buffer
+//! (`hurray_net::gpu::fetch_to_gpu`) over 1 and 4 connections.
+//!
 //! Prints numbers; asserts no timing.
 
 use std::path::PathBuf;
@@ -132,6 +135,59 @@ async fn tls_fetch(big: &PathBuf, data: &[u8]) -> Duration {
         assert!(got.data == data, "TLS corrupted the bytes");
     }
     best
+}
+
+/// With `--features gpu`: the same tensor straight into a GPU buffer
+/// (`hurray_net::gpu::fetch_to_gpu`) over 1 and 4 connections, best of 3,
+/// read back and checked once per count.
+#[cfg(feature = "gpu")]
+async fn gpu_fetch(addr: std::net::SocketAddr, data: &[u8], gbps: impl Fn(Duration) -> f64) {
+    use hurray_gpu::GpuContext;
+    use hurray_gpu::wgpu::BufferUsages;
+    let ctx = match GpuContext::new() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("the same tensor into GPU buffers: no GPU ({e})");
+            return;
+        }
+    };
+    println!(
+        "the same tensor into GPU buffers ({}), best of 3:",
+        ctx.adapter_info().name
+    );
+    let mut one = Duration::MAX;
+    for conns in [1u16, 4] {
+        let mut best = Duration::MAX;
+        let mut last = None;
+        for _ in 0..3 {
+            drop(last.take());
+            let t = Instant::now();
+            let got = hurray_net::gpu::fetch_to_gpu(
+                addr,
+                ClientOptions::default(),
+                "big",
+                conns,
+                &ctx,
+                BufferUsages::STORAGE,
+            )
+            .await
+            .unwrap();
+            best = best.min(t.elapsed());
+            last = Some(got);
+        }
+        let got = last.expect("three fetches ran");
+        let mut back = Vec::new();
+        got.buffers()[0].read(&mut back).unwrap();
+        assert!(back == data, "the GPU buffer's bytes differ");
+        if conns == 1 {
+            one = best;
+        }
+        println!(
+            "  {conns} connection(s)   {:8.3} GB/s   x{:.2} of 1 connection",
+            gbps(best),
+            one.as_secs_f64() / best.as_secs_f64()
+        );
+    }
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -249,6 +305,9 @@ async fn main() {
         );
     }
     let _ = std::fs::remove_file(&out);
+
+    #[cfg(feature = "gpu")]
+    gpu_fetch(addr, data, gbps).await;
 
     // 3. Many clients, small tensors.
     let per_client = if quick { 20 } else { 1000 };
