@@ -147,14 +147,29 @@ fn check_each(
                 },
             ));
         }
-        if placement(e) != first {
-            return Err(DescriptorError::new(
-                entry_at(index),
-                DescriptorErrorKind::NotColocated { index: index32 },
-            ));
-        }
+        colocated(index, placement(e), first)?;
     }
     Ok(())
+}
+
+/// Handle `index` sits where entry 0 does (`placement`: its device tag and
+/// memory class, as [`placement`] packs them; the error's offset is the
+/// entry's, in the table). The parser's rule over entries, and the
+/// encoder's over the handles it is given ([`handle_placement`]).
+pub(crate) fn colocated(index: usize, placement: u32, first: u32) -> Result<(), DescriptorError> {
+    if placement != first {
+        let index32 = u32::try_from(index).unwrap_or(u32::MAX);
+        return Err(DescriptorError::new(
+            entry_at(index),
+            DescriptorErrorKind::NotColocated { index: index32 },
+        ));
+    }
+    Ok(())
+}
+
+/// A handle's placement, packed as [`placement`] packs an entry's.
+pub(crate) const fn handle_placement(h: &BufferHandle) -> u32 {
+    h.device_tag().code() as u32 | (h.memory_class().code() as u32) << 16
 }
 
 /// Validates every entry and their colocation with the branch-free fast

@@ -97,18 +97,56 @@ le_array!(
 );
 
 impl Dims<'_> {
-    /// The product of the values from index `skip` on, `None` when it does
-    /// not fit in `u64`. A zero anywhere makes the product zero, whatever
-    /// the other factors and their order: a shape `[2^40, 2^40, 0]` has no
-    /// elements, it does not overflow.
+    /// The product of the values from index `skip` on (see
+    /// [`product_from`]).
     #[must_use]
     pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
-        // The common case costs one pass; only an overflow looks for a zero.
-        match self.iter().skip(skip).try_fold(1u64, u64::checked_mul) {
-            Some(product) => Some(product),
-            None if self.iter().skip(skip).any(|d| d == 0) => Some(0),
-            None => None,
+        product_from(self.0.iter().map(|d| d.get()), skip)
+    }
+}
+
+impl DimValues<'_> {
+    /// The product of the values from index `skip` on (see
+    /// [`product_from`]): the parser's and the encoder's one rule.
+    #[must_use]
+    pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
+        match self {
+            Self::Wire(v) => product_from(v.iter().map(|d| d.get()), skip),
+            Self::Native(v) => product_from(v.iter().copied(), skip),
         }
+    }
+}
+
+impl<N: PartialEq + Copy, W: Copy + Into<N>> Values<'_, N, W> {
+    /// Whether `value` is one of the values (one dispatch, then a plain
+    /// loop).
+    #[must_use]
+    pub(crate) fn contains(&self, value: N) -> bool {
+        match self {
+            Self::Native(v) => v.contains(&value),
+            Self::Wire(v) => v.iter().any(|&w| w.into() == value),
+        }
+    }
+}
+
+/// The product of `dims` from index `skip` on, `None` when it does not fit
+/// in `u64`. A zero anywhere makes the product zero, whatever the other
+/// factors and their order: a shape `[2^40, 2^40, 0]` has no elements, it
+/// does not overflow.
+fn product_from(dims: impl Iterator<Item = u64>, skip: usize) -> Option<u64> {
+    // One pass: an overflow is remembered, not returned at once, since a
+    // later zero makes the product zero.
+    let (mut product, mut overflow, mut zero) = (1u64, false, false);
+    for d in dims.skip(skip) {
+        zero |= d == 0;
+        let (p, o) = product.overflowing_mul(d);
+        product = p;
+        overflow |= o;
+    }
+    match (zero, overflow) {
+        (true, _) => Some(0),
+        (false, true) => None,
+        (false, false) => Some(product),
     }
 }
 

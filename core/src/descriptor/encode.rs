@@ -2,8 +2,13 @@
 //!
 //! [`TensorDescriptor`] borrows everything it describes, so it is built and
 //! encoded without an allocator (and in a `const` where its inputs are).
-//! [`TensorDescriptor::encode`] writes the bytes, then parses them back with
-//! the reader: it never emits a descriptor a reader must reject.
+//! [`TensorDescriptor::encode`] checks the values with the parser's own
+//! rules — the same functions, run on the values instead of on bytes read
+//! back — so it never emits a descriptor a reader must reject, and refuses
+//! exactly what a reader would refuse, with the reader's error. The proof
+//! is by test: `core/tests/encoder_verdict.rs` and the fuzz target
+//! `descriptor_structured` compare the encoder's verdict with the parser's
+//! on the written bytes.
 
 use crate::element::ElementType;
 use crate::error::{DescriptorErrorKind, EncodeError};
@@ -18,9 +23,13 @@ use super::header::{self, DESCRIPTOR_MAGIC, FixedHeader, Flags, VERSION_MAJOR, V
 use super::layout::LayoutSpec;
 use super::section::ext_type::ExtensionType;
 use super::section::member::MemberRole;
+use super::section::quantization::QuantCtx;
 use super::section::quantization::{Quantization, Scheme};
+use super::section::shard;
 use super::section::statistics::Statistics;
-use super::{ReadOptions, TensorView};
+use super::{Parts, PartsAt, ReadOptions, TensorView};
+use crate::element::Packing;
+use crate::table;
 
 /// A descriptor to encode: borrowed native values.
 ///
@@ -97,6 +106,16 @@ impl<'a> Buffers<'a> {
         match self {
             Self::Handles(h) => h.get(index).copied(),
             Self::Table(t) => t.get(index),
+        }
+    }
+
+    /// `byte_size` of buffer `index`, 0 past the end (read from a table's
+    /// validated entry, not decoded again): what the size rules read.
+    #[inline]
+    pub(crate) fn byte_size(&self, index: usize) -> u64 {
+        match self {
+            Self::Handles(h) => h.get(index).map_or(0, |h| h.byte_size()),
+            Self::Table(t) => t.entries().get(index).map_or(0, |e| e.byte_size.get()),
         }
     }
 
@@ -250,31 +269,51 @@ impl<'a> TensorDescriptor<'a> {
     #[must_use]
     pub fn encoded_len(&self) -> usize {
         let mut w = Writer::new(&mut []);
-        self.write(&mut w);
+        self.write(&self.header(), &mut w);
         w.pos()
     }
 
     /// Encodes into `out` and returns the length written.
+    ///
+    /// The values are checked with the parser's own rules, run on the
+    /// values rather than on bytes read back: a descriptor this returns
+    /// `Ok` for parses (with the private codes it uses) to the same values,
+    /// and one it refuses as [`EncodeError::Invalid`] is refused by the
+    /// parser with the same error. On a refusal after the write, `out`
+    /// holds the bytes that were refused.
     ///
     /// # Errors
     /// * [`EncodeError::OutputTooSmall`] — `out` is shorter than
     ///   [`encoded_len`](Self::encoded_len);
     /// * [`EncodeError::LengthMismatch`] — strides, Morton bits, mode order,
     ///   tile arrays or shard arrays whose length is not the rank;
+    /// * [`EncodeError::CapacityExceeded`] — more than 255 buffers;
+    /// * [`EncodeError::Unsupported`] — values with no encoding: a private
+    ///   layout or scheme under a public tag, tiled levels whose codes,
+    ///   strides and nesting disagree;
     /// * [`EncodeError::Invalid`] — the values describe a descriptor a
     ///   reader must reject (the error is the reader's).
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, EncodeError> {
-        let (bytes, options) = self.write_checked(out)?;
-        // Only the length of the read-back view is kept: not moving the
-        // view through this function's result saves two copies of it.
-        match TensorView::parse_with(bytes, &options) {
-            Ok(view) => Ok(view.as_bytes().len()),
-            Err(e) => Err(EncodeError::Invalid(e)),
+        self.check_lengths()?;
+        let header = self.header();
+        let mut w = Writer::new(out);
+        let at = self.write(&header, &mut w);
+        let len = w.finish()?;
+        if u32::try_from(len).is_err() {
+            return Err(EncodeError::Invalid(crate::DescriptorError::new(
+                header::at::LENGTH,
+                DescriptorErrorKind::Overflow {
+                    what: "descriptor_length",
+                },
+            )));
         }
+        self.check(&header, &at)?;
+        Ok(len)
     }
 
-    /// [`encode`](Self::encode), returning the view the encoder's own
-    /// read-back produced (saves the caller a second parse).
+    /// [`encode`](Self::encode), returning the view of what was written
+    /// (one parse, with the private codes this descriptor uses: the one the
+    /// caller would otherwise make).
     ///
     /// # Errors
     /// As [`encode`](Self::encode).
@@ -288,43 +327,109 @@ impl<'a> TensorDescriptor<'a> {
     /// # Ok::<(), hurray_core::EncodeError>(())
     /// ```
     pub fn encode_view<'o>(&self, out: &'o mut [u8]) -> Result<TensorView<'o>, EncodeError> {
-        let (bytes, options) = self.write_checked(out)?;
-        Ok(TensorView::parse_with(bytes, &options)?)
+        let len = self.encode(out)?;
+        let out: &'o [u8] = out;
+        let bytes = out.get(..len).unwrap_or_default();
+        Ok(TensorView::parse_with(bytes, &self.read_options())?)
     }
 
-    /// Writes the descriptor into `out` and returns its bytes with the
-    /// reader options its read-back needs: the private codes this
-    /// descriptor itself uses.
-    fn write_checked<'o, 's>(
-        &'s self,
-        out: &'o mut [u8],
-    ) -> Result<(&'o [u8], ReadOptions<'s>), EncodeError> {
-        self.check_lengths()?;
-        let mut w = Writer::new(out);
-        self.write(&mut w);
-        let len = w.finish()?;
-        if u32::try_from(len).is_err() {
-            return Err(EncodeError::Invalid(crate::DescriptorError::new(
-                header::at::LENGTH,
-                DescriptorErrorKind::Overflow {
-                    what: "descriptor_length",
-                },
-            )));
-        }
-        // Read back what was written, accepting the private codes this
-        // descriptor itself uses.
+    /// The reader options that accept the private codes this descriptor
+    /// itself uses.
+    fn read_options(&self) -> ReadOptions<'_> {
         let ids: &[u64] = match &self.layout {
             LayoutSpec::Extension { id, .. } => core::slice::from_ref(id),
             LayoutSpec::Parsed(super::Layout::Extension(e)) => core::slice::from_ref(e.id_ref()),
             _ => &[],
         };
-        let options = ReadOptions {
+        ReadOptions {
             extension_layouts: ids,
             private_schemes: true,
             private_composition_rules: true,
+        }
+    }
+
+    /// The fixed header (`descriptor_length` 0: patched in once known).
+    fn header(&self) -> FixedHeader {
+        #[allow(clippy::cast_possible_truncation)]
+        let rank = self.shape.len().min(u32::MAX as usize) as u32;
+        FixedHeader {
+            magic: DESCRIPTOR_MAGIC,
+            version_major: VERSION_MAJOR,
+            version_minor: VERSION_MINOR,
+            descriptor_length: U32::new(0),
+            flags: U32::new(self.flags().bits()),
+            type_tag: self.element_type.code(),
+            layout_tag: self.layout.tag(),
+            rank: U32::new(rank),
+        }
+    }
+
+    /// The parser's rules, in the parser's order, on the values (`at`:
+    /// where [`write`](Self::write) put each part, for the errors'
+    /// offsets). Nothing is read back from the output.
+    fn check(&self, header: &FixedHeader, at: &Written) -> Result<(), EncodeError> {
+        let (_, element_type) = header.check()?;
+        if !self
+            .layout
+            .check_fields(header.layout_tag, self.shape, at.layout)?
+        {
+            let what = match self.layout {
+                LayoutSpec::Tiled(_) => "tiled levels whose codes, strides and nesting disagree",
+                _ => "a private layout under a public tag",
+            };
+            return Err(EncodeError::Unsupported { what });
+        }
+        if let Buffers::Handles(handles) = self.buffers {
+            let first = handles.first().map_or(0, table::handle_placement);
+            for (i, h) in handles.iter().enumerate() {
+                table::colocated(i, table::handle_placement(h), first).map_err(|e| {
+                    let offset = at.parts.table.saturating_add(1).saturating_add(e.offset());
+                    crate::DescriptorError::new(offset, e.kind())
+                })?;
+            }
+        }
+        if let Some(q) = &self.quantization {
+            let ctx = QuantCtx {
+                shape: self.shape,
+                storage: element_type,
+                accept_private: true,
+                page_size: self.layout.block_paged().map(|b| b.page_size),
+            };
+            if !q.check(&ctx, at.quantization)? {
+                let what = "a private quantization scheme under a public tag";
+                return Err(EncodeError::Unsupported { what });
+            }
+        }
+        if let Some((parent, offset)) = self.shard {
+            shard::check(self.shape.iter(), parent.iter(), offset.iter(), at.shard)?;
+        }
+        if let Some(s) = &self.statistics {
+            s.check(at.parts.statistics)?;
+        }
+        if let Some(e) = &self.extension_type {
+            e.check(at.extension_type)?;
+        }
+        let packing = match (element_type.packing(), &self.extension_type) {
+            (Some(p), _) => p,
+            (None, Some(ext)) => ext.packing(),
+            // A private type without its section was refused above.
+            (None, None) => Packing::Bytes(1),
         };
-        let out: &'o [u8] = out;
-        Ok((out.get(..len).unwrap_or_default(), options))
+        Parts {
+            layout_tag: header.layout_tag,
+            element_type,
+            packing,
+            shape: self.shape,
+            byte_offset: self.byte_offset,
+            layout: &self.layout,
+            buffers: self.buffers,
+            scheme: self.quantization.as_ref().map(|q| &q.scheme),
+            shard: self.shard.is_some(),
+            member: self.member_role.is_some(),
+            stats_nnz: self.statistics.and_then(|s| s.nnz()),
+        }
+        .check(&at.parts)?;
+        Ok(())
     }
 
     fn check_lengths(&self) -> Result<(), EncodeError> {
@@ -358,44 +463,54 @@ impl<'a> TensorDescriptor<'a> {
         Ok(())
     }
 
-    fn write(&self, w: &mut Writer<'_>) {
+    /// Writes the descriptor; returns where each part went.
+    fn write(&self, header: &FixedHeader, w: &mut Writer<'_>) -> Written {
         #[allow(clippy::cast_possible_truncation)]
-        let rank = self.shape.len().min(u32::MAX as usize) as u32;
-        // `descriptor_length` is patched in once the length is known.
-        w.value(&FixedHeader {
-            magic: DESCRIPTOR_MAGIC,
-            version_major: VERSION_MAJOR,
-            version_minor: VERSION_MINOR,
-            descriptor_length: U32::new(0),
-            flags: U32::new(self.flags().bits()),
-            type_tag: self.element_type.code(),
-            layout_tag: self.layout.tag(),
-            rank: U32::new(rank),
-        });
+        let pos = |w: &Writer<'_>| w.pos().min(u32::MAX as usize) as u32;
+        let mut at = Written::default();
+        w.value(header);
         self.shape.write(w);
+        at.parts.byte_offset = pos(w);
         w.u64(self.byte_offset);
+        at.layout = pos(w);
         self.layout.encode(w);
+        at.parts.table = pos(w);
         #[allow(clippy::cast_possible_truncation)]
         w.u8(self.buffers.len().min(255) as u8);
         self.buffers.write(w);
+        at.quantization = pos(w);
         if let Some(q) = &self.quantization {
             q.encode(w);
         }
+        at.shard = pos(w);
         if let Some((parent, offset)) = self.shard {
             parent.write(w);
             offset.write(w);
         }
+        at.parts.statistics = pos(w);
         if let Some(s) = &self.statistics {
             s.encode(w);
         }
+        at.extension_type = pos(w);
         if let Some(e) = &self.extension_type {
             e.encode(w);
         }
         if let Some(m) = self.member_role {
             m.encode(w);
         }
-        #[allow(clippy::cast_possible_truncation)]
-        let total = w.pos().min(u32::MAX as usize) as u32;
+        let total = pos(w);
         w.patch_u32(header::at::LENGTH as usize, total);
+        at
     }
+}
+
+/// Where [`TensorDescriptor::write`] put each part (offsets in the
+/// descriptor), for the errors of its checks.
+#[derive(Debug, Clone, Copy, Default)]
+struct Written {
+    parts: PartsAt,
+    layout: u32,
+    quantization: u32,
+    shard: u32,
+    extension_type: u32,
 }

@@ -6,21 +6,115 @@
 
 use crate::element::Packing;
 use crate::error::{DescriptorError, DescriptorErrorKind};
+
+use super::arrays::{DimValues, Dims};
+use super::encode::Buffers;
 use crate::table::BufferTable;
 
-use super::arrays::Dims;
+/// A shape as the rules read it: a parsed view's wire dimensions
+/// ([`Dims`]) or the values an encoder is given ([`DimValues`]). The rules
+/// are written once, generic over it; each side gets its own copy,
+/// compiled for its own form (no dispatch per value on the decode path).
+pub(crate) trait Shape: Copy {
+    /// Number of dimensions.
+    fn rank(&self) -> usize;
+    /// Dimension `i`.
+    fn dim(&self, i: usize) -> Option<u64>;
+    /// The dimensions, in order.
+    fn dims(&self) -> impl Iterator<Item = u64> + Clone;
+    /// Product of the dimensions from `skip` on (see `Dims::product_from`).
+    fn product_from(&self, skip: usize) -> Option<u64>;
+    /// Whether a dimension is dynamic.
+    fn is_dynamic(&self) -> bool {
+        self.dims().any(|n| n == crate::DYNAMIC)
+    }
+}
+
+impl Shape for Dims<'_> {
+    #[inline]
+    fn rank(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn dim(&self, i: usize) -> Option<u64> {
+        self.get(i)
+    }
+    #[inline]
+    fn dims(&self) -> impl Iterator<Item = u64> + Clone {
+        self.as_raw().iter().map(|d| d.get())
+    }
+    #[inline]
+    fn product_from(&self, skip: usize) -> Option<u64> {
+        Dims::product_from(self, skip)
+    }
+}
+
+impl Shape for DimValues<'_> {
+    #[inline]
+    fn rank(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn dim(&self, i: usize) -> Option<u64> {
+        self.get(i)
+    }
+    #[inline]
+    fn dims(&self) -> impl Iterator<Item = u64> + Clone {
+        self.iter()
+    }
+    #[inline]
+    fn product_from(&self, skip: usize) -> Option<u64> {
+        DimValues::product_from(self, skip)
+    }
+    #[inline]
+    fn is_dynamic(&self) -> bool {
+        self.contains(crate::DYNAMIC)
+    }
+}
+
+/// The buffers' sizes as the rules read them: a parsed view's validated
+/// table or an encoder's [`Buffers`].
+pub(crate) trait Sizes: Copy {
+    /// Number of buffers.
+    fn count(&self) -> usize;
+    /// `byte_size` of buffer `index`, 0 past the end.
+    fn byte_size(&self, index: usize) -> u64;
+}
+
+impl Sizes for BufferTable<'_> {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn byte_size(&self, index: usize) -> u64 {
+        // Read from the validated entry, not decoded again.
+        self.entries().get(index).map_or(0, |e| e.byte_size.get())
+    }
+}
+
+impl Sizes for Buffers<'_> {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn byte_size(&self, index: usize) -> u64 {
+        Buffers::byte_size(self, index)
+    }
+}
 
 /// What the size checks of a layout need to know about the descriptor.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Ctx<'a> {
+pub(crate) struct Ctx<S, B> {
     /// The shape; every check here runs only when no dimension is dynamic.
-    pub(crate) shape: Dims<'a>,
+    pub(crate) shape: S,
     /// How elements are packed (built-in type or extension type section).
     pub(crate) packing: Packing,
     /// `byte_offset` of the descriptor.
     pub(crate) byte_offset: u64,
-    /// The validated buffer table.
-    pub(crate) buffers: BufferTable<'a>,
+    /// The buffers: a validated table, or an encoder's handles.
+    pub(crate) buffers: B,
     /// Offset of the buffer table's first entry (for error locations).
     pub(crate) table_at: u32,
     /// For row- and column-major data quantized per block: the element count
@@ -35,17 +129,14 @@ pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
         .saturating_add((index as u32).saturating_mul(16))
 }
 
-impl Ctx<'_> {
+impl<S: Shape, B: Sizes> Ctx<S, B> {
     /// `byte_size` of buffer `index` (the count was checked before any
     /// layout check runs, so a missing buffer reads as 0 and then fails the
     /// size check rather than panicking). Read from the validated entry, not
     /// decoded again.
     #[inline]
     pub(crate) fn size(&self, index: u8) -> u64 {
-        self.buffers
-            .entries()
-            .get(usize::from(index))
-            .map_or(0, |e| e.byte_size.get())
+        self.buffers.byte_size(usize::from(index))
     }
 
     pub(crate) const fn err(&self, index: u8, kind: DescriptorErrorKind) -> DescriptorError {

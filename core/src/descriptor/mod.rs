@@ -64,8 +64,8 @@ use crate::handle::BufferHandleEntry;
 use crate::table::BufferTable;
 
 use cursor::Reader;
-use extent::Ctx;
-use layout::Family;
+use extent::{Ctx, Shape, Sizes};
+use layout::{Family, Rules};
 use section::quantization::QuantCtx;
 
 /// What a reader accepts beyond the format's public codes.
@@ -354,7 +354,25 @@ impl<'a> TensorView<'a> {
             extension_type,
             member_role,
         };
-        view.check_semantics(byte_offset_at, table_at, statistics_at)?;
+        let at = PartsAt {
+            byte_offset: byte_offset_at,
+            table: table_at,
+            statistics: statistics_at,
+        };
+        Parts {
+            layout_tag,
+            element_type,
+            packing,
+            shape,
+            byte_offset,
+            layout: &layout,
+            buffers,
+            scheme: quantization.as_ref().map(|q| &q.scheme),
+            shard: shard.is_some(),
+            member: member_role.is_some(),
+            stats_nnz: statistics.and_then(section::statistics::nnz_of),
+        }
+        .check(&at)?;
         if trailing {
             return Err(err(
                 declared,
@@ -365,198 +383,6 @@ impl<'a> TensorView<'a> {
             ));
         }
         Ok(view)
-    }
-
-    /// The rules that tie the parts together.
-    fn check_semantics(
-        &self,
-        byte_offset_at: u32,
-        table_at: u32,
-        statistics_at: u32,
-    ) -> Result<(), DescriptorError> {
-        let family = self.layout.family();
-        self.check_sections_allowed(family)?;
-        self.check_buffer_count(table_at, family)?;
-        self.check_byte_offset(byte_offset_at, family)?;
-        // Statistics nnz against a sparse layout's.
-        let stats_nnz = self.statistics().and_then(|s| s.nnz());
-        if stats_nnz.is_some() && self.layout.nnz().is_some() && stats_nnz != self.layout.nnz() {
-            let at = statistics_at.saturating_add(section::statistics::NNZ_AT);
-            let kind = DescriptorErrorKind::StatisticsInconsistent { field: "nnz" };
-            return Err(DescriptorError::new(at, kind));
-        }
-        // Sizes: only for a shape with no dynamic dimension.
-        if self.is_dynamic() {
-            return Ok(());
-        }
-        let mut ctx = Ctx {
-            shape: self.shape,
-            packing: self.packing,
-            byte_offset: self.byte_offset,
-            buffers: self.buffers,
-            table_at,
-            padded_elements: None,
-        };
-        if let Some(q) = self.quantization {
-            ctx.padded_elements = self.check_parameters(&q, &ctx)?;
-        }
-        self.layout.check_buffers(&ctx)
-    }
-
-    /// A virtual layout (composite head) has no quantization and is no
-    /// member; a CSF or block-paged tensor is never a shard.
-    const fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
-        let refused = match family {
-            Family::Virtual if self.quantization.is_some() => "quantization",
-            Family::Virtual if self.member_role.is_some() => "composite member",
-            _ if self.shard.is_some()
-                && matches!(self.layout, Layout::Csf(_) | Layout::BlockPaged(_)) =>
-            {
-                "shard"
-            }
-            _ => return Ok(()),
-        };
-        let kind = DescriptorErrorKind::SectionNotAllowed {
-            section: refused,
-            layout_tag: self.layout.tag(),
-        };
-        Err(DescriptorError::new(header::at::FLAGS, kind))
-    }
-
-    /// Buffer count: the layout's own buffers plus the distinct parameter
-    /// buffers of the quantization scheme, which come after them.
-    fn check_buffer_count(&self, table_at: u32, family: Family) -> Result<(), DescriptorError> {
-        let err = |kind| Err(DescriptorError::new(table_at, kind));
-        let own = self.layout.layout_buffers(family, self.rank());
-        let count = self.buffers.len();
-        #[allow(clippy::cast_possible_truncation)]
-        let found = count as u8; // at most 255 entries
-        let (scale, zero) = self
-            .quantization
-            .map_or((None, None), |q| q.scheme.parameter_buffers());
-        for index in [scale, zero].into_iter().flatten() {
-            if index < own || index as usize >= count {
-                let first = own;
-                return err(DescriptorErrorKind::ParameterBufferIndex {
-                    index,
-                    first,
-                    count: found,
-                });
-            }
-        }
-        let params = match (scale, zero) {
-            (Some(s), Some(z)) if s != z => 2,
-            (Some(_), _) => 1,
-            _ => 0,
-        };
-        let private_scheme = matches!(
-            self.quantization.map(|q| q.scheme),
-            Some(Scheme::Private { .. })
-        );
-        let expected = own.saturating_add(params);
-        let count_ok = match family {
-            // Nothing is known of a private layout's or scheme's buffers
-            // beyond the layout's minimum.
-            Family::Extension => count >= 1,
-            _ if private_scheme => count >= own as usize,
-            _ => count == expected as usize,
-        };
-        if !count_ok {
-            return err(DescriptorErrorKind::BufferCount { expected, found });
-        }
-        Ok(())
-    }
-
-    /// `byte_offset`: zero unless the layout is dense (or private); for a
-    /// dense layout inside buffer 0 and aligned to the element type.
-    fn check_byte_offset(&self, at: u32, family: Family) -> Result<(), DescriptorError> {
-        let byte_offset = self.byte_offset;
-        let kind = if family != Family::Dense && family != Family::Extension {
-            if byte_offset == 0 {
-                return Ok(());
-            }
-            DescriptorErrorKind::ByteOffsetNotZero(byte_offset)
-        } else if let Some(data) = self.buffers.entries().first() {
-            // Read from the validated entry, not decoded again.
-            let byte_size = data.byte_size.get();
-            let alignment = self.element_type.natural_alignment();
-            if byte_offset > byte_size {
-                DescriptorErrorKind::ByteOffsetOutOfRange {
-                    byte_offset,
-                    byte_size,
-                }
-            } else if !extent::is_multiple_of_pow2(byte_offset, u64::from(alignment)) {
-                DescriptorErrorKind::ByteOffsetMisaligned {
-                    byte_offset,
-                    alignment,
-                }
-            } else {
-                return Ok(());
-            }
-        } else {
-            return Ok(());
-        };
-        Err(DescriptorError::new(at, kind))
-    }
-
-    /// Sizes of the quantization parameter buffers; returns the element
-    /// count including block padding where the scheme pads.
-    fn check_parameters(
-        &self,
-        q: &Quantization<'_>,
-        ctx: &Ctx<'_>,
-    ) -> Result<Option<u64>, DescriptorError> {
-        let s = &q.scheme;
-        let overflow = ctx.err(
-            0,
-            DescriptorErrorKind::Overflow {
-                what: "quantization parameter count",
-            },
-        );
-        let (scale, zero) = s.parameter_buffers();
-        let Some(scale) = scale else {
-            return Ok(None);
-        };
-        #[allow(clippy::cast_possible_truncation)]
-        let (scale, zero) = (scale as u8, zero.map(|z| z as u8)); // < count <= 255
-        let mut padded = None;
-        let entries = match (*s, self.layout) {
-            (Scheme::PerChannel { axis, .. }, _) => ctx.shape.get(axis as usize).ok_or(overflow)?,
-            // Per-page-slot parameters, paged through the block table (the
-            // axis and block size were checked with the section).
-            (_, Layout::BlockPaged(b)) => b.slots().ok_or(overflow)?,
-            _ => {
-                let (axis, k) = s.blocks().ok_or(overflow)?;
-                let along = ctx.shape.get(axis as usize).ok_or(overflow)?;
-                let per_axis = extent::div_ceil(along, u64::from(k));
-                let others = ctx
-                    .shape
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, _)| i != axis as usize)
-                    .try_fold(1u64, |acc, (_, n)| acc.checked_mul(n))
-                    .ok_or(overflow)?;
-                let blocks = per_axis.checked_mul(others).ok_or(overflow)?;
-                if s.pads_blocks() && matches!(self.layout, Layout::RowMajor | Layout::ColumnMajor)
-                {
-                    padded = Some(blocks.checked_mul(u64::from(k)).ok_or(overflow)?);
-                }
-                blocks
-            }
-        };
-        let scale_bytes = ctx.array_bytes(scale, entries, s.scale_width())?;
-        match zero {
-            Some(z) if z == scale => {
-                let zero_bytes = ctx.array_bytes(z, entries, 4)?;
-                ctx.exactly(scale, scale_bytes.checked_add(zero_bytes).ok_or(overflow)?)?;
-            }
-            Some(z) => {
-                ctx.exactly(scale, scale_bytes)?;
-                ctx.exactly(z, ctx.array_bytes(z, entries, 4)?)?;
-            }
-            None => ctx.exactly(scale, scale_bytes)?,
-        }
-        Ok(padded)
     }
 
     /// What this view describes, as the encoder takes it: every array,
@@ -760,5 +586,243 @@ impl<'a> TensorView<'a> {
             _ => return None,
         }
         Some(out)
+    }
+}
+
+/// What the rules that tie a descriptor's parts together read: a parsed
+/// view's parts, or the values an encoder is given. One set of rules for
+/// both (generic: each side's copy is compiled for its own forms), so the
+/// encoder refuses exactly what the parser would.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Parts<'p, S, B, L> {
+    /// The layout tag (the header's): what most rules dispatch on.
+    pub(crate) layout_tag: u8,
+    pub(crate) element_type: ElementType,
+    pub(crate) packing: Packing,
+    pub(crate) shape: S,
+    pub(crate) byte_offset: u64,
+    pub(crate) layout: &'p L,
+    pub(crate) buffers: B,
+    pub(crate) scheme: Option<&'p Scheme<'p>>,
+    /// Whether a shard section is present.
+    pub(crate) shard: bool,
+    /// Whether a composite member section is present.
+    pub(crate) member: bool,
+    /// The statistics section's `nnz`, if it has one.
+    pub(crate) stats_nnz: Option<u64>,
+}
+
+/// Where the parts lie, for the errors' offsets.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PartsAt {
+    pub(crate) byte_offset: u32,
+    pub(crate) table: u32,
+    pub(crate) statistics: u32,
+}
+
+impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
+    /// The rules that tie the parts together (inlined: each caller, one
+    /// per side, builds the parts in place).
+    #[inline(always)]
+    pub(crate) fn check(&self, at: &PartsAt) -> Result<(), DescriptorError> {
+        let family = Family::of(self.layout_tag);
+        self.check_sections_allowed(family)?;
+        self.check_buffer_count(at.table, family)?;
+        self.check_byte_offset(at.byte_offset, family)?;
+        // Statistics nnz against a sparse layout's.
+        if self.stats_nnz.is_some()
+            && family == Family::Sparse
+            && self.stats_nnz != self.layout.stored()
+        {
+            let at = at.statistics.saturating_add(section::statistics::NNZ_AT);
+            let kind = DescriptorErrorKind::StatisticsInconsistent { field: "nnz" };
+            return Err(DescriptorError::new(at, kind));
+        }
+        // Sizes: only for a shape with no dynamic dimension.
+        if self.shape.is_dynamic() {
+            return Ok(());
+        }
+        let mut ctx = Ctx {
+            shape: self.shape,
+            packing: self.packing,
+            byte_offset: self.byte_offset,
+            buffers: self.buffers,
+            table_at: at.table,
+            padded_elements: None,
+        };
+        if let Some(s) = self.scheme {
+            ctx.padded_elements = self.check_parameters(s, &ctx)?;
+        }
+        let Some(count) = ctx.element_count() else {
+            return Err(ctx.err(
+                0,
+                DescriptorErrorKind::Overflow {
+                    what: "element count",
+                },
+            ));
+        };
+        self.layout.sizes(&ctx, count)
+    }
+
+    /// A virtual layout (composite head) has no quantization and is no
+    /// member; a CSF or block-paged tensor is never a shard.
+    const fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
+        let refused = match family {
+            Family::Virtual if self.scheme.is_some() => "quantization",
+            Family::Virtual if self.member => "composite member",
+            _ if self.shard
+                && matches!(self.layout_tag, layout::tag::CSF | layout::tag::BLOCK_PAGED) =>
+            {
+                "shard"
+            }
+            _ => return Ok(()),
+        };
+        let kind = DescriptorErrorKind::SectionNotAllowed {
+            section: refused,
+            layout_tag: self.layout_tag,
+        };
+        Err(DescriptorError::new(header::at::FLAGS, kind))
+    }
+
+    /// Buffer count: the layout's own buffers plus the distinct parameter
+    /// buffers of the quantization scheme, which come after them.
+    fn check_buffer_count(&self, table_at: u32, family: Family) -> Result<(), DescriptorError> {
+        let err = |kind| Err(DescriptorError::new(table_at, kind));
+        #[allow(clippy::cast_possible_truncation)]
+        let rank = self.shape.rank() as u32; // <= 64
+        let own = family.layout_buffers(self.layout_tag, rank);
+        let count = self.buffers.count();
+        #[allow(clippy::cast_possible_truncation)]
+        let found = count as u8; // at most 255 entries
+        let (mut params, mut private_scheme) = (0, false);
+        if let Some(scheme) = self.scheme {
+            let (scale, zero) = scheme.parameter_buffers();
+            for index in [scale, zero].into_iter().flatten() {
+                if index < own || index as usize >= count {
+                    let first = own;
+                    return err(DescriptorErrorKind::ParameterBufferIndex {
+                        index,
+                        first,
+                        count: found,
+                    });
+                }
+            }
+            params = match (scale, zero) {
+                (Some(s), Some(z)) if s != z => 2,
+                (Some(_), _) => 1,
+                _ => 0,
+            };
+            private_scheme = matches!(scheme, Scheme::Private { .. });
+        }
+        let expected = own.saturating_add(params);
+        let count_ok = match family {
+            // Nothing is known of a private layout's or scheme's buffers
+            // beyond the layout's minimum.
+            Family::Extension => count >= 1,
+            _ if private_scheme => count >= own as usize,
+            _ => count == expected as usize,
+        };
+        if !count_ok {
+            return err(DescriptorErrorKind::BufferCount { expected, found });
+        }
+        Ok(())
+    }
+
+    /// `byte_offset`: zero unless the layout is dense (or private); for a
+    /// dense layout inside buffer 0 and aligned to the element type.
+    fn check_byte_offset(&self, at: u32, family: Family) -> Result<(), DescriptorError> {
+        let byte_offset = self.byte_offset;
+        let kind = if family != Family::Dense && family != Family::Extension {
+            if byte_offset == 0 {
+                return Ok(());
+            }
+            DescriptorErrorKind::ByteOffsetNotZero(byte_offset)
+        } else if self.buffers.count() > 0 {
+            let byte_size = self.buffers.byte_size(0);
+            let alignment = self.element_type.natural_alignment();
+            if byte_offset > byte_size {
+                DescriptorErrorKind::ByteOffsetOutOfRange {
+                    byte_offset,
+                    byte_size,
+                }
+            } else if !extent::is_multiple_of_pow2(byte_offset, u64::from(alignment)) {
+                DescriptorErrorKind::ByteOffsetMisaligned {
+                    byte_offset,
+                    alignment,
+                }
+            } else {
+                return Ok(());
+            }
+        } else {
+            return Ok(());
+        };
+        Err(DescriptorError::new(at, kind))
+    }
+
+    /// Sizes of the quantization parameter buffers; returns the element
+    /// count including block padding where the scheme pads.
+    fn check_parameters(
+        &self,
+        s: &Scheme<'_>,
+        ctx: &Ctx<S, B>,
+    ) -> Result<Option<u64>, DescriptorError> {
+        let overflow = ctx.err(
+            0,
+            DescriptorErrorKind::Overflow {
+                what: "quantization parameter count",
+            },
+        );
+        let (scale, zero) = s.parameter_buffers();
+        let Some(scale) = scale else {
+            return Ok(None);
+        };
+        #[allow(clippy::cast_possible_truncation)]
+        let (scale, zero) = (scale as u8, zero.map(|z| z as u8)); // < count <= 255
+        let mut padded = None;
+        let paged = if self.layout_tag == layout::tag::BLOCK_PAGED {
+            self.layout.paged()
+        } else {
+            None
+        };
+        let entries = match (*s, paged) {
+            (Scheme::PerChannel { axis, .. }, _) => ctx.shape.dim(axis as usize).ok_or(overflow)?,
+            // Per-page-slot parameters, paged through the block table (the
+            // axis and block size were checked with the section).
+            (_, Some(b)) => b.slots().ok_or(overflow)?,
+            _ => {
+                let (axis, k) = s.blocks().ok_or(overflow)?;
+                let along = ctx.shape.dim(axis as usize).ok_or(overflow)?;
+                let per_axis = extent::div_ceil(along, u64::from(k));
+                let others = ctx
+                    .shape
+                    .dims()
+                    .enumerate()
+                    .filter(|&(i, _)| i != axis as usize)
+                    .try_fold(1u64, |acc, (_, n)| acc.checked_mul(n))
+                    .ok_or(overflow)?;
+                let blocks = per_axis.checked_mul(others).ok_or(overflow)?;
+                let dense_order = matches!(
+                    self.layout_tag,
+                    layout::tag::ROW_MAJOR | layout::tag::COLUMN_MAJOR
+                );
+                if s.pads_blocks() && dense_order {
+                    padded = Some(blocks.checked_mul(u64::from(k)).ok_or(overflow)?);
+                }
+                blocks
+            }
+        };
+        let scale_bytes = ctx.array_bytes(scale, entries, s.scale_width())?;
+        match zero {
+            Some(z) if z == scale => {
+                let zero_bytes = ctx.array_bytes(z, entries, 4)?;
+                ctx.exactly(scale, scale_bytes.checked_add(zero_bytes).ok_or(overflow)?)?;
+            }
+            Some(z) => {
+                ctx.exactly(scale, scale_bytes)?;
+                ctx.exactly(z, ctx.array_bytes(z, entries, 4)?)?;
+            }
+            None => ctx.exactly(scale, scale_bytes)?,
+        }
+        Ok(padded)
     }
 }

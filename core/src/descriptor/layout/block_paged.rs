@@ -16,7 +16,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::Ctx;
+use super::super::extent::{Ctx, Shape, Sizes};
 
 /// Which projection of attention a block-paged tensor holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,7 +94,12 @@ impl BlockPaged {
 
     pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
         let base = r.pos();
-        let f = r.take::<BlockPagedFields>()?;
+        Self::from_fields(r.take::<BlockPagedFields>()?, base)
+    }
+
+    /// The fields' rules (`base`: their offset): the parser's, and the
+    /// encoder's over the fields it writes.
+    pub(super) fn from_fields(f: &BlockPagedFields, base: u32) -> Result<Self, DescriptorError> {
         let invalid = |at: u32, field, value: u64| {
             let kind = DescriptorErrorKind::InvalidValue { field, value };
             Err(DescriptorError::new(base.saturating_add(at), kind))
@@ -144,7 +149,7 @@ impl BlockPaged {
         self.num_pages.checked_mul(self.page_size as u64)
     }
 
-    pub(super) fn check(&self, ctx: &Ctx<'_>) -> Result<(), DescriptorError> {
+    pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
         let overflow = |index| {
             ctx.err(
                 index,
@@ -177,7 +182,12 @@ impl BlockPaged {
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
-        w.value(&BlockPagedFields {
+        w.value(&self.fields());
+    }
+
+    /// The wire fields of these values.
+    pub(super) fn fields(&self) -> BlockPagedFields {
+        BlockPagedFields {
             page_size: U32::new(self.page_size),
             num_pages: U64::new(self.num_pages),
             paged_axis: U32::new(0),
@@ -186,6 +196,6 @@ impl BlockPaged {
             layer_index: U32::new(self.layer_index.unwrap_or(NO_LAYER)),
             block_table_index_type: u8::from(self.wide_indices),
             reserved: [0; 6],
-        });
+        }
     }
 }

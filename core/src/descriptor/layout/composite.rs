@@ -105,7 +105,12 @@ pub(crate) const RULE_AT: u32 = at!(CompositeFields.composition_rule);
 impl CompositeHead {
     pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
         let base = r.pos();
-        let f = r.take::<CompositeFields>()?;
+        Self::from_fields(r.take::<CompositeFields>()?, base)
+    }
+
+    /// The fields' rules (`base`: their offset): the parser's, and the
+    /// encoder's over the fields it writes.
+    pub(super) fn from_fields(f: &CompositeFields, base: u32) -> Result<Self, DescriptorError> {
         let invalid = |at: u32, field, value: u64| {
             let kind = DescriptorErrorKind::InvalidValue { field, value };
             Err(DescriptorError::new(base.saturating_add(at), kind))
@@ -149,11 +154,16 @@ impl CompositeHead {
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
-        w.value(&CompositeFields {
+        w.value(&self.fields());
+    }
+
+    /// The wire fields of these values.
+    pub(super) const fn fields(&self) -> CompositeFields {
+        CompositeFields {
             composition_rule: self.rule.code(),
             combine_op: self.combine_op.code(),
             reserved: [0; 2],
             member_count: U32::new(self.member_count),
-        });
+        }
     }
 }

@@ -13,7 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::Ctx;
+use super::super::extent::{Ctx, Shape, Sizes};
 
 /// The fields of a CSF layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,51 +40,68 @@ impl<'a> Csf<'a> {
         let nnz = r.u64()?;
         let at = r.pos();
         let mode_order = Words::new(r.take_slice(u64::from(rank))?);
-        // A permutation of 0..rank (rank <= 64, so a u64 bit set suffices).
-        let mut seen = 0u64;
-        for (i, m) in mode_order.iter().enumerate() {
-            let bit = if m < rank { 1u64 << m } else { 0 };
-            if bit == 0 || seen & bit != 0 {
-                #[allow(clippy::cast_possible_truncation)]
-                let at = at.saturating_add((i as u32).saturating_mul(4));
-                return Err(DescriptorError::new(
-                    at,
-                    DescriptorErrorKind::NotAPermutation { value: m },
-                ));
-            }
-            seen |= bit;
-        }
+        check_mode_order(mode_order.iter(), rank, at)?;
         r.reserved(8, "csf._reserved")?;
         Ok(Self { nnz, mode_order })
     }
+}
 
-    pub(super) fn check(&self, ctx: &Ctx<'_>) -> Result<(), DescriptorError> {
-        let values = ctx.element_bytes(0, self.nnz)?;
-        ctx.at_least(0, values)?;
-        #[allow(clippy::cast_possible_truncation)]
-        let rank = self.mode_order.len() as u8; // 3..=64
-        let mut parents = 1u64; // n_{-1}: the virtual root
-        for level in 0..rank {
-            let pos = level.saturating_mul(2).saturating_add(1);
-            let crd = pos.saturating_add(1);
-            let pointers = parents.checked_add(1).ok_or(ctx.err(
-                pos,
-                DescriptorErrorKind::Overflow {
-                    what: "CSF pointer count",
-                },
-            ))?;
-            ctx.exactly(pos, ctx.array_bytes(pos, pointers, 8)?)?;
-            let crd_size = ctx.size(crd);
-            let nodes = if level.saturating_add(1) == rank {
-                self.nnz
-            } else {
-                crd_size / 8
-            };
-            ctx.exactly(crd, ctx.array_bytes(crd, nodes, 8)?)?;
-            parents = nodes;
+/// `mode_order` is a permutation of `0..rank` (`at`: the offset of its
+/// first value); the parser's and the encoder's one rule.
+pub(super) fn check_mode_order(
+    mode_order: impl Iterator<Item = u32>,
+    rank: u32,
+    at: u32,
+) -> Result<(), DescriptorError> {
+    // rank <= 64, so a u64 bit set suffices.
+    let mut seen = 0u64;
+    for (i, m) in mode_order.enumerate() {
+        let bit = if m < rank { 1u64 << m } else { 0 };
+        if bit == 0 || seen & bit != 0 {
+            #[allow(clippy::cast_possible_truncation)]
+            let at = at.saturating_add((i as u32).saturating_mul(4));
+            return Err(DescriptorError::new(
+                at,
+                DescriptorErrorKind::NotAPermutation { value: m },
+            ));
         }
-        Ok(())
+        seen |= bit;
     }
+    Ok(())
+}
+
+/// The buffers of a CSF tensor of `rank` (3 to 64) levels and `nnz`
+/// stored elements: values, then a `pos`/`crd` pair per level.
+pub(super) fn check(
+    nnz: u64,
+    rank: usize,
+    ctx: &Ctx<impl Shape, impl Sizes>,
+) -> Result<(), DescriptorError> {
+    let values = ctx.element_bytes(0, nnz)?;
+    ctx.at_least(0, values)?;
+    #[allow(clippy::cast_possible_truncation)]
+    let rank = rank.min(64) as u8;
+    let mut parents = 1u64; // n_{-1}: the virtual root
+    for level in 0..rank {
+        let pos = level.saturating_mul(2).saturating_add(1);
+        let crd = pos.saturating_add(1);
+        let pointers = parents.checked_add(1).ok_or(ctx.err(
+            pos,
+            DescriptorErrorKind::Overflow {
+                what: "CSF pointer count",
+            },
+        ))?;
+        ctx.exactly(pos, ctx.array_bytes(pos, pointers, 8)?)?;
+        let crd_size = ctx.size(crd);
+        let nodes = if level.saturating_add(1) == rank {
+            nnz
+        } else {
+            crd_size / 8
+        };
+        ctx.exactly(crd, ctx.array_bytes(crd, nodes, 8)?)?;
+        parents = nodes;
+    }
+    Ok(())
 }
 
 pub(super) fn encode(nnz: u64, mode_order: WordValues<'_>, w: &mut Writer<'_>) {

@@ -21,7 +21,7 @@ wire_fields! {
 
 use super::super::arrays::Dims;
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::Ctx;
+use super::super::extent::{Ctx, Shape, Sizes};
 
 /// The Hilbert curve's parameters.
 ///
@@ -53,7 +53,22 @@ impl Hilbert {
     pub(super) fn parse(r: &mut Reader<'_>, shape: Dims<'_>) -> Result<Self, DescriptorError> {
         let at = r.pos();
         let f = r.take::<HilbertFields>()?;
-        let (order, rank) = (f.hilbert_order.get(), f.hilbert_rank.get());
+        let h = Self {
+            order: f.hilbert_order.get(),
+            rank: f.hilbert_rank.get(),
+        };
+        h.check_shape(shape.len(), shape.iter(), at)?;
+        Ok(h)
+    }
+
+    /// The curve's rules against a shape of `rank` dimensions (`at`: the
+    /// offset of the fields): the parser's and the encoder's one rule.
+    pub(super) fn check_shape(
+        &self,
+        rank: usize,
+        shape: impl Iterator<Item = u64>,
+        at: u32,
+    ) -> Result<(), DescriptorError> {
         let invalid = |at: u32, field, value: u32| {
             Err(DescriptorError::new(
                 at,
@@ -63,19 +78,18 @@ impl Hilbert {
                 },
             ))
         };
-        if order == 0 {
-            return invalid(at, "hilbert_order", order);
+        if self.order == 0 {
+            return invalid(at, "hilbert_order", self.order);
         }
-        if rank as usize != shape.len() || rank < 2 {
+        if self.rank as usize != rank || self.rank < 2 {
             return invalid(
                 at.saturating_add(at!(HilbertFields.hilbert_rank)),
                 "hilbert_rank",
-                rank,
+                self.rank,
             );
         }
-        let h = Self { order, rank };
-        for (axis, n) in shape.iter().enumerate() {
-            if n != crate::DYNAMIC && Some(n) != h.side() {
+        for (axis, n) in shape.enumerate() {
+            if n != crate::DYNAMIC && Some(n) != self.side() {
                 #[allow(clippy::cast_possible_truncation)]
                 let axis = axis as u32;
                 return Err(DescriptorError::new(
@@ -84,13 +98,16 @@ impl Hilbert {
                 ));
             }
         }
-        Ok(h)
+        Ok(())
     }
 
     /// The data buffer holds `2^(rank * order)` elements: the element
     /// count itself, since every dimension is `2^order` (a count that
     /// overflows was reported before this runs).
-    pub(super) fn check(ctx: &Ctx<'_>, count: u64) -> Result<(), DescriptorError> {
+    pub(super) fn check(
+        ctx: &Ctx<impl Shape, impl Sizes>,
+        count: u64,
+    ) -> Result<(), DescriptorError> {
         ctx.contiguous(count)
     }
 

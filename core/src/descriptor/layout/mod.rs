@@ -27,9 +27,9 @@ pub use super::extent::stride_range;
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::arrays::{Dims, Strides, Values, Words, write_native};
+use super::arrays::{DimValues, Dims, Strides, Values, Words, write_native};
 use super::cursor::{Reader, Writer};
-use super::extent::Ctx;
+use super::extent::{Ctx, Shape, Sizes};
 
 /// Layout tag codes (`docs/spec/memory-layout.md` § Named Layout Tags).
 pub mod tag {
@@ -168,6 +168,80 @@ pub(crate) enum Family {
     Extension,
 }
 
+/// A layout as the rules that tie a descriptor's parts together read it: a
+/// parsed [`Layout`] or an encoder's [`LayoutSpec`].
+pub(crate) trait Rules {
+    /// The number of stored non-zeros of a sparse layout.
+    fn stored(&self) -> Option<u64>;
+    /// The block-paged fields, if the layout is block-paged.
+    fn paged(&self) -> Option<BlockPaged>;
+    /// The buffers against the fields, for a shape with no dynamic
+    /// dimension (`count`: the element count).
+    fn sizes(&self, ctx: &Ctx<impl Shape, impl Sizes>, count: u64) -> Result<(), DescriptorError>;
+}
+
+impl Rules for Layout<'_> {
+    #[inline]
+    fn stored(&self) -> Option<u64> {
+        self.nnz()
+    }
+    #[inline]
+    fn paged(&self) -> Option<BlockPaged> {
+        match self {
+            Self::BlockPaged(b) => Some(*b),
+            _ => None,
+        }
+    }
+    #[inline]
+    fn sizes(&self, ctx: &Ctx<impl Shape, impl Sizes>, count: u64) -> Result<(), DescriptorError> {
+        self.check_sizes(ctx, count)
+    }
+}
+
+impl Rules for LayoutSpec<'_> {
+    #[inline]
+    fn stored(&self) -> Option<u64> {
+        self.nnz()
+    }
+    #[inline]
+    fn paged(&self) -> Option<BlockPaged> {
+        self.block_paged()
+    }
+    #[inline]
+    fn sizes(&self, ctx: &Ctx<impl Shape, impl Sizes>, count: u64) -> Result<(), DescriptorError> {
+        self.check_sizes(ctx, count)
+    }
+}
+
+impl Family {
+    /// The family of a layout tag (one of [`is_known_tag`]'s).
+    pub(crate) const fn of(layout_tag: u8) -> Self {
+        match layout_tag {
+            tag::COO | tag::CSR | tag::CSC | tag::CSF => Self::Sparse,
+            tag::BLOCK_PAGED => Self::Indirect,
+            tag::COMPOSITE => Self::Virtual,
+            crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => Self::Extension,
+            _ => Self::Dense,
+        }
+    }
+
+    /// Buffers a layout of this family and tag uses itself (quantization
+    /// parameters come after).
+    pub(crate) const fn layout_buffers(self, layout_tag: u8, rank: u32) -> u32 {
+        match self {
+            Self::Dense | Self::Extension => 1,
+            Self::Virtual => 0,
+            Self::Indirect => 3,
+            Self::Sparse => match layout_tag {
+                tag::COO => 2,
+                // CSF: values plus a (pos, crd) pair per level; rank <= 64.
+                tag::CSF => rank.saturating_mul(2).saturating_add(1),
+                _ => 3,
+            },
+        }
+    }
+}
+
 impl<'a> Layout<'a> {
     /// The layout tag.
     #[must_use]
@@ -206,33 +280,26 @@ impl<'a> Layout<'a> {
         }
     }
 
-    pub(crate) const fn family(&self) -> Family {
+    /// The size rules of a parsed layout (`count`: the element count).
+    fn check_sizes(
+        &self,
+        ctx: &Ctx<impl Shape, impl Sizes>,
+        count: u64,
+    ) -> Result<(), DescriptorError> {
         match self {
-            Self::RowMajor
-            | Self::ColumnMajor
-            | Self::Strided(_)
-            | Self::Tiled(_)
-            | Self::Morton(_)
-            | Self::Hilbert(_) => Family::Dense,
-            Self::Coo(_) | Self::Csr(_) | Self::Csc(_) | Self::Csf(_) => Family::Sparse,
-            Self::BlockPaged(_) => Family::Indirect,
-            Self::Composite(_) => Family::Virtual,
-            Self::Extension(_) => Family::Extension,
-        }
-    }
-
-    /// Buffers the layout itself uses (quantization parameters come after).
-    pub(crate) const fn layout_buffers(&self, family: Family, rank: u32) -> u32 {
-        match family {
-            Family::Dense | Family::Extension => 1,
-            Family::Virtual => 0,
-            Family::Indirect => 3,
-            Family::Sparse => match self {
-                Self::Coo(_) => 2,
-                // CSF: values plus a (pos, crd) pair per level; rank <= 64.
-                Self::Csf(_) => rank.saturating_mul(2).saturating_add(1),
-                _ => 3,
-            },
+            Self::RowMajor | Self::ColumnMajor => {
+                ctx.contiguous(ctx.padded_elements.unwrap_or(count))
+            }
+            Self::Strided(s) => strided::check(s.iter(), ctx, count),
+            Self::Tiled(t) => t.check(ctx, count),
+            Self::Morton(bits) => morton::check(bits.iter(), ctx, count),
+            Self::Hilbert(_) => Hilbert::check(ctx, count),
+            Self::Coo(c) => c.check(ctx),
+            Self::Csr(c) => c.check(ctx, ctx.shape.dim(0)),
+            Self::Csc(c) => c.check(ctx, ctx.shape.dim(1)),
+            Self::Csf(c) => csf::check(c.nnz(), c.mode_order().len(), ctx),
+            Self::BlockPaged(b) => b.check(ctx),
+            Self::Composite(_) | Self::Extension(_) => Ok(()),
         }
     }
 
@@ -291,37 +358,114 @@ impl<'a> Layout<'a> {
             _ => return Err(r.err(DescriptorErrorKind::InvalidLayoutTag(layout_tag))),
         })
     }
+}
 
-    /// Checks the buffers against the fields, for a shape with no dynamic
-    /// dimension.
-    pub(crate) fn check_buffers(&self, ctx: &Ctx<'_>) -> Result<(), DescriptorError> {
-        let Some(count) = ctx.element_count() else {
-            return Err(ctx.err(
-                0,
-                DescriptorErrorKind::Overflow {
-                    what: "element count",
-                },
-            ));
-        };
+impl<'a> LayoutSpec<'a> {
+    /// The number of stored non-zeros of a sparse layout.
+    pub(crate) const fn nnz(&self) -> Option<u64> {
         match self {
+            Self::Parsed(l) => l.nnz(),
+            Self::Coo(c) => Some(c.nnz),
+            Self::Csr(c) | Self::Csc(c) => Some(c.nnz),
+            Self::Csf { nnz, .. } => Some(*nnz),
+            _ => None,
+        }
+    }
+
+    /// The block-paged fields, if the layout is block-paged.
+    pub(crate) const fn block_paged(&self) -> Option<BlockPaged> {
+        match self {
+            Self::BlockPaged(b) | Self::Parsed(Layout::BlockPaged(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The size rules of an encoder's layout (`count`: the element count).
+    fn check_sizes(
+        &self,
+        ctx: &Ctx<impl Shape, impl Sizes>,
+        count: u64,
+    ) -> Result<(), DescriptorError> {
+        match *self {
+            Self::Parsed(l) => l.check_sizes(ctx, count),
             Self::RowMajor | Self::ColumnMajor => {
                 ctx.contiguous(ctx.padded_elements.unwrap_or(count))
             }
-            Self::Strided(s) => strided::check(*s, ctx, count),
-            Self::Tiled(t) => t.check(ctx, count),
-            Self::Morton(bits) => morton::check(*bits, ctx, count),
+            Self::Strided(s) => strided::check(s.iter().copied(), ctx, count),
+            Self::Tiled(levels) => tiled::check_grid(levels.iter().map(Into::into), ctx, count),
+            Self::Morton(b) => morton::check(b.iter().copied(), ctx, count),
             Self::Hilbert(_) => Hilbert::check(ctx, count),
             Self::Coo(c) => c.check(ctx),
-            Self::Csr(c) => c.check(ctx, ctx.shape.get(0)),
-            Self::Csc(c) => c.check(ctx, ctx.shape.get(1)),
-            Self::Csf(c) => c.check(ctx),
+            Self::Csr(c) => c.check(ctx, ctx.shape.dim(0)),
+            Self::Csc(c) => c.check(ctx, ctx.shape.dim(1)),
+            Self::Csf { nnz, mode_order } => csf::check(nnz, mode_order.len(), ctx),
             Self::BlockPaged(b) => b.check(ctx),
-            Self::Composite(_) | Self::Extension(_) => Ok(()),
+            Self::Composite(_) | Self::Extension { .. } => Ok(()),
         }
     }
-}
 
-impl LayoutSpec<'_> {
+    /// The rules [`Layout::parse`] applies to the fields it reads, on the
+    /// values an encoder writes (`at`: the offset of the layout fields;
+    /// `shape`: the descriptor's). `Ok(false)` when the values have no
+    /// encoding (a private layout with a public tag; tiled levels whose
+    /// codes and strides disagree).
+    pub(crate) fn check_fields(
+        &self,
+        layout_tag: u8,
+        shape: DimValues<'_>,
+        at: u32,
+    ) -> Result<bool, DescriptorError> {
+        #[allow(clippy::cast_possible_truncation)]
+        let rank = shape.len() as u32; // <= 64, checked before
+        let rank_err = Err(DescriptorError::new(
+            at,
+            DescriptorErrorKind::RankNotAllowed { layout_tag, rank },
+        ));
+        if let Self::Extension { tag, .. } = self {
+            if !crate::codes::is_private_code(*tag) {
+                return Ok(false);
+            }
+        }
+        match layout_tag {
+            tag::ROW_MAJOR => return Ok(true),
+            // A scalar is row-major only (`docs/spec/data-model.md` § Scalar Tensors).
+            _ if rank == 0 => return rank_err,
+            tag::CSR | tag::CSC if rank != 2 => return rank_err,
+            tag::CSF if rank < 3 => return rank_err,
+            tag::BLOCK_PAGED if rank != 3 => return rank_err,
+            // No field rule a value can break.
+            tag::COLUMN_MAJOR | tag::STRIDED | tag::COO | tag::CSR | tag::CSC => return Ok(true),
+            _ => {}
+        }
+        match *self {
+            Self::Tiled(levels) => return tiled::check_specs(levels, rank, at),
+            Self::Morton(bits) => morton::check_bits(bits.iter().copied(), shape.iter(), at)?,
+            Self::Parsed(Layout::Morton(bits)) => {
+                morton::check_bits(bits.iter(), shape.iter(), at)?;
+            }
+            Self::Csf { mode_order, .. } => {
+                csf::check_mode_order(mode_order.iter().copied(), rank, at.saturating_add(8))?;
+            }
+            Self::Parsed(Layout::Csf(c)) => {
+                csf::check_mode_order(c.mode_order().iter(), rank, at.saturating_add(8))?;
+            }
+            Self::Hilbert(h) | Self::Parsed(Layout::Hilbert(h)) => {
+                h.check_shape(shape.len(), shape.iter(), at)?;
+            }
+            Self::BlockPaged(b) | Self::Parsed(Layout::BlockPaged(b)) => {
+                BlockPaged::from_fields(&b.fields(), at)?;
+            }
+            Self::Composite(c) | Self::Parsed(Layout::Composite(c)) => {
+                CompositeHead::from_fields(&c.fields(), at)?;
+            }
+            // A parsed tiled layout was checked at parse for its rank,
+            // which is the shape's (the encoder's length check); a strided
+            // or sparse one has no field rule a value can break.
+            _ => {}
+        }
+        Ok(true)
+    }
+
     /// The layout tag.
     #[must_use]
     pub const fn tag(&self) -> u8 {

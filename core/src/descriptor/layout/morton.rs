@@ -8,13 +8,24 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Words};
 use super::super::cursor::Reader;
-use super::super::extent::Ctx;
+use super::super::extent::{Ctx, Shape, Sizes};
 
 /// Reads `morton_bits` and checks each against its dimension.
 pub(super) fn parse<'a>(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Words<'a>, DescriptorError> {
     let at = r.pos();
     let bits = Words::new(r.take_slice(shape.len() as u64)?);
-    for (axis, (b, n)) in bits.iter().zip(shape.iter()).enumerate() {
+    check_bits(bits.iter(), shape.iter(), at)?;
+    Ok(bits)
+}
+
+/// Each of `bits` is positive and holds its dimension (`at`: the offset of
+/// the first); the parser's and the encoder's one rule.
+pub(super) fn check_bits(
+    bits: impl Iterator<Item = u32>,
+    shape: impl Iterator<Item = u64>,
+    at: u32,
+) -> Result<(), DescriptorError> {
+    for (axis, (b, n)) in bits.zip(shape).enumerate() {
         #[allow(clippy::cast_possible_truncation)]
         let (axis, field_at) = (
             axis as u32,
@@ -38,15 +49,19 @@ pub(super) fn parse<'a>(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Words<'a>
             ));
         }
     }
-    Ok(bits)
+    Ok(())
 }
 
 /// The data buffer holds `2^sum(bits)` elements.
-pub(super) fn check(bits: Words<'_>, ctx: &Ctx<'_>, count: u64) -> Result<(), DescriptorError> {
+pub(super) fn check(
+    mut bits: impl Iterator<Item = u32>,
+    ctx: &Ctx<impl Shape, impl Sizes>,
+    count: u64,
+) -> Result<(), DescriptorError> {
     if count == 0 {
         return Ok(());
     }
-    let total = bits.iter().try_fold(0u32, u32::checked_add);
+    let total = bits.try_fold(0u32, u32::checked_add);
     let elements = match total {
         Some(t) if t < 64 => 1u64 << t,
         _ => {

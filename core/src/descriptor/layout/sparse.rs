@@ -17,7 +17,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::Ctx;
+use super::super::extent::{Ctx, Shape, Sizes};
 
 /// The fields of a COO layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,10 +71,10 @@ impl Coo {
         })
     }
 
-    pub(super) fn check(&self, ctx: &Ctx<'_>) -> Result<(), DescriptorError> {
+    pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
         let values = ctx.element_bytes(0, self.nnz)?;
         ctx.at_least(0, values)?;
-        let rank = ctx.shape.len() as u64;
+        let rank = ctx.shape.rank() as u64;
         let coords = self.nnz.checked_mul(rank).ok_or(ctx.err(
             1,
             DescriptorErrorKind::Overflow {
@@ -111,7 +111,11 @@ impl Compressed {
     }
 
     /// `major` is the compressed dimension's size (rows for CSR).
-    pub(super) fn check(&self, ctx: &Ctx<'_>, major: Option<u64>) -> Result<(), DescriptorError> {
+    pub(super) fn check(
+        &self,
+        ctx: &Ctx<impl Shape, impl Sizes>,
+        major: Option<u64>,
+    ) -> Result<(), DescriptorError> {
         let values = ctx.element_bytes(0, self.nnz)?;
         ctx.at_least(0, values)?;
         ctx.exactly(1, ctx.array_bytes(1, self.nnz, 8)?)?;

@@ -6,19 +6,19 @@
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::super::arrays::Strides;
-use super::super::extent::{Ctx, stride_range};
+use super::super::extent::{Ctx, Shape, Sizes, stride_range};
 
-/// Every addressed element of a non-empty strided tensor lies in buffer 0.
+/// Every addressed element of a non-empty strided tensor lies in buffer 0
+/// (the parser's wire strides and the encoder's native ones alike).
 pub(super) fn check(
-    strides: Strides<'_>,
-    ctx: &Ctx<'_>,
+    strides: impl Iterator<Item = i64>,
+    ctx: &Ctx<impl Shape, impl Sizes>,
     count: u64,
 ) -> Result<(), DescriptorError> {
     if count == 0 {
         return Ok(());
     }
-    let (lo, hi) = stride_range(ctx.shape.iter(), strides.iter()).ok_or(ctx.err(
+    let (lo, hi) = stride_range(ctx.shape.dims(), strides).ok_or(ctx.err(
         0,
         DescriptorErrorKind::Overflow {
             what: "stride extent",

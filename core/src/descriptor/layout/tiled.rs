@@ -13,9 +13,9 @@
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::super::arrays::{Dims, Strides, write_native};
+use super::super::arrays::{DimValues, Dims, StrideValues, Strides, Values, write_native};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, div_ceil, stride_range};
+use super::super::extent::{Ctx, Shape, Sizes, div_ceil, stride_range};
 use super::tag;
 
 /// The deepest nesting a reader accepts.
@@ -161,37 +161,7 @@ impl<'a> Tiled<'a> {
             depth = depth.saturating_add(1);
             let at = r.pos();
             let level = read_level(r, rank)?;
-            if let Some(axis) = level.tile_shape.iter().position(|t| t == 0) {
-                #[allow(clippy::cast_possible_truncation)]
-                let at = at.saturating_add((axis as u32).saturating_mul(8));
-                return Err(DescriptorError::new(
-                    at,
-                    DescriptorErrorKind::InvalidValue {
-                        field: "tile_shape",
-                        value: 0,
-                    },
-                ));
-            }
-            let code_at = at.saturating_add(rank.saturating_mul(8));
-            let inner_at = code_at.saturating_add(crate::field::at!(TileCodes.inner_layout));
-            if !matches!(level.outer_layout, 0x01..=0x03) {
-                return Err(DescriptorError::new(
-                    code_at,
-                    DescriptorErrorKind::InvalidValue {
-                        field: "outer_layout",
-                        value: u64::from(level.outer_layout),
-                    },
-                ));
-            }
-            if !matches!(level.inner_layout, 0x01..=0x04) {
-                return Err(DescriptorError::new(
-                    inner_at,
-                    DescriptorErrorKind::InvalidValue {
-                        field: "inner_layout",
-                        value: u64::from(level.inner_layout),
-                    },
-                ));
-            }
+            check_level(&LevelValues::from(level), rank, at)?;
             if level.inner_layout != tag::TILED {
                 break;
             }
@@ -203,50 +173,168 @@ impl<'a> Tiled<'a> {
     }
 
     /// Checks the buffer against the tile grid of a non-empty tensor.
-    pub(super) fn check(&self, ctx: &Ctx<'_>, count: u64) -> Result<(), DescriptorError> {
-        if count == 0 {
-            return Ok(());
-        }
-        let overflow = ctx.err(0, DescriptorErrorKind::Overflow { what: "tile grid" });
-        let mut levels = self.levels();
-        let Some(top) = levels.next() else {
-            return Ok(());
-        };
-        // The region each level tiles: the tensor's shape, then the parent's
-        // tile shape.
-        let (lo, hi) = level_span(&top, ctx.shape.iter()).ok_or(overflow)?;
-        let mut parent = top;
-        for n in 0u8.. {
-            let tile_elems =
-                i64::try_from(product(parent.tile_shape).ok_or(overflow)?).map_err(|_| overflow)?;
-            // What lies inside one of `parent`'s tiles must stay inside it:
-            // a strided inner order (which ends the nesting) or the next
-            // level's grid.
-            let (inside, next) = match (parent.inner_strides, levels.next()) {
-                (Some(s), _) => (stride_range(parent.tile_shape.iter(), s.iter()), None),
-                (None, Some(next)) => (level_span(&next, parent.tile_shape.iter()), Some(next)),
-                (None, None) => break,
-            };
-            let (l, h) = inside.ok_or(overflow)?;
-            if l < 0 || h >= tile_elems {
-                return Err(ctx.err(0, DescriptorErrorKind::TileOverrun { level: n }));
-            }
-            match next {
-                Some(next) => parent = next,
-                None => break,
-            }
-        }
-        ctx.span(lo, hi)
+    pub(super) fn check(
+        &self,
+        ctx: &Ctx<impl Shape, impl Sizes>,
+        count: u64,
+    ) -> Result<(), DescriptorError> {
+        check_grid(self.levels().map(LevelValues::from), ctx, count)
     }
 }
 
-fn product(d: Dims<'_>) -> Option<u64> {
+/// One tiled level as the rules read it: a parsed level's wire arrays or
+/// an encoder's native ones.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LevelValues<'a> {
+    tile_shape: DimValues<'a>,
+    outer_layout: u8,
+    inner_layout: u8,
+    outer_strides: Option<StrideValues<'a>>,
+    inner_strides: Option<StrideValues<'a>>,
+}
+
+impl<'a> From<TileLevel<'a>> for LevelValues<'a> {
+    fn from(l: TileLevel<'a>) -> Self {
+        Self {
+            tile_shape: l.tile_shape.into(),
+            outer_layout: l.outer_layout,
+            inner_layout: l.inner_layout,
+            outer_strides: l.outer_strides.map(Into::into),
+            inner_strides: l.inner_strides.map(Into::into),
+        }
+    }
+}
+
+impl<'a> From<&TileSpec<'a>> for LevelValues<'a> {
+    fn from(l: &TileSpec<'a>) -> Self {
+        Self {
+            tile_shape: Values::Native(l.tile_shape),
+            outer_layout: l.outer_layout,
+            inner_layout: l.inner_layout,
+            outer_strides: l.outer_strides.map(Values::Native),
+            inner_strides: l.inner_strides.map(Values::Native),
+        }
+    }
+}
+
+/// A level's own rules (`at`: the offset of its `tile_shape`): no zero
+/// tile, known grid and inner codes. The parser's and the encoder's one
+/// rule.
+fn check_level(level: &LevelValues<'_>, rank: u32, at: u32) -> Result<(), DescriptorError> {
+    if let Some(axis) = level.tile_shape.iter().position(|t| t == 0) {
+        #[allow(clippy::cast_possible_truncation)]
+        let at = at.saturating_add((axis as u32).saturating_mul(8));
+        return Err(DescriptorError::new(
+            at,
+            DescriptorErrorKind::InvalidValue {
+                field: "tile_shape",
+                value: 0,
+            },
+        ));
+    }
+    let code_at = at.saturating_add(rank.saturating_mul(8));
+    let inner_at = code_at.saturating_add(crate::field::at!(TileCodes.inner_layout));
+    if !matches!(level.outer_layout, 0x01..=0x03) {
+        return Err(DescriptorError::new(
+            code_at,
+            DescriptorErrorKind::InvalidValue {
+                field: "outer_layout",
+                value: u64::from(level.outer_layout),
+            },
+        ));
+    }
+    if !matches!(level.inner_layout, 0x01..=0x04) {
+        return Err(DescriptorError::new(
+            inner_at,
+            DescriptorErrorKind::InvalidValue {
+                field: "inner_layout",
+                value: u64::from(level.inner_layout),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// An encoder's levels, checked as the parser checks what it reads
+/// (`at`: the offset of the layout fields; `rank`: the shape's). `Ok(false)`
+/// when the levels have no encoding: codes and strides that disagree, or a
+/// nesting that the codes do not announce.
+pub(super) fn check_specs(
+    levels: &[TileSpec<'_>],
+    rank: u32,
+    at: u32,
+) -> Result<bool, DescriptorError> {
+    let mut at = at;
+    let last = levels.len().saturating_sub(1);
+    let arrays = |n: u32| rank.saturating_mul(8).saturating_mul(n);
+    for (depth, spec) in levels.iter().enumerate() {
+        let announced = (spec.inner_layout == tag::TILED) == (depth != last);
+        let outer = spec.outer_strides.is_some() == (spec.outer_layout == tag::STRIDED);
+        let inner = spec.inner_strides.is_some() == (spec.inner_layout == tag::STRIDED);
+        if !(announced && outer && inner) {
+            return Ok(false);
+        }
+        if depth == usize::from(MAX_TILE_LEVELS) {
+            return Err(DescriptorError::new(at, DescriptorErrorKind::TilingTooDeep));
+        }
+        check_level(&LevelValues::from(spec), rank, at)?;
+        let strided =
+            u32::from(spec.outer_strides.is_some()) + u32::from(spec.inner_strides.is_some());
+        #[allow(clippy::cast_possible_truncation)]
+        let codes = size_of::<TileCodes>() as u32;
+        at = at.saturating_add(arrays(1 + strided)).saturating_add(codes);
+    }
+    Ok(!levels.is_empty())
+}
+
+/// The buffer against the tile grid of a non-empty tensor: the parser's
+/// and the encoder's one rule.
+pub(super) fn check_grid<'a>(
+    mut levels: impl Iterator<Item = LevelValues<'a>>,
+    ctx: &Ctx<impl Shape, impl Sizes>,
+    count: u64,
+) -> Result<(), DescriptorError> {
+    if count == 0 {
+        return Ok(());
+    }
+    let overflow = ctx.err(0, DescriptorErrorKind::Overflow { what: "tile grid" });
+    let Some(top) = levels.next() else {
+        return Ok(());
+    };
+    // The region each level tiles: the tensor's shape, then the parent's
+    // tile shape.
+    let (lo, hi) = level_span(&top, ctx.shape.dims()).ok_or(overflow)?;
+    let mut parent = top;
+    for n in 0u8.. {
+        let tile_elems =
+            i64::try_from(product(parent.tile_shape).ok_or(overflow)?).map_err(|_| overflow)?;
+        // What lies inside one of `parent`'s tiles must stay inside it:
+        // a strided inner order (which ends the nesting) or the next
+        // level's grid.
+        let (inside, next) = match (parent.inner_strides, levels.next()) {
+            (Some(s), _) => (stride_range(parent.tile_shape.iter(), s.iter()), None),
+            (None, Some(next)) => (level_span(&next, parent.tile_shape.iter()), Some(next)),
+            (None, None) => break,
+        };
+        let (l, h) = inside.ok_or(overflow)?;
+        if l < 0 || h >= tile_elems {
+            return Err(ctx.err(0, DescriptorErrorKind::TileOverrun { level: n }));
+        }
+        match next {
+            Some(next) => parent = next,
+            None => break,
+        }
+    }
+    ctx.span(lo, hi)
+}
+
+fn product(d: DimValues<'_>) -> Option<u64> {
     d.iter().try_fold(1u64, u64::checked_mul)
 }
 
 /// The element range one level's tile grid reaches when it tiles `region`;
 /// `None` on overflow.
-fn level_span(level: &TileLevel<'_>, region: impl Iterator<Item = u64>) -> Option<(i64, i64)> {
+fn level_span(level: &LevelValues<'_>, region: impl Iterator<Item = u64>) -> Option<(i64, i64)> {
     let tile_elems = i64::try_from(product(level.tile_shape)?).ok()?;
     let mut grid = region
         .zip(level.tile_shape.iter())

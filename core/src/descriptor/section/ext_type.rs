@@ -194,7 +194,14 @@ impl ExtensionType {
     pub(crate) fn parse<'a>(r: &mut Reader<'a>) -> Result<&'a ExtensionTypeEntry, DescriptorError> {
         let at = r.pos();
         let entry = r.take::<ExtensionTypeEntry>()?;
-        let raw = *entry;
+        Self::from_entry(entry).check(at)?;
+        Ok(entry)
+    }
+
+    /// The section's rules (`at`: its offset): the parser's, and the
+    /// encoder's over the entry it writes.
+    pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
+        let raw = self.raw;
         let invalid = |off: u32, field, value: u64| {
             Err(DescriptorError::new(
                 at.saturating_add(off),
@@ -259,7 +266,7 @@ impl ExtensionType {
                 }
             }
         }
-        Ok(entry)
+        Ok(())
     }
 
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {

@@ -27,8 +27,8 @@ use crate::element::ElementType;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::wire_fields;
 
-use super::super::arrays::Dims;
 use super::super::cursor::{Reader, Writer};
+use super::super::extent::Shape;
 
 /// `zero_point_buffer_index` of a symmetric scheme.
 pub const NO_BUFFER: u32 = u32::MAX;
@@ -197,8 +197,8 @@ pub struct Quantization<'a> {
 }
 
 /// What a reader must know to check a quantization section.
-pub(crate) struct QuantCtx<'a> {
-    pub(crate) shape: Dims<'a>,
+pub(crate) struct QuantCtx<S> {
+    pub(crate) shape: S,
     pub(crate) storage: ElementType,
     pub(crate) accept_private: bool,
     /// `page_size` when the layout is block-paged (whose quantization axis
@@ -303,6 +303,59 @@ impl<'a> Scheme<'a> {
         matches!(self, Self::PerBlock { .. } | Self::Nf4 { .. })
     }
 
+    /// The scheme's own rules on its values (errors located relative to
+    /// the payload): a finite non-zero per-tensor scale, a per-block scale
+    /// type of 16 or 32 bits, an asymmetric zero point in a real buffer.
+    /// The parser runs them on what it read, the encoder on what it writes.
+    fn check_values(&self) -> Result<(), DescriptorError> {
+        let (at, kind) = match *self {
+            Self::PerTensor { scale, .. } if !scale.is_finite() || scale == 0.0 => (
+                at!(PerTensorFields.scale),
+                DescriptorErrorKind::ParameterOutOfRange { field: "scale" },
+            ),
+            Self::PerChannel {
+                zero_point_buffer: Some(NO_BUFFER),
+                ..
+            } => (
+                at!(PerChannelFields.zero_point_buffer_index),
+                DescriptorErrorKind::InvalidValue {
+                    field: "zero_point_buffer_index",
+                    value: u64::from(NO_BUFFER),
+                },
+            ),
+            Self::PerBlock {
+                scale_type,
+                zero_point_buffer,
+                ..
+            } => {
+                if !matches!(
+                    scale_type,
+                    ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32
+                ) {
+                    (
+                        at!(PerBlockFields.scale_type_tag),
+                        DescriptorErrorKind::InvalidValue {
+                            field: "scale_type_tag",
+                            value: u64::from(scale_type.code()),
+                        },
+                    )
+                } else if zero_point_buffer == Some(NO_BUFFER) {
+                    (
+                        at!(PerBlockFields.zero_point_buffer_index),
+                        DescriptorErrorKind::InvalidValue {
+                            field: "zero_point_buffer_index",
+                            value: u64::from(NO_BUFFER),
+                        },
+                    )
+                } else {
+                    return Ok(());
+                }
+            }
+            _ => return Ok(()),
+        };
+        Err(DescriptorError::new(at, kind))
+    }
+
     const fn storage_allowed(&self, t: ElementType) -> bool {
         use ElementType as E;
         match self {
@@ -348,7 +401,10 @@ impl<'a> Quantization<'a> {
 
     /// Reads and checks the section (everything that does not need the
     /// buffer table).
-    pub(crate) fn parse(r: &mut Reader<'a>, ctx: &QuantCtx<'a>) -> Result<Self, DescriptorError> {
+    pub(crate) fn parse(
+        r: &mut Reader<'a>,
+        ctx: &QuantCtx<impl Shape>,
+    ) -> Result<Self, DescriptorError> {
         let len = r.u32()?;
         let at = r.pos();
         let payload = r.bytes(len as usize)?;
@@ -436,12 +492,7 @@ impl<'a> Quantization<'a> {
                     at!(PerTensorFields.reserved),
                     "per_tensor._reserved",
                 )?;
-                let scale = f.scale.get();
-                if !scale.is_finite() || scale == 0.0 {
-                    let kind = DescriptorErrorKind::ParameterOutOfRange { field: "scale" };
-                    return Err(err(at!(PerTensorFields.scale), kind));
-                }
-                let zero_point = f.zero_point.get();
+                let (scale, zero_point) = (f.scale.get(), f.zero_point.get());
                 (Scheme::PerTensor { scale, zero_point }, padding)
             }
             scheme_tag::PER_CHANNEL => {
@@ -470,14 +521,11 @@ impl<'a> Quantization<'a> {
                     at!(PerBlockFields.reserved),
                     "per_block._reserved",
                 )?;
-                let scale_type = match ElementType::from_code(f.scale_type_tag) {
-                    Some(
-                        t @ (ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32),
-                    ) => t,
-                    _ => {
-                        let at = at!(PerBlockFields.scale_type_tag);
-                        return Err(invalid(at, "scale_type_tag", u64::from(f.scale_type_tag)));
-                    }
+                // Which types may scale is a rule of the value
+                // (`check_values`); here only whether the code is a type.
+                let Some(scale_type) = ElementType::from_code(f.scale_type_tag) else {
+                    let at = at!(PerBlockFields.scale_type_tag);
+                    return Err(invalid(at, "scale_type_tag", u64::from(f.scale_type_tag)));
                 };
                 let zp_at = at!(PerBlockFields.zero_point_buffer_index);
                 let scheme = Scheme::PerBlock {
@@ -510,6 +558,7 @@ impl<'a> Quantization<'a> {
                 (scheme, padding)
             }
         };
+        scheme.check_values().map_err(At)?;
         // Writer padding: whatever is left, all zero.
         if padding.iter().any(|&b| b != 0) {
             #[allow(clippy::cast_possible_truncation)] // < quantization_length, a u32
@@ -526,9 +575,39 @@ impl<'a> Quantization<'a> {
         Ok(Self { scheme, padding })
     }
 
+    /// The section's rules on the values, for an encoder (`at`: the offset
+    /// of the section's length field): what [`parse`](Self::parse) checks
+    /// of a payload that its own fields wrote, in the same order. `Ok(false)`
+    /// when the values have no encoding (a private scheme with a public tag).
+    pub(crate) fn check(
+        &self,
+        ctx: &QuantCtx<impl Shape>,
+        at: u32,
+    ) -> Result<bool, DescriptorError> {
+        let payload_at = at.saturating_add(4);
+        let located = |e: DescriptorError| {
+            DescriptorError::new(payload_at.saturating_add(e.offset()), e.kind())
+        };
+        if let Scheme::Private { tag, .. } = self.scheme {
+            if !crate::codes::is_private_code(tag) {
+                return Ok(false);
+            }
+            if !ctx.accept_private {
+                let kind = DescriptorErrorKind::PrivateCodeRefused {
+                    field: "scheme_tag",
+                    code: tag,
+                };
+                return Err(DescriptorError::new(payload_at, kind));
+            }
+        }
+        self.scheme.check_values().map_err(located)?;
+        self.check_shape(ctx).map_err(located)?;
+        Ok(true)
+    }
+
     /// Rules between the scheme and the tensor's type and shape. Errors are
     /// located relative to the payload (the caller adds its offset).
-    fn check_shape(&self, ctx: &QuantCtx<'_>) -> Result<(), DescriptorError> {
+    fn check_shape(&self, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
         let s = &self.scheme;
         let err = |pos, kind| Err(DescriptorError::new(pos, kind));
         if !s.storage_allowed(ctx.storage) {
@@ -562,8 +641,8 @@ impl<'a> Quantization<'a> {
             },
         };
         #[allow(clippy::cast_possible_truncation)]
-        let rank = ctx.shape.len() as u32;
-        let Some(size) = ctx.shape.get(axis as usize) else {
+        let rank = ctx.shape.rank() as u32;
+        let Some(size) = ctx.shape.dim(axis as usize) else {
             return err(AXIS_AT, DescriptorErrorKind::AxisOutOfRange { axis, rank });
         };
         if size == crate::DYNAMIC {
@@ -718,7 +797,8 @@ use PayloadError::{At, Short};
 const fn zero_point(symmetric: bool, index: u32) -> Option<Option<u32>> {
     match (symmetric, index) {
         (true, NO_BUFFER) => Some(None),
-        (false, i) if i != NO_BUFFER => Some(Some(i)),
+        // `NO_BUFFER` is refused by `Scheme::check_values`.
+        (false, i) => Some(Some(i)),
         _ => None,
     }
 }

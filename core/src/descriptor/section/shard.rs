@@ -23,43 +23,51 @@ impl<'a> Shard<'a> {
         let at = r.pos();
         let parent_shape = Dims::new(r.take_slice(rank)?);
         let shard_offset = Dims::new(r.take_slice(rank)?);
-        let dynamic = |field, k: usize, base: u32| {
-            #[allow(clippy::cast_possible_truncation)]
-            let axis = k as u32;
-            DescriptorError::new(
-                base.saturating_add(axis.saturating_mul(8)),
-                DescriptorErrorKind::DynamicDimension { field, axis },
-            )
-        };
-        #[allow(clippy::cast_possible_truncation)]
-        let offsets_at = at.saturating_add((rank as u32).saturating_mul(8));
-        for (k, ((n, p), o)) in shape
-            .iter()
-            .zip(parent_shape.iter())
-            .zip(shard_offset.iter())
-            .enumerate()
-        {
-            if n == crate::DYNAMIC {
-                return Err(dynamic("shape", k, 20));
-            }
-            if p == crate::DYNAMIC {
-                return Err(dynamic("parent_shape", k, at));
-            }
-            if o == crate::DYNAMIC {
-                return Err(dynamic("shard_offset", k, offsets_at));
-            }
-            if o.checked_add(n).is_none_or(|end| end > p) {
-                #[allow(clippy::cast_possible_truncation)]
-                let axis = k as u32;
-                return Err(DescriptorError::new(
-                    offsets_at.saturating_add(axis.saturating_mul(8)),
-                    DescriptorErrorKind::ShardOutOfBounds { axis },
-                ));
-            }
-        }
+        check(shape.iter(), parent_shape.iter(), shard_offset.iter(), at)?;
         Ok(Self {
             parent_shape,
             shard_offset,
         })
     }
+}
+
+/// The shard box: no dynamic dimension, and `shard_offset + shape` inside
+/// `parent_shape` on every axis (`at`: the section's offset; the three runs
+/// have the rank's length). The parser's and the encoder's one rule.
+pub(crate) fn check(
+    shape: impl Iterator<Item = u64>,
+    parent_shape: impl Iterator<Item = u64> + ExactSizeIterator,
+    shard_offset: impl Iterator<Item = u64>,
+    at: u32,
+) -> Result<(), DescriptorError> {
+    let dynamic = |field, k: usize, base: u32| {
+        #[allow(clippy::cast_possible_truncation)]
+        let axis = k as u32;
+        DescriptorError::new(
+            base.saturating_add(axis.saturating_mul(8)),
+            DescriptorErrorKind::DynamicDimension { field, axis },
+        )
+    };
+    #[allow(clippy::cast_possible_truncation)]
+    let offsets_at = at.saturating_add((parent_shape.len() as u32).saturating_mul(8));
+    for (k, ((n, p), o)) in shape.zip(parent_shape).zip(shard_offset).enumerate() {
+        if n == crate::DYNAMIC {
+            return Err(dynamic("shape", k, 20));
+        }
+        if p == crate::DYNAMIC {
+            return Err(dynamic("parent_shape", k, at));
+        }
+        if o == crate::DYNAMIC {
+            return Err(dynamic("shard_offset", k, offsets_at));
+        }
+        if o.checked_add(n).is_none_or(|end| end > p) {
+            #[allow(clippy::cast_possible_truncation)]
+            let axis = k as u32;
+            return Err(DescriptorError::new(
+                offsets_at.saturating_add(axis.saturating_mul(8)),
+                DescriptorErrorKind::ShardOutOfBounds { axis },
+            ));
+        }
+    }
+    Ok(())
 }

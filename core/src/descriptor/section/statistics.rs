@@ -172,11 +172,7 @@ impl Statistics {
     /// Non-zero element count.
     #[must_use]
     pub const fn nnz(&self) -> Option<u64> {
-        if self.has(bit::NNZ) {
-            Some(self.raw.nnz.get())
-        } else {
-            None
-        }
+        nnz_of(&self.raw)
     }
 
     /// Fraction of zero elements, in `[0, 1]`.
@@ -281,8 +277,14 @@ impl Statistics {
     pub(crate) fn parse<'a>(r: &mut Reader<'a>) -> Result<&'a StatisticsEntry, DescriptorError> {
         let at = r.pos();
         let entry = r.take::<StatisticsEntry>()?;
-        let raw = *entry;
-        let s = Self { raw };
+        Self::from_entry(entry).check(at)?;
+        Ok(entry)
+    }
+
+    /// The section's rules (`at`: its offset): the parser's, and the
+    /// encoder's over the entry it writes.
+    pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
+        let (s, raw) = (self, self.raw);
         let fail = |off: u32, kind| Err(DescriptorError::new(at.saturating_add(off), kind));
         let inconsistent = |field| DescriptorErrorKind::StatisticsInconsistent { field };
         if s.mask() & !bit::DEFINED != 0 {
@@ -342,10 +344,20 @@ impl Statistics {
                 return fail(67, inconsistent("has_inf"));
             }
         }
-        Ok(entry)
+        Ok(())
     }
 
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         w.value(&self.raw);
+    }
+}
+
+/// The `nnz` of an entry, if its mask says it is present (read in place,
+/// without copying the entry).
+pub(crate) const fn nnz_of(raw: &StatisticsEntry) -> Option<u64> {
+    if raw.computed_mask.get() & bit::NNZ != 0 {
+        Some(raw.nnz.get())
+    } else {
+        None
     }
 }
