@@ -133,20 +133,12 @@ impl<N: PartialEq + Copy, W: Copy + Into<N>> Values<'_, N, W> {
 /// in `u64`. A zero anywhere makes the product zero, whatever the other
 /// factors and their order: a shape `[2^40, 2^40, 0]` has no elements, it
 /// does not overflow.
-fn product_from(dims: impl Iterator<Item = u64>, skip: usize) -> Option<u64> {
-    // One pass: an overflow is remembered, not returned at once, since a
-    // later zero makes the product zero.
-    let (mut product, mut overflow, mut zero) = (1u64, false, false);
-    for d in dims.skip(skip) {
-        zero |= d == 0;
-        let (p, o) = product.overflowing_mul(d);
-        product = p;
-        overflow |= o;
-    }
-    match (zero, overflow) {
-        (true, _) => Some(0),
-        (false, true) => None,
-        (false, false) => Some(product),
+fn product_from(dims: impl Iterator<Item = u64> + Clone, skip: usize) -> Option<u64> {
+    // The common case costs one pass; only an overflow looks for a zero.
+    match dims.clone().skip(skip).try_fold(1u64, u64::checked_mul) {
+        Some(product) => Some(product),
+        None if dims.skip(skip).any(|d| d == 0) => Some(0),
+        None => None,
     }
 }
 

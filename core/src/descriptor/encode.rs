@@ -415,18 +415,11 @@ impl<'a> TensorDescriptor<'a> {
             // A private type without its section was refused above.
             (None, None) => Packing::Bytes(1),
         };
-        Parts {
+        Checked {
+            desc: self,
             layout_tag: header.layout_tag,
             element_type,
             packing,
-            shape: self.shape,
-            byte_offset: self.byte_offset,
-            layout: &self.layout,
-            buffers: self.buffers,
-            scheme: self.quantization.as_ref().map(|q| &q.scheme),
-            shard: self.shard.is_some(),
-            member: self.member_role.is_some(),
-            stats_nnz: self.statistics.and_then(|s| s.nnz()),
         }
         .check(&at.parts)?;
         Ok(())
@@ -513,4 +506,52 @@ struct Written {
     quantization: u32,
     shard: u32,
     extension_type: u32,
+}
+
+/// An encoder's values as the rules that tie the parts together read them
+/// (with what the header check derived from them).
+struct Checked<'d, 'a> {
+    desc: &'d TensorDescriptor<'a>,
+    layout_tag: u8,
+    element_type: ElementType,
+    packing: Packing,
+}
+
+impl<'a> Parts for Checked<'_, 'a> {
+    type Dims = DimValues<'a>;
+    type Sizes = Buffers<'a>;
+    type Layout = LayoutSpec<'a>;
+    fn layout_tag(&self) -> u8 {
+        self.layout_tag
+    }
+    fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+    fn packing(&self) -> Packing {
+        self.packing
+    }
+    fn dims(&self) -> DimValues<'a> {
+        self.desc.shape
+    }
+    fn byte_offset(&self) -> u64 {
+        self.desc.byte_offset
+    }
+    fn layout(&self) -> &LayoutSpec<'a> {
+        &self.desc.layout
+    }
+    fn sizes(&self) -> Buffers<'a> {
+        self.desc.buffers
+    }
+    fn scheme(&self) -> Option<&Scheme<'_>> {
+        self.desc.quantization.as_ref().map(|q| &q.scheme)
+    }
+    fn has_shard(&self) -> bool {
+        self.desc.shard.is_some()
+    }
+    fn has_member(&self) -> bool {
+        self.desc.member_role.is_some()
+    }
+    fn stats_nnz(&self) -> Option<u64> {
+        self.desc.statistics.and_then(|s| s.nnz())
+    }
 }

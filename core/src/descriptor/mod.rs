@@ -359,20 +359,7 @@ impl<'a> TensorView<'a> {
             table: table_at,
             statistics: statistics_at,
         };
-        Parts {
-            layout_tag,
-            element_type,
-            packing,
-            shape,
-            byte_offset,
-            layout: &layout,
-            buffers,
-            scheme: quantization.as_ref().map(|q| &q.scheme),
-            shard: shard.is_some(),
-            member: member_role.is_some(),
-            stats_nnz: statistics.and_then(section::statistics::nnz_of),
-        }
-        .check(&at)?;
+        view.check(&at)?;
         if trailing {
             return Err(err(
                 declared,
@@ -590,67 +577,71 @@ impl<'a> TensorView<'a> {
 }
 
 /// What the rules that tie a descriptor's parts together read: a parsed
-/// view's parts, or the values an encoder is given. One set of rules for
-/// both (generic: each side's copy is compiled for its own forms), so the
-/// encoder refuses exactly what the parser would.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Parts<'p, S, B, L> {
+/// view's parts ([`TensorView`]), or the values an encoder is given. One set
+/// of rules for both, written once as this trait's provided methods and
+/// compiled for each side's own forms (no dispatch per value, no copy of
+/// the parts on the decode path), so the encoder refuses exactly what the
+/// parser would.
+pub(crate) trait Parts {
+    /// The shape's form.
+    type Dims: Shape;
+    /// The buffers' form.
+    type Sizes: Sizes;
+    /// The layout's form.
+    type Layout: Rules;
     /// The layout tag (the header's): what most rules dispatch on.
-    pub(crate) layout_tag: u8,
-    pub(crate) element_type: ElementType,
-    pub(crate) packing: Packing,
-    pub(crate) shape: S,
-    pub(crate) byte_offset: u64,
-    pub(crate) layout: &'p L,
-    pub(crate) buffers: B,
-    pub(crate) scheme: Option<&'p Scheme<'p>>,
+    fn layout_tag(&self) -> u8;
+    /// The element type.
+    fn element_type(&self) -> ElementType;
+    /// How elements are packed.
+    fn packing(&self) -> Packing;
+    /// The shape.
+    fn dims(&self) -> Self::Dims;
+    /// `byte_offset`.
+    fn byte_offset(&self) -> u64;
+    /// The layout.
+    fn layout(&self) -> &Self::Layout;
+    /// The buffers.
+    fn sizes(&self) -> Self::Sizes;
+    /// The quantization scheme, if any.
+    fn scheme(&self) -> Option<&Scheme<'_>>;
     /// Whether a shard section is present.
-    pub(crate) shard: bool,
+    fn has_shard(&self) -> bool;
     /// Whether a composite member section is present.
-    pub(crate) member: bool,
+    fn has_member(&self) -> bool;
     /// The statistics section's `nnz`, if it has one.
-    pub(crate) stats_nnz: Option<u64>,
-}
+    fn stats_nnz(&self) -> Option<u64>;
 
-/// Where the parts lie, for the errors' offsets.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct PartsAt {
-    pub(crate) byte_offset: u32,
-    pub(crate) table: u32,
-    pub(crate) statistics: u32,
-}
-
-impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
     /// The rules that tie the parts together (inlined: each caller, one
     /// per side, builds the parts in place).
-    #[inline(always)]
-    pub(crate) fn check(&self, at: &PartsAt) -> Result<(), DescriptorError> {
-        let family = Family::of(self.layout_tag);
+    #[inline]
+    fn check(&self, at: &PartsAt) -> Result<(), DescriptorError> {
+        let family = Family::of(self.layout_tag());
         self.check_sections_allowed(family)?;
         self.check_buffer_count(at.table, family)?;
         self.check_byte_offset(at.byte_offset, family)?;
         // Statistics nnz against a sparse layout's.
-        if self.stats_nnz.is_some()
+        if self.stats_nnz().is_some()
             && family == Family::Sparse
-            && self.stats_nnz != self.layout.stored()
+            && self.stats_nnz() != self.layout().stored()
         {
             let at = at.statistics.saturating_add(section::statistics::NNZ_AT);
             let kind = DescriptorErrorKind::StatisticsInconsistent { field: "nnz" };
             return Err(DescriptorError::new(at, kind));
         }
         // Sizes: only for a shape with no dynamic dimension.
-        if self.shape.is_dynamic() {
+        if self.dims().is_dynamic() {
             return Ok(());
         }
         let mut ctx = Ctx {
-            shape: self.shape,
-            packing: self.packing,
-            byte_offset: self.byte_offset,
-            buffers: self.buffers,
+            shape: self.dims(),
+            packing: self.packing(),
+            byte_offset: self.byte_offset(),
+            buffers: self.sizes(),
             table_at: at.table,
             padded_elements: None,
         };
-        if let Some(s) = self.scheme {
+        if let Some(s) = self.scheme() {
             ctx.padded_elements = self.check_parameters(s, &ctx)?;
         }
         let Some(count) = ctx.element_count() else {
@@ -661,17 +652,20 @@ impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
                 },
             ));
         };
-        self.layout.sizes(&ctx, count)
+        self.layout().sizes(&ctx, count)
     }
 
     /// A virtual layout (composite head) has no quantization and is no
     /// member; a CSF or block-paged tensor is never a shard.
-    const fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
+    fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
         let refused = match family {
-            Family::Virtual if self.scheme.is_some() => "quantization",
-            Family::Virtual if self.member => "composite member",
-            _ if self.shard
-                && matches!(self.layout_tag, layout::tag::CSF | layout::tag::BLOCK_PAGED) =>
+            Family::Virtual if self.scheme().is_some() => "quantization",
+            Family::Virtual if self.has_member() => "composite member",
+            _ if self.has_shard()
+                && matches!(
+                    self.layout_tag(),
+                    layout::tag::CSF | layout::tag::BLOCK_PAGED
+                ) =>
             {
                 "shard"
             }
@@ -679,7 +673,7 @@ impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
         };
         let kind = DescriptorErrorKind::SectionNotAllowed {
             section: refused,
-            layout_tag: self.layout_tag,
+            layout_tag: self.layout_tag(),
         };
         Err(DescriptorError::new(header::at::FLAGS, kind))
     }
@@ -689,13 +683,13 @@ impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
     fn check_buffer_count(&self, table_at: u32, family: Family) -> Result<(), DescriptorError> {
         let err = |kind| Err(DescriptorError::new(table_at, kind));
         #[allow(clippy::cast_possible_truncation)]
-        let rank = self.shape.rank() as u32; // <= 64
-        let own = family.layout_buffers(self.layout_tag, rank);
-        let count = self.buffers.count();
+        let rank = self.dims().rank() as u32; // <= 64
+        let own = family.layout_buffers(self.layout_tag(), rank);
+        let count = self.sizes().count();
         #[allow(clippy::cast_possible_truncation)]
         let found = count as u8; // at most 255 entries
         let (mut params, mut private_scheme) = (0, false);
-        if let Some(scheme) = self.scheme {
+        if let Some(scheme) = self.scheme() {
             let (scale, zero) = scheme.parameter_buffers();
             for index in [scale, zero].into_iter().flatten() {
                 if index < own || index as usize >= count {
@@ -731,15 +725,15 @@ impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
     /// `byte_offset`: zero unless the layout is dense (or private); for a
     /// dense layout inside buffer 0 and aligned to the element type.
     fn check_byte_offset(&self, at: u32, family: Family) -> Result<(), DescriptorError> {
-        let byte_offset = self.byte_offset;
+        let byte_offset = self.byte_offset();
         let kind = if family != Family::Dense && family != Family::Extension {
             if byte_offset == 0 {
                 return Ok(());
             }
             DescriptorErrorKind::ByteOffsetNotZero(byte_offset)
-        } else if self.buffers.count() > 0 {
-            let byte_size = self.buffers.byte_size(0);
-            let alignment = self.element_type.natural_alignment();
+        } else if self.sizes().count() > 0 {
+            let byte_size = self.sizes().byte_size(0);
+            let alignment = self.element_type().natural_alignment();
             if byte_offset > byte_size {
                 DescriptorErrorKind::ByteOffsetOutOfRange {
                     byte_offset,
@@ -764,7 +758,7 @@ impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
     fn check_parameters(
         &self,
         s: &Scheme<'_>,
-        ctx: &Ctx<S, B>,
+        ctx: &Ctx<Self::Dims, Self::Sizes>,
     ) -> Result<Option<u64>, DescriptorError> {
         let overflow = ctx.err(
             0,
@@ -779,8 +773,8 @@ impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
         #[allow(clippy::cast_possible_truncation)]
         let (scale, zero) = (scale as u8, zero.map(|z| z as u8)); // < count <= 255
         let mut padded = None;
-        let paged = if self.layout_tag == layout::tag::BLOCK_PAGED {
-            self.layout.paged()
+        let paged = if self.layout_tag() == layout::tag::BLOCK_PAGED {
+            self.layout().paged()
         } else {
             None
         };
@@ -802,7 +796,7 @@ impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
                     .ok_or(overflow)?;
                 let blocks = per_axis.checked_mul(others).ok_or(overflow)?;
                 let dense_order = matches!(
-                    self.layout_tag,
+                    self.layout_tag(),
                     layout::tag::ROW_MAJOR | layout::tag::COLUMN_MAJOR
                 );
                 if s.pads_blocks() && dense_order {
@@ -824,5 +818,52 @@ impl<S: Shape, B: Sizes, L: Rules> Parts<'_, S, B, L> {
             None => ctx.exactly(scale, scale_bytes)?,
         }
         Ok(padded)
+    }
+}
+
+/// Where the parts lie, for the errors' offsets.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PartsAt {
+    pub(crate) byte_offset: u32,
+    pub(crate) table: u32,
+    pub(crate) statistics: u32,
+}
+
+impl<'a> Parts for TensorView<'a> {
+    type Dims = Dims<'a>;
+    type Sizes = BufferTable<'a>;
+    type Layout = Layout<'a>;
+    fn layout_tag(&self) -> u8 {
+        self.header.layout_tag
+    }
+    fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+    fn packing(&self) -> Packing {
+        self.packing
+    }
+    fn dims(&self) -> Dims<'a> {
+        self.shape
+    }
+    fn byte_offset(&self) -> u64 {
+        self.byte_offset
+    }
+    fn layout(&self) -> &Layout<'a> {
+        &self.layout
+    }
+    fn sizes(&self) -> BufferTable<'a> {
+        self.buffers
+    }
+    fn scheme(&self) -> Option<&Scheme<'_>> {
+        self.quantization.as_ref().map(|q| &q.scheme)
+    }
+    fn has_shard(&self) -> bool {
+        self.shard.is_some()
+    }
+    fn has_member(&self) -> bool {
+        self.member_role.is_some()
+    }
+    fn stats_nnz(&self) -> Option<u64> {
+        self.statistics.and_then(section::statistics::nnz_of)
     }
 }
