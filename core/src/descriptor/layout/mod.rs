@@ -392,7 +392,7 @@ impl<'a> LayoutSpec<'a> {
                 ctx.contiguous(ctx.padded_elements.unwrap_or(count))
             }
             Self::Strided(s) => strided::check(s.iter().copied(), ctx, count),
-            Self::Tiled(levels) => tiled::check_grid(levels.iter().map(Into::into), ctx, count),
+            Self::Tiled(levels) => tiled::check_grid(levels.iter(), ctx, count),
             Self::Morton(b) => morton::check(b.iter().copied(), ctx, count),
             Self::Hilbert(_) => Hilbert::check(ctx, count),
             Self::Coo(c) => c.check(ctx),

@@ -13,7 +13,7 @@
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::super::arrays::{DimValues, Dims, StrideValues, Strides, Values, write_native};
+use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Ctx, Shape, Sizes, div_ceil, stride_range};
 use super::tag;
@@ -161,7 +161,7 @@ impl<'a> Tiled<'a> {
             depth = depth.saturating_add(1);
             let at = r.pos();
             let level = read_level(r, rank)?;
-            check_level(&LevelValues::from(level), rank, at)?;
+            check_level(&level, rank, at)?;
             if level.inner_layout != tag::TILED {
                 break;
             }
@@ -178,50 +178,68 @@ impl<'a> Tiled<'a> {
         ctx: &Ctx<impl Shape, impl Sizes>,
         count: u64,
     ) -> Result<(), DescriptorError> {
-        check_grid(self.levels().map(LevelValues::from), ctx, count)
+        check_grid(self.levels(), ctx, count)
     }
 }
 
 /// One tiled level as the rules read it: a parsed level's wire arrays or
-/// an encoder's native ones.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct LevelValues<'a> {
-    tile_shape: DimValues<'a>,
-    outer_layout: u8,
-    inner_layout: u8,
-    outer_strides: Option<StrideValues<'a>>,
-    inner_strides: Option<StrideValues<'a>>,
+/// an encoder's native ones (each side gets its own copy of the rules).
+pub(super) trait Level: Copy {
+    /// Tile size per dimension.
+    fn tile_shape(&self) -> impl Iterator<Item = u64> + Clone;
+    /// Order of the tile grid.
+    fn outer_layout(&self) -> u8;
+    /// Order inside a tile.
+    fn inner_layout(&self) -> u8;
+    /// Grid strides, in tiles.
+    fn outer_strides(&self) -> Option<impl Iterator<Item = i64>>;
+    /// Strides inside a tile, in elements.
+    fn inner_strides(&self) -> Option<impl Iterator<Item = i64>>;
 }
 
-impl<'a> From<TileLevel<'a>> for LevelValues<'a> {
-    fn from(l: TileLevel<'a>) -> Self {
-        Self {
-            tile_shape: l.tile_shape.into(),
-            outer_layout: l.outer_layout,
-            inner_layout: l.inner_layout,
-            outer_strides: l.outer_strides.map(Into::into),
-            inner_strides: l.inner_strides.map(Into::into),
-        }
+impl Level for TileLevel<'_> {
+    fn tile_shape(&self) -> impl Iterator<Item = u64> + Clone {
+        self.tile_shape.as_raw().iter().map(|d| d.get())
+    }
+    fn outer_layout(&self) -> u8 {
+        self.outer_layout
+    }
+    fn inner_layout(&self) -> u8 {
+        self.inner_layout
+    }
+    fn outer_strides(&self) -> Option<impl Iterator<Item = i64>> {
+        self.outer_strides
+            .map(|s| s.as_raw().iter().map(|d| d.get()))
+    }
+    fn inner_strides(&self) -> Option<impl Iterator<Item = i64>> {
+        self.inner_strides
+            .map(|s| s.as_raw().iter().map(|d| d.get()))
     }
 }
 
-impl<'a> From<&TileSpec<'a>> for LevelValues<'a> {
-    fn from(l: &TileSpec<'a>) -> Self {
-        Self {
-            tile_shape: Values::Native(l.tile_shape),
-            outer_layout: l.outer_layout,
-            inner_layout: l.inner_layout,
-            outer_strides: l.outer_strides.map(Values::Native),
-            inner_strides: l.inner_strides.map(Values::Native),
-        }
+impl Level for &TileSpec<'_> {
+    fn tile_shape(&self) -> impl Iterator<Item = u64> + Clone {
+        self.tile_shape.iter().copied()
+    }
+    fn outer_layout(&self) -> u8 {
+        self.outer_layout
+    }
+    fn inner_layout(&self) -> u8 {
+        self.inner_layout
+    }
+    fn outer_strides(&self) -> Option<impl Iterator<Item = i64>> {
+        self.outer_strides.map(|s| s.iter().copied())
+    }
+    fn inner_strides(&self) -> Option<impl Iterator<Item = i64>> {
+        self.inner_strides.map(|s| s.iter().copied())
     }
 }
 
 /// A level's own rules (`at`: the offset of its `tile_shape`): no zero
 /// tile, known grid and inner codes. The parser's and the encoder's one
 /// rule.
-fn check_level(level: &LevelValues<'_>, rank: u32, at: u32) -> Result<(), DescriptorError> {
-    if let Some(axis) = level.tile_shape.iter().position(|t| t == 0) {
+fn check_level(level: &impl Level, rank: u32, at: u32) -> Result<(), DescriptorError> {
+    if let Some(axis) = level.tile_shape().position(|t| t == 0) {
         #[allow(clippy::cast_possible_truncation)]
         let at = at.saturating_add((axis as u32).saturating_mul(8));
         return Err(DescriptorError::new(
@@ -234,21 +252,21 @@ fn check_level(level: &LevelValues<'_>, rank: u32, at: u32) -> Result<(), Descri
     }
     let code_at = at.saturating_add(rank.saturating_mul(8));
     let inner_at = code_at.saturating_add(crate::field::at!(TileCodes.inner_layout));
-    if !matches!(level.outer_layout, 0x01..=0x03) {
+    if !matches!(level.outer_layout(), 0x01..=0x03) {
         return Err(DescriptorError::new(
             code_at,
             DescriptorErrorKind::InvalidValue {
                 field: "outer_layout",
-                value: u64::from(level.outer_layout),
+                value: u64::from(level.outer_layout()),
             },
         ));
     }
-    if !matches!(level.inner_layout, 0x01..=0x04) {
+    if !matches!(level.inner_layout(), 0x01..=0x04) {
         return Err(DescriptorError::new(
             inner_at,
             DescriptorErrorKind::InvalidValue {
                 field: "inner_layout",
-                value: u64::from(level.inner_layout),
+                value: u64::from(level.inner_layout()),
             },
         ));
     }
@@ -277,7 +295,7 @@ pub(super) fn check_specs(
         if depth == usize::from(MAX_TILE_LEVELS) {
             return Err(DescriptorError::new(at, DescriptorErrorKind::TilingTooDeep));
         }
-        check_level(&LevelValues::from(spec), rank, at)?;
+        check_level(&spec, rank, at)?;
         let strided =
             u32::from(spec.outer_strides.is_some()) + u32::from(spec.inner_strides.is_some());
         #[allow(clippy::cast_possible_truncation)]
@@ -289,8 +307,8 @@ pub(super) fn check_specs(
 
 /// The buffer against the tile grid of a non-empty tensor: the parser's
 /// and the encoder's one rule.
-pub(super) fn check_grid<'a>(
-    mut levels: impl Iterator<Item = LevelValues<'a>>,
+pub(super) fn check_grid<L: Level>(
+    mut levels: impl Iterator<Item = L>,
     ctx: &Ctx<impl Shape, impl Sizes>,
     count: u64,
 ) -> Result<(), DescriptorError> {
@@ -307,13 +325,13 @@ pub(super) fn check_grid<'a>(
     let mut parent = top;
     for n in 0u8.. {
         let tile_elems =
-            i64::try_from(product(parent.tile_shape).ok_or(overflow)?).map_err(|_| overflow)?;
+            i64::try_from(product(parent.tile_shape()).ok_or(overflow)?).map_err(|_| overflow)?;
         // What lies inside one of `parent`'s tiles must stay inside it:
         // a strided inner order (which ends the nesting) or the next
         // level's grid.
-        let (inside, next) = match (parent.inner_strides, levels.next()) {
-            (Some(s), _) => (stride_range(parent.tile_shape.iter(), s.iter()), None),
-            (None, Some(next)) => (level_span(&next, parent.tile_shape.iter()), Some(next)),
+        let (inside, next) = match (parent.inner_strides(), levels.next()) {
+            (Some(s), _) => (stride_range(parent.tile_shape(), s), None),
+            (None, Some(next)) => (level_span(&next, parent.tile_shape()), Some(next)),
             (None, None) => break,
         };
         let (l, h) = inside.ok_or(overflow)?;
@@ -328,19 +346,17 @@ pub(super) fn check_grid<'a>(
     ctx.span(lo, hi)
 }
 
-fn product(d: DimValues<'_>) -> Option<u64> {
-    d.iter().try_fold(1u64, u64::checked_mul)
+fn product(mut d: impl Iterator<Item = u64>) -> Option<u64> {
+    d.try_fold(1u64, u64::checked_mul)
 }
 
 /// The element range one level's tile grid reaches when it tiles `region`;
 /// `None` on overflow.
-fn level_span(level: &LevelValues<'_>, region: impl Iterator<Item = u64>) -> Option<(i64, i64)> {
-    let tile_elems = i64::try_from(product(level.tile_shape)?).ok()?;
-    let mut grid = region
-        .zip(level.tile_shape.iter())
-        .map(|(n, t)| div_ceil(n, t));
-    let (lo_t, hi_t) = match level.outer_strides {
-        Some(s) => stride_range(grid, s.iter())?,
+fn level_span(level: &impl Level, region: impl Iterator<Item = u64>) -> Option<(i64, i64)> {
+    let tile_elems = i64::try_from(product(level.tile_shape())?).ok()?;
+    let mut grid = region.zip(level.tile_shape()).map(|(n, t)| div_ceil(n, t));
+    let (lo_t, hi_t) = match level.outer_strides() {
+        Some(s) => stride_range(grid, s)?,
         None => {
             let tiles = grid.try_fold(1u64, u64::checked_mul)?;
             (0, i64::try_from(tiles).ok()?.checked_sub(1)?)

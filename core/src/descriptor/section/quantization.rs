@@ -306,7 +306,10 @@ impl<'a> Scheme<'a> {
     /// The scheme's own rules on its values (errors located relative to
     /// the payload): a finite non-zero per-tensor scale, a per-block scale
     /// type of 16 or 32 bits, an asymmetric zero point in a real buffer.
-    /// The parser runs them on what it read, the encoder on what it writes.
+    /// The parser runs them on what it read (inlined into each scheme's
+    /// branch, where only that scheme's rule remains), the encoder on what
+    /// it writes.
+    #[inline(always)]
     fn check_values(&self) -> Result<(), DescriptorError> {
         let (at, kind) = match *self {
             Self::PerTensor { scale, .. } if !scale.is_finite() || scale == 0.0 => (
@@ -493,7 +496,9 @@ impl<'a> Quantization<'a> {
                     "per_tensor._reserved",
                 )?;
                 let (scale, zero_point) = (f.scale.get(), f.zero_point.get());
-                (Scheme::PerTensor { scale, zero_point }, padding)
+                let scheme = Scheme::PerTensor { scale, zero_point };
+                scheme.check_values().map_err(At)?;
+                (scheme, padding)
             }
             scheme_tag::PER_CHANNEL => {
                 let (f, padding) = PerChannelFields::ref_from_prefix(rest).map_err(|_| Short)?;
@@ -512,6 +517,7 @@ impl<'a> Quantization<'a> {
                     scale_buffer: f.scale_buffer_index.get(),
                     zero_point_buffer: zero_point(f.zero_point_buffer_index.get(), zp_at)?,
                 };
+                scheme.check_values().map_err(At)?;
                 (scheme, padding)
             }
             scheme_tag::PER_BLOCK => {
@@ -535,6 +541,7 @@ impl<'a> Quantization<'a> {
                     zero_point_buffer: zero_point(f.zero_point_buffer_index.get(), zp_at)?,
                     scale_type,
                 };
+                scheme.check_values().map_err(At)?;
                 (scheme, padding)
             }
             // NF4 or MXFP (the tag range was checked above).
@@ -558,7 +565,6 @@ impl<'a> Quantization<'a> {
                 (scheme, padding)
             }
         };
-        scheme.check_values().map_err(At)?;
         // Writer padding: whatever is left, all zero.
         if padding.iter().any(|&b| b != 0) {
             #[allow(clippy::cast_possible_truncation)] // < quantization_length, a u32
