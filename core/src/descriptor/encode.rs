@@ -335,7 +335,7 @@ impl<'a> TensorDescriptor<'a> {
 
     /// The reader options that accept the private codes this descriptor
     /// itself uses.
-    fn read_options(&self) -> ReadOptions<'_> {
+    const fn read_options(&self) -> ReadOptions<'_> {
         let ids: &[u64] = match &self.layout {
             LayoutSpec::Extension { id, .. } => core::slice::from_ref(id),
             LayoutSpec::Parsed(super::Layout::Extension(e)) => core::slice::from_ref(e.id_ref()),

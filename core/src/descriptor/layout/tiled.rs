@@ -296,11 +296,13 @@ pub(super) fn check_specs(
             return Err(DescriptorError::new(at, DescriptorErrorKind::TilingTooDeep));
         }
         check_level(&spec, rank, at)?;
-        let strided =
-            u32::from(spec.outer_strides.is_some()) + u32::from(spec.inner_strides.is_some());
+        let strided = u32::from(spec.outer_strides.is_some())
+            .saturating_add(u32::from(spec.inner_strides.is_some()));
         #[allow(clippy::cast_possible_truncation)]
         let codes = size_of::<TileCodes>() as u32;
-        at = at.saturating_add(arrays(1 + strided)).saturating_add(codes);
+        at = at
+            .saturating_add(arrays(strided.saturating_add(1)))
+            .saturating_add(codes);
     }
     Ok(!levels.is_empty())
 }

@@ -212,7 +212,7 @@ impl ExtensionType {
         let pf = raw.packing_factor;
         let width_ok = match bw {
             1 | 2 | 4 => true,
-            _ => bw >= 8 && bw % 8 == 0,
+            _ => bw >= 8 && bw.is_multiple_of(8),
         };
         if !width_ok {
             return invalid(0, "bit_width", u64::from(bw));

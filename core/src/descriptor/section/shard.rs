@@ -36,7 +36,7 @@ impl<'a> Shard<'a> {
 /// have the rank's length). The parser's and the encoder's one rule.
 pub(crate) fn check(
     shape: impl Iterator<Item = u64>,
-    parent_shape: impl Iterator<Item = u64> + ExactSizeIterator,
+    parent_shape: impl ExactSizeIterator<Item = u64>,
     shard_offset: impl Iterator<Item = u64>,
     at: u32,
 ) -> Result<(), DescriptorError> {
