@@ -18,8 +18,8 @@
 //! interleaved rounds; the best round's nanoseconds per descriptor of each,
 //! their ratio, and the heap allocations of one decode of each (a counting
 //! global allocator, off while timing). Then the same for encoding the
-//! benchmark shapes (ours into a reused buffer, which includes our encoder's
-//! read-back of its output; theirs into a new `Vec`, as its API returns).
+//! benchmark shapes (ours into a reused buffer, including the check of its
+//! values by the parser's rules; theirs into a new `Vec`, as its API returns).
 //!
 //! `race calls N decode|encode ours|theirs INDEX` runs exactly N calls of
 //! one side on one input (the order above) and prints nothing: for

@@ -2,8 +2,9 @@
 //! section — element types (sub-byte, 6-bit, private with an extension type
 //! section), shapes with dynamic dimensions, buffers on any device — and
 //! sizes their buffers by the spec's rules. Whatever the encoder accepts
-//! must parse — here, by the harness's own `TensorView::parse`, not only by
-//! the encoder's read-back — and read back exactly as built, and re-encode to
+//! must parse — here, by the harness's own `TensorView::parse` (the encoder
+//! checks its values with the parser's rules and reads nothing back) — and
+//! read back exactly as built, and re-encode to
 //! the same bytes; what it refuses as invalid, the reader must refuse with
 //! the same error; what is valid by construction (every layout but the tiled one and
 //! the block quantization schemes, whose buffer sizes are left to chance)
@@ -653,7 +654,7 @@ fuzz_target!(|input: Input| {
         member_role,
     };
     // The encoder's bytes, parsed here rather than trusted to the encoder's
-    // own read-back: what it accepts must parse strictly (or, for the
+    // own checks of its values: what it accepts must parse strictly (or, for the
     // private codes it uses, permissively) and read back exactly as built;
     // what it refuses as invalid must be refused by the reader with the
     // same error. So this holds whether or not `encode` parses its output.
