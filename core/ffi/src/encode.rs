@@ -1,6 +1,6 @@
 //! The descriptor encoder: a C [`hurray_descriptor_spec`] (native values,
 //! arrays by pointer) turned into a core `TensorDescriptor` and encoded.
-//! The core's encoder reads its own output back with the decoder, so no
+//! The core's encoder runs the decoder's own rules on the values, so no
 //! spec can produce bytes a reader must reject.
 
 use hurray_core::layout::{

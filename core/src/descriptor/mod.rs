@@ -21,8 +21,9 @@
 //!   are skipped, as the spec forbids computing them.
 //! * After a parse returns `Ok`, every accessor of the [`TensorView`] is
 //!   infallible and panic-free.
-//! * The encoders only emit bytes the parser accepts (they parse their own
-//!   output), and encoding what a view describes reproduces its bytes.
+//! * The encoders only emit bytes the parser accepts (they run the parser's
+//!   own rules on their values, not on bytes read back: ADR-115), and
+//!   encoding what a view describes reproduces its bytes.
 
 mod arrays;
 mod cursor;

@@ -33,7 +33,7 @@ pub struct ExtensionLayout<'a> {
 }
 
 impl<'a> ExtensionLayout<'a> {
-    /// The id, by reference (the encoder's read-back accepts it).
+    /// The id, by reference (for the reader options `encode_view` parses with).
     pub(crate) const fn id_ref(&self) -> &u64 {
         &self.id
     }
