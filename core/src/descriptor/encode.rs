@@ -20,7 +20,7 @@ use crate::table::BufferTable;
 use zerocopy::little_endian::U32;
 
 use super::header::{self, DESCRIPTOR_MAGIC, FixedHeader, Flags, VERSION_MAJOR, VERSION_MINOR};
-use super::layout::LayoutSpec;
+use super::layout::{LayoutSpec, tag};
 use super::section::ext_type::ExtensionType;
 use super::section::member::MemberRole;
 use super::section::quantization::QuantCtx;
@@ -294,8 +294,8 @@ impl<'a> TensorDescriptor<'a> {
     /// * [`EncodeError::Invalid`] — the values describe a descriptor a
     ///   reader must reject (the error is the reader's).
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, EncodeError> {
-        self.check_lengths()?;
         let header = self.header();
+        self.check_lengths(header.layout_tag)?;
         let mut w = Writer::new(out);
         let at = self.write(&header, &mut w);
         let len = w.finish()?;
@@ -425,7 +425,7 @@ impl<'a> TensorDescriptor<'a> {
         Ok(())
     }
 
-    fn check_lengths(&self) -> Result<(), EncodeError> {
+    fn check_lengths(&self, layout_tag: u8) -> Result<(), EncodeError> {
         let rank = self.shape.len();
         let mismatch = |what, len: usize| {
             #[allow(clippy::cast_possible_truncation)]
@@ -442,7 +442,13 @@ impl<'a> TensorDescriptor<'a> {
                 mismatch(what, len)
             }
         };
-        self.layout.for_each_array(same)?;
+        // Only these layouts hold arrays (a parsed one has the same tag).
+        if matches!(
+            layout_tag,
+            tag::STRIDED | tag::TILED | tag::MORTON | tag::CSF
+        ) {
+            self.layout.for_each_array(same)?;
+        }
         if let Some((parent, offset)) = self.shard {
             same("parent_shape", parent.len())?;
             same("shard_offset", offset.len())?;
@@ -466,7 +472,10 @@ impl<'a> TensorDescriptor<'a> {
         at.parts.byte_offset = pos(w);
         w.u64(self.byte_offset);
         at.layout = pos(w);
-        self.layout.encode(w);
+        // Row- and column-major have no fields.
+        if !matches!(header.layout_tag, tag::ROW_MAJOR | tag::COLUMN_MAJOR) {
+            self.layout.encode(w);
+        }
         at.parts.table = pos(w);
         #[allow(clippy::cast_possible_truncation)]
         w.u8(self.buffers.len().min(255) as u8);
