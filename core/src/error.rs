@@ -603,8 +603,11 @@ pub enum EncodeError {
         /// The length required.
         expected: u32,
     },
-    /// The builder cannot hold this part of a descriptor (tiled and private
-    /// layouts, private schemes: use [`TensorDescriptor`](crate::TensorDescriptor)).
+    /// This part has no encoding here: the builder cannot hold it (tiled and
+    /// private layouts, private schemes: use
+    /// [`TensorDescriptor`](crate::TensorDescriptor)), or the values describe
+    /// nothing a descriptor can carry (a private layout or scheme under a
+    /// public tag; tiled levels whose codes, strides and nesting disagree).
     Unsupported {
         /// What it cannot hold.
         what: &'static str,
