@@ -632,7 +632,7 @@ impl fmt::Display for EncodeError {
                 len,
                 expected,
             } => write!(f, "{what} has length {len}, expected {expected}"),
-            Self::Unsupported { what } => write!(f, "the builder cannot hold a {what}"),
+            Self::Unsupported { what } => write!(f, "cannot encode {what}"),
             Self::Invalid(e) => write!(f, "invalid descriptor: {e}"),
         }
     }
