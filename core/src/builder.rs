@@ -149,7 +149,9 @@ impl<const RANK: usize, const NBUF: usize> DescriptorBuilder<RANK, NBUF> {
             Layout::Composite(h) => BuilderLayout::Composite(h),
             Layout::Hilbert(h) => BuilderLayout::Hilbert(h),
             Layout::Tiled(_) | Layout::Extension(_) => {
-                return Err(EncodeError::Unsupported { what: "this layout in a builder" });
+                return Err(EncodeError::Unsupported {
+                    what: "this layout in a builder",
+                });
             }
         };
         b.byte_offset = view.byte_offset();
