@@ -158,15 +158,18 @@ impl BlockPaged {
                 },
             )
         };
-        let per_slot = ctx.shape.product_from(1);
         // No slots make an empty pool whatever a slot would hold (as a zero
         // dimension makes a shape's element count zero).
-        let pool = match (self.slots(), per_slot) {
-            (Some(0), _) => Some(0),
-            (Some(s), Some(p)) => s.checked_mul(p),
-            _ => None,
-        }
-        .ok_or(overflow(0))?;
+        let per_slot = if self.num_pages == 0 || self.page_size == 0 {
+            Some(0)
+        } else {
+            ctx.shape.product_from(1)
+        };
+        let pool = self
+            .slots()
+            .zip(per_slot)
+            .and_then(|(s, p)| s.checked_mul(p))
+            .ok_or(overflow(0))?;
         ctx.exactly(0, ctx.element_bytes(0, pool)?)?;
         let width = self.index_width();
         let table = ctx.size(1);
