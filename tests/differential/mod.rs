@@ -1191,6 +1191,36 @@ fn off_axis_product(dims: &[u64], axis: usize) -> u128 {
 
 /// The quantization blocks of a block scheme on a tensor of shape `dims`:
 /// `(⌈S / K⌉ · Π_{j≠axis} shape[j], K)` (`docs/spec/quantization.md`, Blocks).
+/// Whether scales and zero points that share one buffer need more than
+/// `u64` bytes together (the core sums the two arrays' bytes in `u64`).
+fn shared_parameters_overflow(q: &Quant<'_>, dims: &[u64]) -> bool {
+    const MAX: u128 = u64::MAX as u128;
+    let [Some(scale), Some(zero)] = parameter_indices(q.q) else {
+        return false;
+    };
+    if scale != zero {
+        return false;
+    }
+    let (count, width) = match q.tag() {
+        Some(0x02) => (
+            q.field("axis")
+                .and_then(|a| dims.get(a as usize))
+                .map(|&d| u128::from(d)),
+            4,
+        ),
+        Some(0x03) => (
+            blocks(q, dims).map(|(b, _)| b),
+            if matches!(q.field("scale_type_tag"), Some(0x01 | 0x02)) {
+                2
+            } else {
+                4
+            },
+        ),
+        _ => (None, 0),
+    };
+    count.is_some_and(|c| c.saturating_mul(width + 4) > MAX)
+}
+
 fn blocks(q: &Quant<'_>, dims: &[u64]) -> Option<(u128, u128)> {
     let axis = q.field("axis")? as usize;
     let k = q.field("block_size")?;
@@ -1377,6 +1407,7 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
                         || blocks(&q, dims).is_some_and(|(b, k)| {
                             b.saturating_mul(4) > MAX || (pads && b.saturating_mul(k) > MAX)
                         })
+                        || shared_parameters_overflow(&q, dims)
                 }
                 _ => false,
             }
