@@ -1324,12 +1324,17 @@ fn strided_extent(t: &theirs::TensorDescriptor) -> Option<(i128, i128)> {
         if d == 0 {
             return None; // no element, no extent
         }
-        let reach = (i128::from(d) - 1) * i128::from(st);
-        lo += reach.min(0);
-        hi += reach.max(0);
+        // Saturating: hostile strides and dimensions can pass i128, and a
+        // saturated extent is as far outside i64 as the true one.
+        let reach = (i128::from(d) - 1).saturating_mul(i128::from(st));
+        lo = lo.saturating_add(reach.min(0));
+        hi = hi.saturating_add(reach.max(0));
     }
     let offset = i128::from(t.byte_offset);
-    Some((offset + lo * size, offset + (hi + 1) * size))
+    Some((
+        offset.saturating_add(lo.saturating_mul(size)),
+        offset.saturating_add(hi.saturating_add(1).saturating_mul(size)),
+    ))
 }
 
 /// Whether a size named `what` that our reader refused as an `Overflow`
