@@ -98,22 +98,7 @@ pub(crate) fn plan(view: &TensorView<'_>, count: u32) -> Option<Vec<Piece>> {
         let mut offset = vec![0u64; rank];
         offset[axis] = start;
         let bytes = sub[axis].checked_mul(slice_bytes)?;
-        let h = BufferHandle::with_memory_class(
-            bytes,
-            handle.alignment(),
-            handle.device_tag(),
-            handle.sync_mode(),
-            handle.memory_class(),
-        )
-        .ok()?;
-        let mut b = DescriptorBuilder::<RANK, 1>::new(view.element_type());
-        b.set_shape(&sub).ok()?;
-        b.set_layout(if row_major {
-            BuilderLayout::RowMajor
-        } else {
-            BuilderLayout::ColumnMajor
-        });
-        b.push_buffer(h).ok()?;
+        let mut b = dense_builder(view, &sub, row_major, bytes)?;
         b.set_shard(&shape, &offset).ok()?;
         b.set_extension_type(view.extension_type());
         let mut out = vec![0u8; 4096];
@@ -534,6 +519,37 @@ impl Drop for OutFile {
             let _ = std::fs::remove_file(&self.temp);
         }
     }
+}
+
+/// A builder for a dense row- or column-major tensor of `view`'s element
+/// type and `shape`, in one buffer of `bytes` bytes that keeps the
+/// alignment, device, sync mode and memory class of `view`'s first buffer;
+/// `None` when `view` has no buffer or the values are refused. Shards and
+/// transcoded tensors are both made from it.
+pub(crate) fn dense_builder(
+    view: &TensorView<'_>,
+    shape: &[u64],
+    row_major: bool,
+    bytes: u64,
+) -> Option<DescriptorBuilder<RANK, 1>> {
+    let handle = view.buffers().get(0)?;
+    let h = BufferHandle::with_memory_class(
+        bytes,
+        handle.alignment(),
+        handle.device_tag(),
+        handle.sync_mode(),
+        handle.memory_class(),
+    )
+    .ok()?;
+    let mut b = DescriptorBuilder::<RANK, 1>::new(view.element_type());
+    b.set_shape(shape).ok()?;
+    b.set_layout(if row_major {
+        BuilderLayout::RowMajor
+    } else {
+        BuilderLayout::ColumnMajor
+    });
+    b.push_buffer(h).ok()?;
+    Some(b)
 }
 
 #[cfg(test)]

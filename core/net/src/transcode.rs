@@ -9,7 +9,7 @@
 //! would materialise more than the server's limit is not done (the next
 //! preference, or the native layout, is served instead).
 
-use hurray_core::{BufferHandle, BuilderLayout, DescriptorBuilder, Layout, TensorView};
+use hurray_core::{Layout, TensorView};
 
 /// The layouts this server transcodes to, in the order it advertises them.
 pub(crate) const TARGETS: [u8; 2] = [0x01, 0x02];
@@ -117,23 +117,7 @@ pub(crate) fn transcode(view: &TensorView<'_>, data: &[u8], to: u8) -> Option<(V
             }
         }
     }
-    let handle = view.buffers().get(0)?;
-    let h = BufferHandle::with_memory_class(
-        out.len() as u64,
-        handle.alignment(),
-        handle.device_tag(),
-        handle.sync_mode(),
-        handle.memory_class(),
-    )
-    .ok()?;
-    let mut b = DescriptorBuilder::<RANK, 1>::new(view.element_type());
-    b.set_shape(&shape).ok()?;
-    b.set_layout(if row_major {
-        BuilderLayout::RowMajor
-    } else {
-        BuilderLayout::ColumnMajor
-    });
-    b.push_buffer(h).ok()?;
+    let mut b = crate::shard::dense_builder(view, &shape, row_major, out.len() as u64)?;
     b.set_statistics(view.statistics());
     b.set_extension_type(view.extension_type());
     let mut d = vec![0u8; 4096];
