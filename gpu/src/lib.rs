@@ -120,7 +120,7 @@ pub use exec::wait_for;
 #[cfg(target_os = "linux")]
 pub use external::{
     DeviceIdentity, HOST_PAGE, HostBuffer, MessageError, SHARED_USAGE, ShareError, Unsupported,
-    device_identity,
+    device_identity, event_sync,
 };
 pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
