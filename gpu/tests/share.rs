@@ -259,14 +259,20 @@ fn event_sync_round_trip_between_two_devices() {
     assert!(a.event_sync() && b.event_sync());
     const N: u32 = 1 << 16;
     let producer = a.alloc_exportable(u64::from(N) * 4).unwrap();
-    assert_eq!(producer.event_value(), None, "no semaphore before the first Event export");
+    assert_eq!(
+        producer.event_value(),
+        None,
+        "no semaphore before the first Event export"
+    );
     let kernel_a = a.kernel(PATTERN, "pattern").unwrap();
     let seed = hurray_gpu::GpuResource::uniform(&[0x1111_2222u32, 0, 0, 0]);
     kernel_a
         .launch(&[(&producer).into(), seed], [N / 64, 1, 1])
         .unwrap();
     let (tx, rx) = UnixStream::pair().unwrap();
-    let message = producer.export_event(ElementType::UInt32, &[u64::from(N)]).unwrap();
+    let message = producer
+        .export_event(ElementType::UInt32, &[u64::from(N)])
+        .unwrap();
     assert_eq!(message.sync_mode(), SyncMode::Event);
     assert_eq!(message.buffer().sync_mode(), SyncMode::Event);
     assert_eq!(message.wait_value(), Some(1));
@@ -292,7 +298,9 @@ fn event_sync_round_trip_between_two_devices() {
     assert_eq!(producer.event_value(), Some(2));
     assert_eq!(producer.read_vec::<u32>().unwrap(), pattern(N, 0x3333_4444));
     // A second round: the values keep growing on both sides.
-    let again = producer.export_event(ElementType::UInt32, &[u64::from(N)]).unwrap();
+    let again = producer
+        .export_event(ElementType::UInt32, &[u64::from(N)])
+        .unwrap();
     assert_eq!(again.wait_value(), Some(3));
     // Buffers without a semaphore say so.
     let plain = a.alloc_exportable(64).unwrap();
@@ -306,7 +314,9 @@ fn event_sync_round_trip_between_two_devices() {
 #[test]
 fn fallback_without_a_semaphore_waits_for_the_queue() {
     let test = "fallback_without_a_semaphore_waits_for_the_queue";
-    let Some(probe) = sharing_ctx(test) else { return };
+    let Some(probe) = sharing_ctx(test) else {
+        return;
+    };
     let adapter = probe.adapter.clone();
     let options = hurray_gpu::ContextOptions::default().event_sync(false);
     let a = pollster::block_on(hurray_gpu::GpuContext::from_adapter_with_options(
@@ -329,5 +339,8 @@ fn fallback_without_a_semaphore_waits_for_the_queue() {
     message.send(&tx).unwrap();
     let consumer = probe.import(SharedBuffer::recv(&rx).unwrap()).unwrap();
     assert_eq!(consumer.read_vec::<u32>().unwrap(), pattern(256, 5));
-    assert_eq!(consumer.signal_event().unwrap_err(), ShareError::NoSemaphore);
+    assert_eq!(
+        consumer.signal_event().unwrap_err(),
+        ShareError::NoSemaphore
+    );
 }

@@ -171,12 +171,16 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
                 .map_err(|e| format!("readback: {e}"))?;
             let want: Vec<u32> = child_values().iter().map(|v| v ^ round).collect();
             if seen != want {
-                return Err(format!("event round {round}: the parent does not see the child's kernel"));
+                return Err(format!(
+                    "event round {round}: the parent does not see the child's kernel"
+                ));
             }
             if round == 0 {
                 fds_after_first = open_fds();
             }
-            println!("parent: event round {round}: sent value {value}, waited for {back} on the GPU, bytes checked");
+            println!(
+                "parent: event round {round}: sent value {value}, waited for {back} on the GPU, bytes checked"
+            );
         }
         let fds = open_fds();
         if fds != fds_after_first {
@@ -185,7 +189,9 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
                 EVENT_ROUNDS - 1
             ));
         }
-        println!("parent: {EVENT_ROUNDS} event rounds, {fds} fds open after the first and the last");
+        println!(
+            "parent: {EVENT_ROUNDS} event rounds, {fds} fds open after the first and the last"
+        );
         Ok(())
     }
 
@@ -237,7 +243,9 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
             let shared = match SharedBuffer::recv(socket) {
                 Ok(s) => s,
                 // The parent closed the socket: no more rounds.
-                Err(ShareError::Message(hurray_gpu::MessageError::Truncated { got: 0, .. })) => break,
+                Err(ShareError::Message(hurray_gpu::MessageError::Truncated {
+                    got: 0, ..
+                })) => break,
                 Err(e) => return Err(format!("recv (event round {round}): {e}")),
             };
             if shared.wait_value().is_none() {
@@ -251,7 +259,9 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
                 .map_err(|e| format!("child readback: {e}"))?;
             let want: Vec<u32> = parent_values().iter().map(|v| v ^ round).collect();
             if seen != want {
-                return Err(format!("event round {round}: the child does not see the parent's write"));
+                return Err(format!(
+                    "event round {round}: the child does not see the parent's write"
+                ));
             }
             let seed = GpuResource::uniform(&[SEED ^ round, 0, 0, 0]);
             k.dispatch(&c.queue, &[(&h).into(), seed], [N / 64, 1, 1])

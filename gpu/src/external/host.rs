@@ -97,9 +97,10 @@ pub(crate) fn open_device(
         // SAFETY: as in `adapter_supports`; the guard lives through the
         // `open_with_callback` call below and is dropped after it.
         let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
-        if !extensions.iter().all(|e| {
-            hal.physical_device_capabilities().supports_extension(e)
-        }) {
+        if !extensions
+            .iter()
+            .all(|e| hal.physical_device_capabilities().supports_extension(e))
+        {
             return Some(Err(BackendError::RequestDevice(
                 "an extension the adapter does not list".into(),
             )));

@@ -65,7 +65,8 @@ use crate::exec;
 /// The extension this file needs (wgpu-hal does not enable it).
 pub(crate) const EXTENSION: &CStr = ash::khr::external_semaphore_fd::NAME;
 /// The one handle type: an opaque POSIX file descriptor.
-const HANDLE: vk::ExternalSemaphoreHandleTypeFlags = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+const HANDLE: vk::ExternalSemaphoreHandleTypeFlags =
+    vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
 
 /// Whether `adapter` lists `VK_KHR_external_semaphore_fd` (Vulkan only).
 pub(crate) fn adapter_supports(adapter: &wgpu::Adapter) -> bool {
@@ -126,7 +127,8 @@ fn raw_of(device: &wgpu::Device) -> Result<Raw, ShareError> {
     if timeline.timeline_semaphore != vk::TRUE {
         return Err(Unsupported::Extension("timelineSemaphore").into());
     }
-    let mut kind = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+    let mut kind =
+        vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
     let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
         .handle_type(HANDLE)
         .push_next(&mut kind);
@@ -284,7 +286,10 @@ impl Timeline {
 
     /// The highest value signalled or waited for on this device.
     pub(crate) fn value(&self) -> u64 {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).value
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .value
     }
 
     /// Has the semaphore reach a new value, returned, when every piece of
@@ -368,7 +373,9 @@ impl Timeline {
                 if let Some(enc) = enc {
                     let barrier = vk::MemoryBarrier::default()
                         .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-                        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+                        .dst_access_mask(
+                            vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+                        );
                     raw.cmd_pipeline_barrier(
                         enc.raw_handle(),
                         vk::PipelineStageFlags::ALL_COMMANDS,

@@ -84,6 +84,6 @@ impl GpuBufferHandle {
             MemoryClass::Standard
         };
         BufferHandle::with_memory_class(self.inner.byte_len, alignment, tag, sync, class)
-        .map_err(|_| BackendError::Bug("a valid buffer gave an invalid BufferHandle"))
+            .map_err(|_| BackendError::Bug("a valid buffer gave an invalid BufferHandle"))
     }
 }

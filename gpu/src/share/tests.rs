@@ -413,14 +413,22 @@ fn sh_sync_1_an_event_message_carries_a_sync_block_and_two_fds() {
     assert_eq!(m.len(), HEADER_LEN + SYNC_LEN + desc.len());
     assert_eq!(m[6], FLAG_DEDICATED | FLAG_TIMELINE);
     // The block, field by field: value 7 (LE u64), handle type 1, 7 zeros.
-    assert_eq!(&m[HEADER_LEN..HEADER_LEN + SYNC_LEN], &[7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        &m[HEADER_LEN..HEADER_LEN + SYNC_LEN],
+        &[7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]
+    );
     let got = roundtrip_fds(&m, &[&mem, &sem]).unwrap();
     assert_eq!(got.wait_value(), Some(7));
     assert_eq!(got.sync_mode(), SyncMode::Event);
     assert_eq!(got.descriptor_bytes(), &desc[..]);
     // The fds arrive in order: the memory's, then the semaphore's.
     use std::os::unix::fs::MetadataExt;
-    let ino = |fd: &OwnedFd| std::fs::File::from(fd.try_clone().unwrap()).metadata().unwrap().ino();
+    let ino = |fd: &OwnedFd| {
+        std::fs::File::from(fd.try_clone().unwrap())
+            .metadata()
+            .unwrap()
+            .ino()
+    };
     let (want_mem, want_sem) = (ino(&mem), ino(&sem));
     let (m_fd, s) = got.into_fds();
     let (s_fd, value) = s.unwrap();
@@ -428,7 +436,10 @@ fn sh_sync_1_an_event_message_carries_a_sync_block_and_two_fds() {
     // Without the flag, the message is the old one: no block, one fd.
     let plain = vulkan_descriptor(4096);
     let got = roundtrip(&message(&header(4096, &plain), &plain), Some(&mem)).unwrap();
-    assert_eq!((got.wait_value(), got.sync_mode()), (None, SyncMode::ProducerSynced));
+    assert_eq!(
+        (got.wait_value(), got.sync_mode()),
+        (None, SyncMode::ProducerSynced)
+    );
     assert!(got.semaphore_fd().is_none());
 }
 
@@ -478,7 +489,8 @@ fn sh_sync_3_an_event_message_needs_exactly_two_fds() {
     assert_eq!(message_error(roundtrip_fds(&m, &[])), MessageError::NoFd);
     // A third fd, sent with the descriptor: refused at once.
     let (a, b) = UnixStream::pair().unwrap();
-    let n = socket::send_with_fds(a.as_fd(), &m[..HEADER_LEN], &[mem.as_fd(), sem.as_fd()]).unwrap();
+    let n =
+        socket::send_with_fds(a.as_fd(), &m[..HEADER_LEN], &[mem.as_fd(), sem.as_fd()]).unwrap();
     assert_eq!(n, HEADER_LEN);
     socket::send_with_fds(a.as_fd(), &m[HEADER_LEN..], &[third.as_fd()]).unwrap();
     assert_eq!(
@@ -489,7 +501,10 @@ fn sh_sync_3_an_event_message_needs_exactly_two_fds() {
     // Two fds with a message that announces no semaphore.
     let plain = vulkan_descriptor(64);
     assert_eq!(
-        message_error(roundtrip_fds(&message(&header(64, &plain), &plain), &[&mem, &sem])),
+        message_error(roundtrip_fds(
+            &message(&header(64, &plain), &plain),
+            &[&mem, &sem]
+        )),
         MessageError::ExtraFds { count: 2 }
     );
     assert_eq!(open_fds(), before, "every received fd was closed");
@@ -502,7 +517,10 @@ fn sh_sync_4_the_buffers_sync_mode_matches_the_semaphore() {
     // A semaphore with a ProducerSynced buffer.
     let plain = vulkan_descriptor(64);
     let m = event_message(64, &SyncBlock::new(1), &plain);
-    assert_eq!(message_error(roundtrip_fds(&m, &[&mem, &sem])), MessageError::SyncMode(0));
+    assert_eq!(
+        message_error(roundtrip_fds(&m, &[&mem, &sem])),
+        MessageError::SyncMode(0)
+    );
     // An Event buffer without a semaphore.
     let event = event_descriptor(64);
     assert_eq!(
