@@ -47,6 +47,15 @@ mod run {
         std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
     }
 
+    /// Waits until the device is idle, so that wgpu has freed what dropped
+    /// handles held (it frees after the last submission using them).
+    fn settle(c: &hurray_gpu::GpuContext) -> Result<(), String> {
+        c.device
+            .poll(hurray_gpu::wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| format!("poll: {e}"))
+    }
+
     const PATTERN: &str = r"
 struct Params { seed: u32, p0: u32, p1: u32, p2: u32 }
 @group(0) @binding(0) var<storage, read_write> data: array<u32>;
@@ -176,12 +185,14 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
                 ));
             }
             if round == 0 {
+                settle(c)?;
                 fds_after_first = open_fds();
             }
             println!(
                 "parent: event round {round}: sent value {value}, waited for {back} on the GPU, bytes checked"
             );
         }
+        settle(c)?;
         let fds = open_fds();
         if fds != fds_after_first {
             return Err(format!(
@@ -273,11 +284,13 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
             (&*socket).write_all(&reply).map_err(|e| e.to_string())?;
             drop(h);
             if round == 0 {
+                settle(c)?;
                 fds_after_first = open_fds();
             }
             round += 1;
         }
         if round > 0 {
+            settle(c)?;
             let fds = open_fds();
             if fds != fds_after_first {
                 return Err(format!(
