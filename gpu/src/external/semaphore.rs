@@ -300,10 +300,10 @@ impl Timeline {
     /// [`ShareError::Unsupported`] for a queue that is not a Vulkan one.
     pub(crate) fn signal(&self, queue: &wgpu::Queue) -> Result<u64, ShareError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let value = state.value.checked_add(1).ok_or(ShareError::Vulkan {
-            call: "timeline value",
-            result: vk::Result::ERROR_UNKNOWN.as_raw(),
-        })?;
+        let value = state
+            .value
+            .checked_add(1)
+            .ok_or(crate::ApiMisuse::Overflow)?;
         {
             // SAFETY: the guard is only used to stage one signal (wgpu-hal
             // consumes it in the next submission, under wgpu's own queue
