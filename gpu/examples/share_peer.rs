@@ -13,6 +13,15 @@
 //!   `a`.
 //! * `S 0` — export it as `int32 [n / 4]` and send the share message (header,
 //!   descriptor, fd); the export waits for the queue (`ProducerSynced`).
+//! * `E 0` — the same with `Event` sync (`export_event`): waits for nothing;
+//!   the message carries the buffer's timeline semaphore (a second fd) and
+//!   the value it reaches once the kernel is done. Where the device has no
+//!   `VK_KHR_external_semaphore_fd` it is `S`.
+//! * `C 0` — whether this device's `Event` exports carry a semaphore;
+//!   answers `c` + 1 or 0 (`u64`).
+//! * `W v` — make later work on this device wait, on the GPU, until the
+//!   buffer's semaphore reaches `v` (the consumer's signal); answers `w`.
+//!   A `V` after it reads what the consumer wrote before signalling.
 //! * `V x` — read the buffer back (hurray's readback) and count the words
 //!   that differ from `(i ^ 0x2A5A5A5A) ^ x`; answers `v` + count (`u64`).
 //! * `R 0` — time one whole readback into a new `Vec` (the copy that sharing
@@ -30,7 +39,9 @@ mod peer {
     use std::time::Instant;
 
     use hurray_core::ElementType;
-    use hurray_gpu::{GpuBufferHandle, GpuContext, GpuKernel, GpuResource, device_identity};
+    use hurray_gpu::{
+        GpuBufferHandle, GpuContext, GpuKernel, GpuResource, device_identity, event_sync,
+    };
 
     /// The producer's pattern.
     pub(crate) const SEED: u32 = 0x2A5A_5A5A;
@@ -63,7 +74,14 @@ fn fill(@builtin(global_invocation_id) id: vec3<u32>,
         let ctx = GpuContext::new()?;
         let info = ctx.adapter_info();
         let id = device_identity(&ctx.device)?;
-        eprintln!("share_peer: {} ({:?}), {id}", info.name, info.backend);
+        let sync = event_sync(&ctx.device);
+        eprintln!(
+            "share_peer: {} ({:?}), {id}, event sync: {}",
+            info.name,
+            info.backend,
+            sync.as_ref()
+                .map_or_else(ToString::to_string, |()| "timeline semaphore".into())
+        );
         let fill = GpuKernel::new(&ctx.device, FILL, "fill")?;
         let mut buffer: Option<GpuBufferHandle> = None;
         let mut last_share_ns = 0u64;
@@ -88,6 +106,19 @@ fn fill(@builtin(global_invocation_id) id: vec3<u32>,
                     h.export(ElementType::Int32, &[h.byte_len() / 4])?
                         .send(&socket)?;
                     last_share_ns = u64::try_from(start.elapsed().as_nanos())?;
+                }
+                b'E' => {
+                    let h = buffer.as_ref().ok_or("E before A")?;
+                    let start = Instant::now();
+                    h.export_event(ElementType::Int32, &[h.byte_len() / 4])?
+                        .send(&socket)?;
+                    last_share_ns = u64::try_from(start.elapsed().as_nanos())?;
+                }
+                b'C' => reply(&socket, b'c', Some(u64::from(sync.is_ok())))?,
+                b'W' => {
+                    let h = buffer.as_ref().ok_or("W before A")?;
+                    h.wait_event(arg)?;
+                    reply(&socket, b'w', None)?;
                 }
                 b'V' => {
                     let h = buffer.as_ref().ok_or("V before A")?;

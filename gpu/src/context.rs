@@ -160,13 +160,24 @@ impl GpuContext {
             required_features: features,
             ..Default::default()
         };
-        // Host memory for DMA needs an extension wgpu does not enable:
-        // open the device through the HAL where the adapter has it.
+        // Host memory for DMA and timeline semaphores shared as fds need
+        // extensions wgpu does not enable: open the device through the HAL
+        // with those the adapter has.
         #[cfg(target_os = "linux")]
-        if options.host_dma && crate::external::host::adapter_supports(&adapter) {
-            if let Some(made) = crate::external::host::open_device(&adapter, &desc) {
-                let (device, queue) = made?;
-                return Ok(Self::from_device(adapter, device, queue));
+        {
+            use crate::external::{host, semaphore};
+            let mut extensions = Vec::new();
+            if options.host_dma && host::adapter_supports(&adapter) {
+                extensions.push(host::EXTENSION);
+            }
+            if options.event_sync && semaphore::adapter_supports(&adapter) {
+                extensions.push(semaphore::EXTENSION);
+            }
+            if !extensions.is_empty() {
+                if let Some(made) = host::open_device(&adapter, &desc, &extensions) {
+                    let (device, queue) = made?;
+                    return Ok(Self::from_device(adapter, device, queue));
+                }
             }
         }
         let (device, queue) = adapter
@@ -367,6 +378,12 @@ pub struct ContextOptions {
     /// through host memory the GPU reaches by DMA. Default `true`; `false`
     /// keeps wgpu's own device creation and mapped staging buffers.
     pub host_dma: bool,
+    /// Open the device with `VK_KHR_external_semaphore_fd` where the adapter
+    /// offers it (Linux, Vulkan), so that
+    /// [`export_event`](crate::GpuBufferHandle::export_event) sends a
+    /// timeline semaphore instead of waiting for the queue
+    /// ([`GpuContext::event_sync`] says whether it does). Default `true`.
+    pub event_sync: bool,
 }
 
 impl Default for ContextOptions {
@@ -374,11 +391,19 @@ impl Default for ContextOptions {
         Self {
             limits: None,
             host_dma: true,
+            event_sync: true,
         }
     }
 }
 
 impl ContextOptions {
+    /// Sets [`event_sync`](Self::event_sync).
+    #[must_use]
+    pub fn event_sync(mut self, on: bool) -> Self {
+        self.event_sync = on;
+        self
+    }
+
     /// Sets [`host_dma`](Self::host_dma).
     #[must_use]
     pub fn host_dma(mut self, on: bool) -> Self {

@@ -41,12 +41,13 @@
 //!   ([`set_staging_cap`], [`staging_stats`]). Dropping the last clone of a
 //!   handle frees its GPU memory at once, even if kernels cached bind groups
 //!   for it.
-//! * **Unsafe lives in four places**: `transfer::read::read_to_vec`, one
+//! * **Unsafe lives in five places**: `transfer::read::read_to_vec`, one
 //!   `Vec::set_len` after the copies' own count says a readback filled the
 //!   spare capacity; `external/vk.rs` (Linux), the Vulkan external-memory
 //!   calls; `external/host.rs` (Linux), host memory imported for DMA (the
 //!   device opened with `VK_EXT_external_memory_host`, the import, the page
-//!   allocation, the host copies); and `share/socket.rs` (Linux), the
+//!   allocation, the host copies); `external/semaphore.rs` (Linux), timeline
+//!   semaphores shared as fds (ADR-117); and `share/socket.rs` (Linux), the
 //!   `SCM_RIGHTS` calls. Each block is argued where it stands. Everything
 //!   else is safe.
 //! * **Host memory the GPU reaches by DMA** (Linux, Vulkan with
@@ -59,7 +60,12 @@
 //! * **Sharing without copies** (Linux, Vulkan): `alloc_exportable` memory
 //!   goes to another device, process or API as an opaque file descriptor
 //!   plus a hurray descriptor (`SharedBuffer`); a received message is
-//!   validated whole before `GpuBufferHandle::import` touches it.
+//!   validated whole before `GpuBufferHandle::import` touches it. `export`
+//!   waits for the queue (`ProducerSynced`); `export_event` waits for
+//!   nothing and sends a timeline semaphore the consumer waits for on its
+//!   GPU (`Event`; Vulkan with `VK_KHR_external_semaphore_fd`, which
+//!   [`GpuContext::new`] enables where offered, else it falls back to
+//!   `export`: `event_sync` says which).
 //!
 //! Details: `docs/impl/gpu-readback.md`, `docs/impl/gpu-transfers.md`,
 //! `docs/impl/gpu-share.md`, `docs/robustness.md`.
@@ -120,7 +126,7 @@ pub use exec::wait_for;
 #[cfg(target_os = "linux")]
 pub use external::{
     DeviceIdentity, HOST_PAGE, HostBuffer, MessageError, SHARED_USAGE, ShareError, Unsupported,
-    device_identity,
+    device_identity, event_sync,
 };
 pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};

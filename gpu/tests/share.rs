@@ -239,3 +239,112 @@ fn contexts_share_without_naming_devices() {
         Err(ShareError::Unsupported(Unsupported::Empty))
     ));
 }
+
+/// `Event` sync between two devices: the producer's writes are queued, not
+/// waited for; the export signals the buffer's timeline semaphore after
+/// them; the consumer's import waits for it on its GPU; the consumer's
+/// kernel is followed by its own signal, which the producer's GPU waits for
+/// before it reads. No host wait in between on either side.
+#[test]
+fn event_sync_round_trip_between_two_devices() {
+    let test = "event_sync_round_trip_between_two_devices";
+    let Some(a) = sharing_ctx(test) else { return };
+    let Some(b) = sharing_ctx(test) else { return };
+    if let Err(why) = hurray_gpu::event_sync(&a.device) {
+        // The fallback is `fallback_without_a_semaphore_waits_for_the_queue`'s.
+        assert!(!a.event_sync());
+        assert!(
+            std::env::var_os("HURRAY_REQUIRE_EVENT_SYNC").is_none_or(|v| v != "1"),
+            "HURRAY_REQUIRE_EVENT_SYNC=1 but {why}"
+        );
+        println!("SKIPPED {test}: no timeline semaphore to share ({why})");
+        return;
+    }
+    assert!(a.event_sync() && b.event_sync());
+    const N: u32 = 1 << 16;
+    let producer = a.alloc_exportable(u64::from(N) * 4).unwrap();
+    assert_eq!(
+        producer.event_value(),
+        None,
+        "no semaphore before the first Event export"
+    );
+    let kernel_a = a.kernel(PATTERN, "pattern").unwrap();
+    let seed = hurray_gpu::GpuResource::uniform(&[0x1111_2222u32, 0, 0, 0]);
+    kernel_a
+        .launch(&[(&producer).into(), seed], [N / 64, 1, 1])
+        .unwrap();
+    let (tx, rx) = UnixStream::pair().unwrap();
+    let message = producer
+        .export_event(ElementType::UInt32, &[u64::from(N)])
+        .unwrap();
+    assert_eq!(message.sync_mode(), SyncMode::Event);
+    assert_eq!(message.buffer().sync_mode(), SyncMode::Event);
+    assert_eq!(message.wait_value(), Some(1));
+    assert!(message.semaphore_fd().is_some());
+    assert_eq!(producer.event_value(), Some(1));
+    message.send(&tx).unwrap();
+    let received = SharedBuffer::recv(&rx).unwrap();
+    assert_eq!(received.wait_value(), Some(1));
+    let consumer = b.import(received).unwrap();
+    assert_eq!(consumer.event_value(), Some(1));
+    // b's work waits for a's kernel on b's GPU; b then writes and signals.
+    let kernel_b = b.kernel(PATTERN, "pattern").unwrap();
+    let seed_b = hurray_gpu::GpuResource::uniform(&[0x3333_4444u32, 0, 0, 0]);
+    // Read a's values through a copy that b's queue orders after the wait.
+    assert_eq!(consumer.read_vec::<u32>().unwrap(), pattern(N, 0x1111_2222));
+    kernel_b
+        .launch(&[(&consumer).into(), seed_b], [N / 64, 1, 1])
+        .unwrap();
+    let back = consumer.signal_event().unwrap();
+    assert_eq!(back, 2);
+    // a's GPU waits for b's kernel before a's readback copies.
+    producer.wait_event(back).unwrap();
+    assert_eq!(producer.event_value(), Some(2));
+    assert_eq!(producer.read_vec::<u32>().unwrap(), pattern(N, 0x3333_4444));
+    // A second round: the values keep growing on both sides.
+    let again = producer
+        .export_event(ElementType::UInt32, &[u64::from(N)])
+        .unwrap();
+    assert_eq!(again.wait_value(), Some(3));
+    // Buffers without a semaphore say so.
+    let plain = a.alloc_exportable(64).unwrap();
+    assert_eq!(plain.signal_event().unwrap_err(), ShareError::NoSemaphore);
+    assert_eq!(plain.wait_event(1).unwrap_err(), ShareError::NoSemaphore);
+}
+
+/// A device opened without `VK_KHR_external_semaphore_fd` (as a device you
+/// create yourself is) keeps `ProducerSynced`: `export_event` waits for the
+/// queue and sends no semaphore, and the consumer needs none.
+#[test]
+fn fallback_without_a_semaphore_waits_for_the_queue() {
+    let test = "fallback_without_a_semaphore_waits_for_the_queue";
+    let Some(probe) = sharing_ctx(test) else {
+        return;
+    };
+    let adapter = probe.adapter.clone();
+    let options = hurray_gpu::ContextOptions::default().event_sync(false);
+    let a = pollster::block_on(hurray_gpu::GpuContext::from_adapter_with_options(
+        adapter, options,
+    ))
+    .unwrap();
+    assert!(!a.event_sync());
+    assert!(matches!(
+        hurray_gpu::event_sync(&a.device),
+        Err(ShareError::Unsupported(_))
+    ));
+    let producer = a.alloc_exportable(1024).unwrap();
+    producer.write_at(0, pattern(256, 5).as_bytes()).unwrap();
+    let message = producer.export_event(ElementType::UInt32, &[256]).unwrap();
+    assert_eq!(message.sync_mode(), SyncMode::ProducerSynced);
+    assert_eq!(message.wait_value(), None);
+    assert!(message.semaphore_fd().is_none());
+    assert_eq!(producer.event_value(), None);
+    let (tx, rx) = UnixStream::pair().unwrap();
+    message.send(&tx).unwrap();
+    let consumer = probe.import(SharedBuffer::recv(&rx).unwrap()).unwrap();
+    assert_eq!(consumer.read_vec::<u32>().unwrap(), pattern(256, 5));
+    assert_eq!(
+        consumer.signal_event().unwrap_err(),
+        ShareError::NoSemaphore
+    );
+}

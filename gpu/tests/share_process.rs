@@ -9,6 +9,17 @@
 //! buffer crosses the socket: only the 56-byte header, the descriptor and the
 //! fd do.
 //!
+//! Then, where the device shares timeline semaphores (`Event` sync, issue 21:
+//! not lavapipe 22, which lacks `VK_KHR_external_semaphore_fd`; the H200
+//! runs it), [`EVENT_ROUNDS`] rounds with no host wait on either side: the
+//! parent queues a write and exports with `export_event`; the child's import
+//! waits for the semaphore on its GPU, checks the values, queues a kernel and
+//! answers with the value it signals after it; the parent's GPU waits for
+//! that value before its readback. Both processes count their open fds
+//! (`/proc/self/fd`) after the first round and the last: equal, or a
+//! semaphore or memory fd leaked. `HURRAY_REQUIRE_EVENT_SYNC=1` makes a
+//! device without event sync a failure instead of a skip.
+//!
 //! A plain `main` (`harness = false`): the child must be this program, and
 //! libtest would run every test in it.
 
@@ -28,6 +39,22 @@ mod run {
 
     const N: u32 = 1 << 18;
     const SEED: u32 = 0x5EED_C0DE;
+    /// Rounds of the `Event` exchange.
+    const EVENT_ROUNDS: u32 = 6;
+
+    /// Open file descriptors of this process.
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
+    }
+
+    /// Waits until the device is idle, so that wgpu has freed what dropped
+    /// handles held (it frees after the last submission using them).
+    fn settle(c: &hurray_gpu::GpuContext) -> Result<(), String> {
+        c.device
+            .poll(hurray_gpu::wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| format!("poll: {e}"))
+    }
 
     const PATTERN: &str = r"
 struct Params { seed: u32, p0: u32, p1: u32, p2: u32 }
@@ -84,10 +111,12 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
             message.memory_type_index()
         );
         let mut reply = [0u8; 1];
-        let got = (&ours).read_exact(&mut reply);
-        let status = child.wait().map_err(|e| format!("wait: {e}"))?;
-        got.map_err(|e| format!("no reply from the child ({status}): {e}"))?;
-        if !status.success() || reply != *b"k" {
+        if let Err(e) = (&ours).read_exact(&mut reply) {
+            let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+            return Err(format!("no reply from the child ({status}): {e}"));
+        }
+        if reply != *b"k" {
+            let status = child.wait().map_err(|e| format!("wait: {e}"))?;
             return Err(format!("child failed: {status}, reply {reply:?}"));
         }
         let seen: Vec<u32> = h
@@ -100,7 +129,81 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
             ));
         }
         println!("parent: read back the child's pattern, all {N} words");
+        event_rounds(&c, &h, &ours)?;
+        drop(ours);
+        let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+        if !status.success() {
+            return Err(format!("child failed: {status}"));
+        }
         Ok(Ran::Shared)
+    }
+
+    /// The `Event` rounds, parent side (see the module docs).
+    fn event_rounds(
+        c: &hurray_gpu::GpuContext,
+        h: &GpuBufferHandle,
+        ours: &UnixStream,
+    ) -> Result<(), String> {
+        if let Err(why) = hurray_gpu::event_sync(&c.device) {
+            if std::env::var_os("HURRAY_REQUIRE_EVENT_SYNC").is_some_and(|v| v == "1") {
+                return Err(format!("HURRAY_REQUIRE_EVENT_SYNC=1 but {why}"));
+            }
+            eprintln!("SKIPPED share_process event rounds: {why}");
+            return Ok(());
+        }
+        let mut fds_after_first = 0;
+        for round in 0..EVENT_ROUNDS {
+            let values: Vec<u32> = parent_values().iter().map(|v| v ^ round).collect();
+            h.write_slice(&c.device, &c.queue, 0, &values)
+                .map_err(|e| format!("write: {e}"))?;
+            let message = h
+                .export_event(ElementType::UInt32, &[u64::from(N)])
+                .map_err(|e| format!("export_event: {e}"))?;
+            let value = message
+                .wait_value()
+                .ok_or("export_event sent no semaphore on a device with event sync")?;
+            message.send(ours).map_err(|e| format!("send: {e}"))?;
+            drop(message); // both fds closed here
+            let mut reply = [0u8; 9];
+            (&*ours)
+                .read_exact(&mut reply)
+                .map_err(|e| format!("no event reply from the child: {e}"))?;
+            let [tag, back @ ..] = reply;
+            let back = u64::from_le_bytes(back);
+            if tag != b'e' || back <= value {
+                return Err(format!("child replied {tag:#04x} {back} to value {value}"));
+            }
+            // The parent's GPU waits for the child's kernel, not its host.
+            h.wait_event(back).map_err(|e| format!("wait_event: {e}"))?;
+            let seen: Vec<u32> = h
+                .readback_vec(&c.device, &c.queue)
+                .map_err(|e| format!("readback: {e}"))?;
+            let want: Vec<u32> = child_values().iter().map(|v| v ^ round).collect();
+            if seen != want {
+                return Err(format!(
+                    "event round {round}: the parent does not see the child's kernel"
+                ));
+            }
+            if round == 0 {
+                settle(c)?;
+                fds_after_first = open_fds();
+            }
+            println!(
+                "parent: event round {round}: sent value {value}, waited for {back} on the GPU, bytes checked"
+            );
+        }
+        settle(c)?;
+        let fds = open_fds();
+        if fds != fds_after_first {
+            return Err(format!(
+                "fd leak: {fds_after_first} open after round 0, {fds} after round {}",
+                EVENT_ROUNDS - 1
+            ));
+        }
+        println!(
+            "parent: {EVENT_ROUNDS} event rounds, {fds} fds open after the first and the last"
+        );
+        Ok(())
     }
 
     pub(super) fn child() -> Result<(), String> {
@@ -135,6 +238,67 @@ fn pattern(@builtin(global_invocation_id) id: vec3<u32>) {
             .map_err(|e| format!("poll: {e}"))?;
         println!("child: wrote the pattern with a kernel");
         (&socket).write_all(b"k").map_err(|e| e.to_string())?;
+        drop(h);
+        child_event_rounds(&c, &socket, &k)
+    }
+
+    /// The `Event` rounds, child side: until the parent closes the socket.
+    fn child_event_rounds(
+        c: &hurray_gpu::GpuContext,
+        socket: &UnixStream,
+        k: &GpuKernel,
+    ) -> Result<(), String> {
+        let mut fds_after_first = 0;
+        let mut round = 0u32;
+        loop {
+            let shared = match SharedBuffer::recv(socket) {
+                Ok(s) => s,
+                // The parent closed the socket: no more rounds.
+                Err(ShareError::Message(hurray_gpu::MessageError::Truncated {
+                    got: 0, ..
+                })) => break,
+                Err(e) => return Err(format!("recv (event round {round}): {e}")),
+            };
+            if shared.wait_value().is_none() {
+                return Err("an event round without a semaphore".into());
+            }
+            let h = GpuBufferHandle::import(&c.device, &c.queue, shared)
+                .map_err(|e| format!("import (event): {e}"))?;
+            // The readback's copy is queued after the import's GPU wait.
+            let seen: Vec<u32> = h
+                .readback_vec(&c.device, &c.queue)
+                .map_err(|e| format!("child readback: {e}"))?;
+            let want: Vec<u32> = parent_values().iter().map(|v| v ^ round).collect();
+            if seen != want {
+                return Err(format!(
+                    "event round {round}: the child does not see the parent's write"
+                ));
+            }
+            let seed = GpuResource::uniform(&[SEED ^ round, 0, 0, 0]);
+            k.dispatch(&c.queue, &[(&h).into(), seed], [N / 64, 1, 1])
+                .map_err(|e| format!("dispatch: {e}"))?;
+            // No host wait: the signal follows the kernel on the GPU.
+            let value = h.signal_event().map_err(|e| format!("signal_event: {e}"))?;
+            let mut reply = vec![b'e'];
+            reply.extend_from_slice(&value.to_le_bytes());
+            (&*socket).write_all(&reply).map_err(|e| e.to_string())?;
+            drop(h);
+            if round == 0 {
+                settle(c)?;
+                fds_after_first = open_fds();
+            }
+            round += 1;
+        }
+        if round > 0 {
+            settle(c)?;
+            let fds = open_fds();
+            if fds != fds_after_first {
+                return Err(format!(
+                    "child fd leak: {fds_after_first} open after round 0, {fds} after {round} rounds"
+                ));
+            }
+            println!("child: {round} event rounds, {fds} fds open after the first and the last");
+        }
         Ok(())
     }
 }

@@ -24,6 +24,19 @@ opaque fd over SCM_RIGHTS) on a socket pair. This script is the consumer:
 5. checks torch sees the kernel's values at the mapped address (no copy);
    torch then writes in place and the peer's hurray readback sees it.
 
+Then the same with Event sync (issue 21): the peer queues its kernel and
+exports with `export_event`, waiting for nothing; the message carries a
+Vulkan timeline semaphore (a second fd) and the value it reaches once the
+kernel is done. This script imports the semaphore into CUDA
+(`cudaImportExternalSemaphore`, `cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd`),
+has its stream wait for the value (`cudaWaitExternalSemaphoresAsync`), reads
+and writes with torch on that stream, and signals the next value
+(`cudaSignalExternalSemaphoresAsync`) without synchronizing; the peer's GPU
+waits for that value (`W`) before its readback checks every word. A second
+export (value 3) is waited for by CUDA again. Where the peer's device has no
+`VK_KHR_external_semaphore_fd`, no semaphore comes and the ProducerSynced path
+is checked instead.
+
 With --bench it also times sharing (export + send + import + first read by
 torch) against the copy it replaces (hurray readback, then
 torch.from_numpy(...).cuda()) at several sizes, and prints the ratios.
@@ -98,6 +111,106 @@ class CudaImport:
     def release(self):
         cuda(cudart.cudaFree, self.ptr)
         cuda(cudart.cudaDestroyExternalMemory, self.ext)
+
+
+def as_stream(torch_stream):
+    """A torch stream as cuda-bindings' cudaStream_t."""
+    ptr = torch_stream.cuda_stream
+    try:
+        return cudart.cudaStream_t(init_value=ptr)
+    except TypeError:
+        return cudart.cudaStream_t(ptr)
+
+
+class CudaSemaphore:
+    """A Vulkan timeline semaphore imported into CUDA; owns the fd once
+    imported (CUDA takes it; on failure it is closed here)."""
+
+    def __init__(self, fd):
+        desc = cudart.cudaExternalSemaphoreHandleDesc()
+        desc.type = (cudart.cudaExternalSemaphoreHandleType
+                     .cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd)
+        desc.handle.fd = fd
+        desc.flags = 0
+        try:
+            self.ext = cuda(cudart.cudaImportExternalSemaphore, desc)
+        except Exception:
+            os.close(fd)
+            raise
+
+    def wait(self, value, stream):
+        p = cudart.cudaExternalSemaphoreWaitParams()
+        p.params.fence.value = value
+        p.flags = 0
+        cuda(cudart.cudaWaitExternalSemaphoresAsync, [self.ext], [p], 1, as_stream(stream))
+
+    def signal(self, value, stream):
+        p = cudart.cudaExternalSemaphoreSignalParams()
+        p.params.fence.value = value
+        p.flags = 0
+        cuda(cudart.cudaSignalExternalSemaphoresAsync, [self.ext], [p], 1, as_stream(stream))
+
+    def release(self):
+        cuda(cudart.cudaDestroyExternalSemaphore, self.ext)
+
+
+def event_round_trip(peer, dev, props):
+    """Event sync both ways through the exported timeline semaphore."""
+    size = 64 << 20
+    n = size // 4
+    peer.command(b"A", size, b"a")  # the fill kernel is queued, not waited for
+    supported = peer.command(b"C", 0, b"c")
+    peer.command(b"E")
+    msg = Message(peer.sock)
+    export_ns = peer.command(b"T", 0, b"t")
+    if not supported:
+        check("event: no semaphore on this device, so the export fell back to ProducerSynced",
+              msg.wait_value is None and msg.semaphore_fd is None)
+        imp = CudaImport(msg)
+        t, ht = to_torch(msg, imp, dev)
+        check("event fallback: torch reads the kernel's values", torch.equal(t, expected(n)))
+        del t, ht
+        gc.collect()
+        torch.cuda.synchronize()
+        imp.release()
+        peer.command(b"F", 0, b"f")
+        return
+    check("event: the message carries a timeline semaphore fd and the value 1",
+          msg.wait_value == 1 and msg.semaphore_fd is not None,
+          f"value {msg.wait_value}; export_event + send took {export_ns / 1e3:.0f} us")
+    sem = CudaSemaphore(msg.semaphore_fd)
+    msg.semaphore_fd = None  # CUDA owns it now
+    imp = CudaImport(msg)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        sem.wait(msg.wait_value, stream)  # the GPU waits for the Vulkan kernel
+        t, ht = to_torch(msg, imp, dev)
+        check("event: after cudaWaitExternalSemaphoresAsync torch reads the kernel's values",
+              torch.equal(t, expected(n)), f"t[:3]={t[:3].tolist()}")
+        t.bitwise_xor_(0x0F0F0F0F)
+        sem.signal(msg.wait_value + 1, stream)  # after torch's write, no synchronize
+    # The peer's GPU waits for CUDA's signal before its readback copies.
+    peer.command(b"W", msg.wait_value + 1, b"w")
+    bad = peer.command(b"V", 0x0F0F0F0F, b"v")
+    check("event: Vulkan waited for cudaSignalExternalSemaphoresAsync and sees torch's write",
+          bad == 0, f"{bad} of {n} words differ")
+    # Second round: a new export signals 3 after what the peer did since.
+    peer.command(b"E")
+    again = Message(peer.sock)
+    check("event: the next export waits for the value 3", again.wait_value == 3,
+          str(again.wait_value))
+    value = again.wait_value
+    again.close()  # same memory, same semaphore payload: CUDA holds both already
+    with torch.cuda.stream(stream):
+        sem.wait(value, stream)
+        check("event: CUDA waited for the second signal; the bytes are torch's",
+              torch.equal(t, expected(n, 0x0F0F0F0F)))
+    del t, ht
+    gc.collect()
+    torch.cuda.synchronize()
+    imp.release()
+    sem.release()
+    peer.command(b"F", 0, b"f")
 
 
 def to_torch(msg, imp, dev):
@@ -213,6 +326,10 @@ def main():
     peer = Peer(exe)
     try:
         round_trip(peer, dev, props)
+        try:
+            event_round_trip(peer, dev, props)
+        except Exception as e:  # a failure of the CUDA calls is a check that failed
+            check("event: the semaphore round trip ran", False, f"{type(e).__name__}: {e}")
         if "--bench" in sys.argv:
             rows = bench(peer, dev, [1 << 20, 16 << 20, 256 << 20, 1024 << 20])
             s256 = [r for r in rows if r[0] == 256 << 20][0]

@@ -12,14 +12,15 @@ import socket
 import pytest
 
 import hurray_ctypes as h
-from share_protocol import HEADER, Message, Peer, ShareMessageError
+from share_protocol import HEADER, SYNC_BLOCK, Message, Peer, ShareMessageError
 
 UUID = bytes(range(16))
 
 
-def descriptor(nbytes, device_tag=0x04):
+def descriptor(nbytes, device_tag=0x04, sync_mode=h.SYNC_PRODUCER):
     """A row-major uint8 [nbytes] descriptor of one buffer (Vulkan by default)."""
-    desc, _ = h.describe(h.TYPE_TAG["uint8"], [nbytes], None, 1 << 16, device_tag=device_tag)
+    desc, _ = h.describe(h.TYPE_TAG["uint8"], [nbytes], None, 1 << 16, device_tag=device_tag,
+                         sync_mode=sync_mode)
     return desc
 
 
@@ -77,7 +78,7 @@ def test_bad_headers_are_refused():
     desc = descriptor(64)
     refused([(header(desc, 64, magic=b"HRRY") + desc, [memfd(64)])], "bad header")
     refused([(header(desc, 64, version=2) + desc, [memfd(64)])], "bad header")
-    refused([(header(desc, 64, flags=2) + desc, [memfd(64)])], "bad header")
+    refused([(header(desc, 64, flags=4) + desc, [memfd(64)])], "bad header")
     refused([(header(desc, 64, reserved=1) + desc, [memfd(64)])], "bad header")
     refused([(header(desc, 64, dlen=4097) + desc, [memfd(64)])], "bad header")
     refused([(header(desc, 0) + desc, [memfd(64)])], "bad header")
@@ -111,6 +112,38 @@ def test_the_buffer_must_be_vulkan_and_fit_the_allocation_and_the_fd():
     refused([(header(desc, 8192) + desc, [memfd(4096)])], "larger than the fd")
 
 
+def event_message(desc, allocation, value=1, stype=1, reserved=bytes(7)):
+    return header(desc, allocation, flags=3) + SYNC_BLOCK.pack(value, stype, reserved) + desc
+
+
+def test_an_event_message_carries_a_semaphore_fd_and_a_value():
+    desc = descriptor(4096, sync_mode=1)
+    mem, sem = memfd(4096), memfd(0)
+    sem_ino = os.fstat(sem).st_ino
+    m = receive([(event_message(desc, 4096, value=9), [mem, sem])])
+    try:
+        assert (m.wait_value, m.shape, m.byte_size) == (9, [4096], 4096)
+        assert os.fstat(m.semaphore_fd).st_ino == sem_ino
+        assert os.fstat(m.fd).st_size == 4096
+    finally:
+        m.close()
+
+
+def test_bad_event_messages_are_refused_and_their_fds_closed():
+    event = descriptor(64, sync_mode=1)
+    plain = descriptor(64)
+    refused([(event_message(event, 64, stype=2), [memfd(64), memfd(0)])], "handle type 2")
+    refused([(event_message(event, 64, reserved=b"\0" * 6 + b"\1"), [memfd(64), memfd(0)])],
+            "reserved")
+    refused([(event_message(event, 64, value=0), [memfd(64), memfd(0)])], "value to wait for is 0")
+    refused([(event_message(event, 64), [memfd(64)])], "1 fds came with the message; expected 2")
+    refused([(event_message(event, 64)[:60], [memfd(64), memfd(0)])], "truncated after 60")
+    refused([(event_message(plain, 64), [memfd(64), memfd(0)])], "not Vulkan/Event")
+    refused([(header(event, 64) + event, [memfd(64)])], "not Vulkan/ProducerSynced")
+    refused([(header(plain, 64) + plain, [memfd(64), memfd(0)])], "2 fds came with the message; expected 1")
+    refused([(event_message(event, 64), [memfd(64), memfd(0), memfd(0)])], "3 fds came")
+
+
 @pytest.fixture
 def peer():
     exe = os.environ.get("HURRAY_SHARE_PEER")
@@ -140,4 +173,25 @@ def test_a_real_producer_message_is_accepted(peer):
             assert size == 0 or size >= m.allocation_size
         finally:
             os.close(m.fd)
+    assert peer.command(b"V", 0, b"v") == 0
+
+
+def test_a_real_event_export_falls_back_or_carries_a_semaphore(peer):
+    """share_peer's `E` exports with Event sync: on lavapipe (no
+    VK_KHR_external_semaphore_fd) it falls back to ProducerSynced and no
+    semaphore comes; where the device has it, a semaphore fd and value 1 come
+    (its payload is CUDA's side, cuda_share.py)."""
+    n = 1 << 16
+    peer.command(b"A", n, b"a")
+    supported = peer.command(b"C", 0, b"c")
+    peer.command(b"E")
+    m = Message(peer.sock)
+    try:
+        if supported:
+            assert m.wait_value == 1 and m.semaphore_fd is not None
+        else:
+            assert m.wait_value is None and m.semaphore_fd is None
+        assert m.shape == [n // 4]
+    finally:
+        m.close()
     assert peer.command(b"V", 0, b"v") == 0

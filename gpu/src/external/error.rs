@@ -56,6 +56,10 @@ pub enum ShareError {
     ///
     /// [`to_buffer_handle`]: crate::GpuBufferHandle::to_buffer_handle
     DescriptorMismatch,
+    /// `signal_event` or `wait_event` on a buffer without a timeline
+    /// semaphore (never exported with `export_event`, nor imported from an
+    /// `Event` message that carried one).
+    NoSemaphore,
     /// The descriptor for an export could not be encoded (a shape that does
     /// not fit the buffer, …).
     Encode(EncodeError),
@@ -105,6 +109,12 @@ pub enum Unsupported {
     },
     /// A buffer of zero bytes: Vulkan cannot allocate or share one.
     Empty,
+    /// The driver cannot export and import timeline semaphores as opaque
+    /// file descriptors (`Event` sync falls back to waiting for the queue).
+    SemaphoreHandleType {
+        /// The driver's `VkExternalSemaphoreFeatureFlags` for them.
+        features: u32,
+    },
 }
 
 /// A received message broke the protocol (see `docs/impl/gpu-share.md`).
@@ -138,7 +148,8 @@ pub enum MessageError {
     },
     /// No file descriptor came with the message.
     NoFd,
-    /// More than one file descriptor came with the message (all closed), or
+    /// More file descriptors came with the message than it announces (1, or
+    /// 2 with a semaphore; all closed), or
     /// the kernel dropped some for lack of room (`MSG_CTRUNC`).
     ExtraFds {
         /// How many arrived.
@@ -148,9 +159,18 @@ pub enum MessageError {
     BufferCount(usize),
     /// The descriptor's buffer is not tagged Vulkan (its raw device code).
     DeviceTag(u8),
-    /// The descriptor's buffer is not `ProducerSynced` (its raw sync code):
-    /// this protocol carries no semaphore, so the producer must have waited.
+    /// The descriptor's buffer's sync mode (its raw code) does not match the
+    /// message: `ProducerSynced` without a semaphore, `Event` with one.
     SyncMode(u8),
+    /// The message says a timeline semaphore comes with it, but only one
+    /// file descriptor came (all closed).
+    NoSemaphoreFd,
+    /// A semaphore handle type this reader does not know (1 is the only one:
+    /// a Vulkan timeline semaphore as an opaque file descriptor).
+    SemaphoreHandleType(u8),
+    /// The value to wait for is 0: a timeline semaphore starts at 0, so it
+    /// would wait for nothing.
+    ZeroWaitValue,
     /// The descriptor's buffer is empty: there is nothing to share.
     EmptyBuffer,
     /// The stated allocation size is zero.
@@ -217,6 +237,10 @@ impl fmt::Display for Unsupported {
                 "the driver cannot share storage buffers as opaque fds (features {features:#x})"
             ),
             Self::Empty => write!(f, "a buffer of 0 bytes cannot be shared"),
+            Self::SemaphoreHandleType { features } => write!(
+                f,
+                "the driver cannot share timeline semaphores as opaque fds (features {features:#x})"
+            ),
         }
     }
 }
@@ -239,11 +263,20 @@ impl fmt::Display for MessageError {
             Self::NoFd => write!(f, "no file descriptor came with the message"),
             Self::ExtraFds { count } => write!(
                 f,
-                "{count} file descriptors came with the message (or some were dropped); expected 1"
+                "{count} file descriptors came with the message (or some were dropped); expected 1, or 2 with a semaphore"
             ),
             Self::BufferCount(n) => write!(f, "the descriptor has {n} buffers; expected 1"),
             Self::DeviceTag(t) => write!(f, "the buffer's device tag {t:#04x} is not Vulkan"),
-            Self::SyncMode(s) => write!(f, "the buffer's sync mode {s:#04x} is not ProducerSynced"),
+            Self::SyncMode(s) => write!(
+                f,
+                "the buffer's sync mode {s:#04x} does not match the message (ProducerSynced without a semaphore, Event with one)"
+            ),
+            Self::NoSemaphoreFd => write!(
+                f,
+                "the message announces a semaphore but only the memory's fd came"
+            ),
+            Self::SemaphoreHandleType(t) => write!(f, "unknown semaphore handle type {t}"),
+            Self::ZeroWaitValue => write!(f, "the value to wait for is 0"),
             Self::EmptyBuffer => write!(f, "the descriptor's buffer is empty"),
             Self::ZeroAllocation => write!(f, "the allocation size is 0"),
             Self::BufferLargerThanAllocation { buffer, allocation } => write!(
@@ -282,6 +315,10 @@ impl fmt::Display for ShareError {
             Self::DescriptorMismatch => write!(
                 f,
                 "the descriptor's one buffer must be this buffer's to_buffer_handle()"
+            ),
+            Self::NoSemaphore => write!(
+                f,
+                "the buffer has no timeline semaphore (export_event it, or import an Event message)"
             ),
             Self::Encode(e) => write!(f, "the export's descriptor cannot be encoded: {e}"),
             Self::Vulkan { call, result } => write!(f, "{call} failed: VkResult {result}"),

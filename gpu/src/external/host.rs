@@ -82,28 +82,46 @@ pub(crate) fn adapter_supports(adapter: &wgpu::Adapter) -> bool {
     })
 }
 
-/// Opens a device on `adapter` as `request_device(desc)` would, with
-/// `VK_EXT_external_memory_host` enabled in addition (the caller checked
-/// [`adapter_supports`]). `None` when the adapter is not a Vulkan one.
+/// Opens a device on `adapter` as `request_device(desc)` would, with the
+/// device `extensions` enabled in addition (each one the adapter lists:
+/// the caller checked, with [`adapter_supports`] for
+/// `VK_EXT_external_memory_host` and `semaphore::adapter_supports` for
+/// `VK_KHR_external_semaphore_fd`; neither needs a feature struct). `None`
+/// when the adapter is not a Vulkan one.
 pub(crate) fn open_device(
     adapter: &wgpu::Adapter,
     desc: &wgpu::DeviceDescriptor<'_>,
+    extensions: &[&'static CStr],
 ) -> Option<Result<(wgpu::Device, wgpu::Queue), BackendError>> {
     let open = {
         // SAFETY: as in `adapter_supports`; the guard lives through the
         // `open_with_callback` call below and is dropped after it.
         let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
-        let callback: Box<wgpu::hal::vulkan::CreateDeviceCallback<'_>> = Box::new(|args| {
-            if !args.extensions.contains(&EXTENSION) {
-                args.extensions.push(EXTENSION);
+        if !extensions
+            .iter()
+            .all(|e| hal.physical_device_capabilities().supports_extension(e))
+        {
+            return Some(Err(BackendError::RequestDevice(
+                "an extension the adapter does not list".into(),
+            )));
+        }
+        let wanted = extensions.to_vec();
+        let callback: Box<wgpu::hal::vulkan::CreateDeviceCallback<'_>> = Box::new(move |args| {
+            for e in &wanted {
+                if !args.extensions.contains(e) {
+                    args.extensions.push(e);
+                }
             }
         });
         // SAFETY: `open_with_callback` asks what `open` asks (features and
         // limits the adapter supports: `desc`'s, which the caller took from
         // this adapter, checked again by wgpu-core below) and that the
         // callback only add what the device supports and remove nothing: it
-        // adds one extension, which the adapter lists (`adapter_supports`),
-        // and needs no feature struct.
+        // adds extensions the adapter lists (checked just above), none of
+        // which needs a feature struct (`VK_EXT_external_memory_host` has no
+        // features; `VK_KHR_external_semaphore_fd` has none either, and the
+        // timeline semaphore feature it is used with is one wgpu-hal
+        // enables by itself where the device has it).
         unsafe {
             hal.open_with_callback(
                 desc.required_features,

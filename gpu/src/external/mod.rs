@@ -21,6 +21,10 @@
 //!   with it); the [`ExternalMemory`] keeps a file descriptor of its own, so
 //!   later exports never touch the Vulkan memory object.
 //!
+//! Timeline semaphores shared as fds (`VK_KHR_external_semaphore_fd`, the
+//! `Event` sync of a shared buffer, issue 21) live in [`semaphore`], with
+//! every `unsafe` of that feature (ADR-117).
+//!
 //! Host memory imported for DMA (`VK_EXT_external_memory_host`, issue 21)
 //! lives in [`host`], with every `unsafe` of that feature: the device
 //! opened with the extension, [`HostBuffer`], and the transfer engine's DMA
@@ -28,9 +32,11 @@
 
 mod error;
 pub(crate) mod host;
+pub(crate) mod semaphore;
 mod vk;
 
 use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use wgpu::BufferUsages;
 
@@ -63,15 +69,45 @@ pub(crate) struct Memory {
 
 /// What an exportable or imported buffer keeps: a file descriptor for its
 /// memory (so an export never touches the Vulkan memory object, which the
-/// caller may destroy through `buffer().destroy()`) and what an importer
-/// must know about that memory.
+/// caller may destroy through `buffer().destroy()`), what an importer
+/// must know about that memory, and its timeline semaphore once it has one
+/// (made by the first `Event` export, or imported with the memory).
 #[derive(Debug)]
 pub(crate) struct ExternalMemory {
     fd: OwnedFd,
     memory: Memory,
+    timeline: Mutex<Option<Arc<semaphore::Timeline>>>,
 }
 
 impl ExternalMemory {
+    /// The buffer's timeline semaphore, if it has one.
+    pub(crate) fn timeline(&self) -> Option<Arc<semaphore::Timeline>> {
+        self.timeline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The buffer's timeline semaphore, made exportable on `device` if it
+    /// has none yet.
+    pub(crate) fn timeline_or_new(
+        &self,
+        device: &wgpu::Device,
+    ) -> Result<Arc<semaphore::Timeline>, ShareError> {
+        let mut slot = self.timeline.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = slot.as_ref() {
+            return Ok(Arc::clone(t));
+        }
+        let t = Arc::new(semaphore::Timeline::exportable(device)?);
+        *slot = Some(Arc::clone(&t));
+        Ok(t)
+    }
+
+    /// Sets the buffer's timeline semaphore (an imported one).
+    pub(crate) fn set_timeline(&self, timeline: Arc<semaphore::Timeline>) {
+        *self.timeline.lock().unwrap_or_else(PoisonError::into_inner) = Some(timeline);
+    }
+
     /// What an importer must know about the memory.
     pub(crate) fn memory(&self) -> Memory {
         self.memory
@@ -81,6 +117,40 @@ impl ExternalMemory {
     pub(crate) fn dup_fd(&self) -> Result<OwnedFd, ShareError> {
         self.fd.try_clone().map_err(|e| ShareError::io("dup", &e))
     }
+}
+
+impl ExternalMemory {
+    fn new(fd: OwnedFd, memory: Memory) -> Self {
+        Self {
+            fd,
+            memory,
+            timeline: Mutex::new(None),
+        }
+    }
+}
+
+/// Whether `Event` exports of buffers on `device` carry a timeline
+/// semaphore (Linux, Vulkan 1.2, `VK_KHR_external_semaphore_fd` enabled on
+/// the device, timeline semaphores exportable and importable as opaque fds).
+/// Where it is not, [`GpuBufferHandle::export_event`](crate::GpuBufferHandle::export_event)
+/// waits for the queue instead, as [`export`](crate::GpuBufferHandle::export)
+/// does. [`GpuContext::new`](crate::GpuContext::new) opens its device with
+/// the extension wherever the adapter offers it; a device you created
+/// yourself generally lacks it (wgpu does not enable it).
+///
+/// ```no_run
+/// let ctx = hurray_gpu::GpuContext::new()?;
+/// match hurray_gpu::event_sync(&ctx.device) {
+///     Ok(()) => println!("exports signal a timeline semaphore"),
+///     Err(why) => println!("exports wait for the queue: {why}"),
+/// }
+/// # Ok::<(), hurray_gpu::BackendError>(())
+/// ```
+///
+/// # Errors
+/// [`ShareError::Unsupported`] saying what is missing.
+pub fn event_sync(device: &wgpu::Device) -> Result<(), ShareError> {
+    semaphore::check(device)
 }
 
 /// The `deviceUUID` and `driverUUID` of a wgpu device: memory exported on
@@ -138,7 +208,7 @@ pub(crate) fn allocate_exportable(
         queue.submit([encoder.finish()]);
         buffer
     })?;
-    Ok((buffer, ExternalMemory { fd, memory }))
+    Ok((buffer, ExternalMemory::new(fd, memory)))
 }
 
 /// Imports `fd`, external memory described by `memory`, as a wgpu buffer
@@ -182,7 +252,7 @@ pub(crate) fn import(
         // work finished before the fd left), so its contents are defined.
         unsafe { vk.hand_to_wgpu(allocation, "hurray imported buffer") }
     })?;
-    Ok((buffer, ExternalMemory { fd: keep, memory }))
+    Ok((buffer, ExternalMemory::new(keep, memory)))
 }
 
 /// The size and the allowed memory types (bit `i` for type `i`) Vulkan

@@ -47,18 +47,32 @@ impl GpuBufferHandle {
     pub async fn to_buffer_handle_async(&self) -> Result<BufferHandle, BackendError> {
         let shared = &self.inner.shared;
         let device = &shared.device;
-        let backend = device.adapter_info().backend;
-        let tag = match backend {
-            wgpu::Backend::Vulkan => DeviceTag::Vulkan,
-            wgpu::Backend::Metal => DeviceTag::Metal,
-            wgpu::Backend::BrowserWebGpu => DeviceTag::WebGpu,
-            other => return Err(BackendError::NoDeviceTag(other)),
-        };
+        // A backend without a tag is refused before any wait.
+        self.device_tag()?;
         let queue = shared.queue();
         exec::idle(device, queue).await.map_err(|e| match queue {
             Some(q) => lost_or(device, q, e),
             None => e,
         })?;
+        self.buffer_handle_now(SyncMode::ProducerSynced)
+    }
+
+    /// The hurray device tag of the buffer's backend.
+    fn device_tag(&self) -> Result<DeviceTag, BackendError> {
+        match self.inner.shared.device.adapter_info().backend {
+            wgpu::Backend::Vulkan => Ok(DeviceTag::Vulkan),
+            wgpu::Backend::Metal => Ok(DeviceTag::Metal),
+            wgpu::Backend::BrowserWebGpu => Ok(DeviceTag::WebGpu),
+            other => Err(BackendError::NoDeviceTag(other)),
+        }
+    }
+
+    /// The buffer's description with `sync` as its sync mode, without
+    /// waiting for anything (the caller says, by `sync`, how a consumer
+    /// learns the contents are final).
+    pub(crate) fn buffer_handle_now(&self, sync: SyncMode) -> Result<BufferHandle, BackendError> {
+        let shared = &self.inner.shared;
+        let tag = self.device_tag()?;
         if self.inner.byte_len == 0 {
             return Ok(BufferHandle::empty(tag));
         }
@@ -75,13 +89,7 @@ impl GpuBufferHandle {
         } else {
             MemoryClass::Standard
         };
-        BufferHandle::with_memory_class(
-            self.inner.byte_len,
-            alignment,
-            tag,
-            SyncMode::ProducerSynced,
-            class,
-        )
-        .map_err(|_| BackendError::Bug("a valid buffer gave an invalid BufferHandle"))
+        BufferHandle::with_memory_class(self.inner.byte_len, alignment, tag, sync, class)
+            .map_err(|_| BackendError::Bug("a valid buffer gave an invalid BufferHandle"))
     }
 }

@@ -15,12 +15,16 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 /// are reported with `MSG_CTRUNC`, and the kernel closes them).
 const CONTROL_WORDS: usize = 8;
 
-/// Sends `bytes` with `fd` attached (`SCM_RIGHTS`); returns how many bytes
-/// went (the fd goes with the first of them).
-pub(super) fn send_with_fd(
+/// The most descriptors one message sends: the memory's and a semaphore's.
+pub(super) const MAX_SEND_FDS: usize = 2;
+
+/// Sends `bytes` with `fds` attached (`SCM_RIGHTS`, in order, at most
+/// [`MAX_SEND_FDS`]); returns how many bytes went (the fds go with the first
+/// of them).
+pub(super) fn send_with_fds(
     socket: BorrowedFd<'_>,
     bytes: &[u8],
-    fd: Option<BorrowedFd<'_>>,
+    fds: &[BorrowedFd<'_>],
 ) -> io::Result<usize> {
     let mut control = [0u64; CONTROL_WORDS];
     let mut iov = libc::iovec {
@@ -33,8 +37,12 @@ pub(super) fn send_with_fd(
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &raw mut iov;
     msg.msg_iovlen = 1;
-    if let Some(fd) = fd {
-        let fd_len = u32::try_from(size_of::<RawFd>()).unwrap_or(4);
+    if fds.len() > MAX_SEND_FDS {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    if !fds.is_empty() {
+        // At most 2 * 4 bytes.
+        let fd_len = u32::try_from(size_of::<RawFd>() * fds.len()).unwrap_or(u32::MAX);
         // SAFETY: `CMSG_SPACE` is arithmetic on its argument.
         let space = unsafe { libc::CMSG_SPACE(fd_len) } as usize;
         if space > size_of_val(&control) {
@@ -45,8 +53,9 @@ pub(super) fn send_with_fd(
         // SAFETY: `msg` points to `control`, `space` bytes (checked to fit
         // it), enough for one header, so `CMSG_FIRSTHDR` returns a pointer
         // to its start, suitably aligned (`control` is `u64`-aligned, as
-        // `cmsghdr` needs); the writes stay inside `CMSG_SPACE(4)` bytes:
-        // the header, then `CMSG_DATA`, 4 bytes, written unaligned.
+        // `cmsghdr` needs); the writes stay inside `CMSG_SPACE(fd_len)`
+        // bytes: the header, then `CMSG_DATA`, `fd_len` bytes (4 per fd,
+        // `fds.len()` of them), each written unaligned at `i * 4`.
         unsafe {
             let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
             if cmsg.is_null() {
@@ -55,15 +64,18 @@ pub(super) fn send_with_fd(
             (*cmsg).cmsg_level = libc::SOL_SOCKET;
             (*cmsg).cmsg_type = libc::SCM_RIGHTS;
             (*cmsg).cmsg_len = libc::CMSG_LEN(fd_len) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd.as_raw_fd());
+            let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+            for (i, fd) in fds.iter().enumerate() {
+                std::ptr::write_unaligned(data.add(i), fd.as_raw_fd());
+            }
         }
     }
     loop {
         // SAFETY: `socket` is an open descriptor (borrowed); `msg` points to
         // one iovec over `bytes` (read-only for the kernel, alive through
         // the call) and to `control` (initialised above, or null with 0
-        // length); the kernel reads the fd number, which is open (`fd` is
-        // borrowed).
+        // length); the kernel reads the fd numbers, which are open (`fds`
+        // are borrowed).
         let n = unsafe { libc::sendmsg(socket.as_raw_fd(), &raw const msg, libc::MSG_NOSIGNAL) };
         if n >= 0 {
             return Ok(n.unsigned_abs());

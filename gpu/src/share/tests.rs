@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use hurray_core::{BufferHandle, DeviceTag, ElementType, SyncMode, TensorDescriptor, TensorView};
 use zerocopy::IntoBytes;
 
-use super::wire::{FLAG_DEDICATED, HEADER_LEN, Header};
+use super::wire::{FLAG_DEDICATED, FLAG_TIMELINE, HEADER_LEN, Header, SYNC_LEN, SyncBlock};
 use super::*;
 
 const IDENTITY: DeviceIdentity = DeviceIdentity {
@@ -51,6 +51,7 @@ fn header(allocation_size: u64, descriptor: &[u8]) -> Header {
     Header::new(
         &memory(allocation_size),
         u32::try_from(descriptor.len()).unwrap(),
+        false,
     )
 }
 
@@ -95,7 +96,8 @@ fn open_fds() -> usize {
 fn roundtrip(bytes: &[u8], fd: Option<&OwnedFd>) -> Result<SharedBuffer, ShareError> {
     let (a, b) = UnixStream::pair().unwrap();
     if !bytes.is_empty() || fd.is_some() {
-        let n = socket::send_with_fd(a.as_fd(), bytes, fd.map(AsFd::as_fd)).unwrap();
+        let fds: Vec<_> = fd.map(AsFd::as_fd).into_iter().collect();
+        let n = socket::send_with_fds(a.as_fd(), bytes, &fds).unwrap();
         (&a).write_all(&bytes[n..]).unwrap();
     }
     drop(a);
@@ -148,7 +150,7 @@ fn two_messages_back_to_back_are_read_one_at_a_time() {
     let fd = memory_fd(8192);
     for desc in [&small, &large] {
         let m = message(&header(8192, desc), desc);
-        let n = socket::send_with_fd(a.as_fd(), &m, Some(fd.as_fd())).unwrap();
+        let n = socket::send_with_fds(a.as_fd(), &m, &[fd.as_fd()]).unwrap();
         assert_eq!(n, m.len());
     }
     assert_eq!(SharedBuffer::recv(&b).unwrap().buffer().byte_size(), 64);
@@ -265,9 +267,9 @@ fn a_message_with_two_fds_is_refused_and_both_closed() {
     let before = open_fds();
     let (a, b) = UnixStream::pair().unwrap();
     // One fd with the header, another with the descriptor.
-    let n = socket::send_with_fd(a.as_fd(), &m[..HEADER_LEN], Some(one.as_fd())).unwrap();
+    let n = socket::send_with_fds(a.as_fd(), &m[..HEADER_LEN], &[one.as_fd()]).unwrap();
     assert_eq!(n, HEADER_LEN);
-    let n = socket::send_with_fd(a.as_fd(), &m[HEADER_LEN..], Some(two.as_fd())).unwrap();
+    let n = socket::send_with_fds(a.as_fd(), &m[HEADER_LEN..], &[two.as_fd()]).unwrap();
     assert_eq!(n, m.len() - HEADER_LEN);
     assert_eq!(
         message_error(SharedBuffer::recv(&b)),
@@ -356,6 +358,7 @@ fn sending_to_a_closed_peer_is_an_io_error() {
         memory: memory(64),
         buffer: BufferHandle::new(64, 64, DeviceTag::Vulkan, SyncMode::ProducerSynced).unwrap(),
         descriptor: desc.into_boxed_slice(),
+        semaphore: None,
     };
     let (a, b) = UnixStream::pair().unwrap();
     drop(b);
@@ -367,6 +370,185 @@ fn sending_to_a_closed_peer_is_an_io_error() {
             errno: Some(libc::EPIPE),
         }
     );
+}
+
+// --- `Event` messages: the sync block and the semaphore's fd ([SH-SYNC-*],
+// docs/spec/README.md). A file stands in for the semaphore's fd: `recv`
+// checks the message, the driver checks the payload at import.
+
+fn event_descriptor(size: u64) -> Vec<u8> {
+    descriptor_for(size, DeviceTag::Vulkan, SyncMode::Event)
+}
+
+/// The bytes of an `Event` message: header (flag set), sync block,
+/// descriptor.
+fn event_message(allocation_size: u64, block: &SyncBlock, descriptor: &[u8]) -> Vec<u8> {
+    let h = Header::new(
+        &memory(allocation_size),
+        u32::try_from(descriptor.len()).unwrap(),
+        true,
+    );
+    let mut m = h.as_bytes().to_vec();
+    m.extend_from_slice(block.as_bytes());
+    m.extend_from_slice(descriptor);
+    m
+}
+
+/// Sends `bytes` with `fds` attached, closes the sender, and receives.
+fn roundtrip_fds(bytes: &[u8], fds: &[&OwnedFd]) -> Result<SharedBuffer, ShareError> {
+    let (a, b) = UnixStream::pair().unwrap();
+    let fds: Vec<_> = fds.iter().map(|f| f.as_fd()).collect();
+    let n = socket::send_with_fds(a.as_fd(), bytes, &fds).unwrap();
+    (&a).write_all(&bytes[n..]).unwrap();
+    drop(a);
+    SharedBuffer::recv(&b)
+}
+
+#[test]
+fn sh_sync_1_an_event_message_carries_a_sync_block_and_two_fds() {
+    let _s = serial();
+    let desc = event_descriptor(4096);
+    let (mem, sem) = (memory_fd(4096), memory_fd(0));
+    let m = event_message(4096, &SyncBlock::new(7), &desc);
+    assert_eq!(m.len(), HEADER_LEN + SYNC_LEN + desc.len());
+    assert_eq!(m[6], FLAG_DEDICATED | FLAG_TIMELINE);
+    // The block, field by field: value 7 (LE u64), handle type 1, 7 zeros.
+    assert_eq!(
+        &m[HEADER_LEN..HEADER_LEN + SYNC_LEN],
+        &[7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]
+    );
+    let got = roundtrip_fds(&m, &[&mem, &sem]).unwrap();
+    assert_eq!(got.wait_value(), Some(7));
+    assert_eq!(got.sync_mode(), SyncMode::Event);
+    assert_eq!(got.descriptor_bytes(), &desc[..]);
+    // The fds arrive in order: the memory's, then the semaphore's.
+    use std::os::unix::fs::MetadataExt;
+    let ino = |fd: &OwnedFd| {
+        std::fs::File::from(fd.try_clone().unwrap())
+            .metadata()
+            .unwrap()
+            .ino()
+    };
+    let (want_mem, want_sem) = (ino(&mem), ino(&sem));
+    let (m_fd, s) = got.into_fds();
+    let (s_fd, value) = s.unwrap();
+    assert_eq!((ino(&m_fd), ino(&s_fd), value), (want_mem, want_sem, 7));
+    // Without the flag, the message is the old one: no block, one fd.
+    let plain = vulkan_descriptor(4096);
+    let got = roundtrip(&message(&header(4096, &plain), &plain), Some(&mem)).unwrap();
+    assert_eq!(
+        (got.wait_value(), got.sync_mode()),
+        (None, SyncMode::ProducerSynced)
+    );
+    assert!(got.semaphore_fd().is_none());
+}
+
+#[test]
+fn sh_sync_2_every_bad_sync_block_field_is_named_and_both_fds_closed() {
+    let _s = serial();
+    let desc = event_descriptor(64);
+    let (mem, sem) = (memory_fd(64), memory_fd(0));
+    let before = open_fds();
+    let mut bad_type = SyncBlock::new(1);
+    bad_type.handle_type = 2;
+    let mut bad_reserved = SyncBlock::new(1);
+    bad_reserved.reserved[6] = 0x40;
+    let cases = [
+        (bad_type, MessageError::SemaphoreHandleType(2)),
+        (bad_reserved, MessageError::Reserved(0x40)),
+        (SyncBlock::new(0), MessageError::ZeroWaitValue),
+    ];
+    for (block, expected) in cases {
+        let m = event_message(64, &block, &desc);
+        assert_eq!(message_error(roundtrip_fds(&m, &[&mem, &sem])), expected);
+    }
+    // A sync block cut short.
+    let m = event_message(64, &SyncBlock::new(1), &desc);
+    let cut = HEADER_LEN + 5;
+    assert_eq!(
+        message_error(roundtrip_fds(&m[..cut], &[&mem, &sem])),
+        MessageError::Truncated {
+            got: cut,
+            expected: m.len()
+        }
+    );
+    assert_eq!(open_fds(), before, "every received fd was closed");
+}
+
+#[test]
+fn sh_sync_3_an_event_message_needs_exactly_two_fds() {
+    let _s = serial();
+    let desc = event_descriptor(64);
+    let m = event_message(64, &SyncBlock::new(3), &desc);
+    let (mem, sem, third) = (memory_fd(64), memory_fd(0), memory_fd(0));
+    let before = open_fds();
+    assert_eq!(
+        message_error(roundtrip_fds(&m, &[&mem])),
+        MessageError::NoSemaphoreFd
+    );
+    assert_eq!(message_error(roundtrip_fds(&m, &[])), MessageError::NoFd);
+    // A third fd, sent with the descriptor: refused at once.
+    let (a, b) = UnixStream::pair().unwrap();
+    let n =
+        socket::send_with_fds(a.as_fd(), &m[..HEADER_LEN], &[mem.as_fd(), sem.as_fd()]).unwrap();
+    assert_eq!(n, HEADER_LEN);
+    socket::send_with_fds(a.as_fd(), &m[HEADER_LEN..], &[third.as_fd()]).unwrap();
+    assert_eq!(
+        message_error(SharedBuffer::recv(&b)),
+        MessageError::ExtraFds { count: 3 }
+    );
+    drop((a, b));
+    // Two fds with a message that announces no semaphore.
+    let plain = vulkan_descriptor(64);
+    assert_eq!(
+        message_error(roundtrip_fds(
+            &message(&header(64, &plain), &plain),
+            &[&mem, &sem]
+        )),
+        MessageError::ExtraFds { count: 2 }
+    );
+    assert_eq!(open_fds(), before, "every received fd was closed");
+}
+
+#[test]
+fn sh_sync_4_the_buffers_sync_mode_matches_the_semaphore() {
+    let _s = serial();
+    let (mem, sem) = (memory_fd(64), memory_fd(0));
+    // A semaphore with a ProducerSynced buffer.
+    let plain = vulkan_descriptor(64);
+    let m = event_message(64, &SyncBlock::new(1), &plain);
+    assert_eq!(
+        message_error(roundtrip_fds(&m, &[&mem, &sem])),
+        MessageError::SyncMode(0)
+    );
+    // An Event buffer without a semaphore.
+    let event = event_descriptor(64);
+    assert_eq!(
+        message_error(roundtrip(&message(&header(64, &event), &event), Some(&mem))),
+        MessageError::SyncMode(1)
+    );
+}
+
+#[test]
+fn an_event_message_round_trips_through_send() {
+    let _s = serial();
+    let desc = event_descriptor(64);
+    let shared = SharedBuffer {
+        fd: memory_fd(64),
+        memory: memory(64),
+        buffer: BufferHandle::new(64, 64, DeviceTag::Vulkan, SyncMode::Event).unwrap(),
+        descriptor: desc.clone().into_boxed_slice(),
+        semaphore: Some(Semaphore {
+            fd: memory_fd(0),
+            wait_value: u64::MAX,
+        }),
+    };
+    let copy = shared.try_clone().unwrap();
+    let (a, b) = UnixStream::pair().unwrap();
+    copy.send(&a).unwrap();
+    let got = SharedBuffer::recv(&b).unwrap();
+    assert_eq!(got.wait_value(), Some(u64::MAX));
+    assert_eq!(got.descriptor_bytes(), &desc[..]);
 }
 
 /// The workspace's one decision whether a GPU test can run here.
