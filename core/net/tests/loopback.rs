@@ -620,14 +620,52 @@ async fn hostile_peers_get_the_right_error_and_others_keep_being_served() {
 /// what one wave's per-connection buffers would be if any were kept.
 const HEAP_SLACK: isize = 64 << 10;
 
+/// 500 peers connect to `server` and say nothing; returns how many were
+/// refused with BUSY and how many timed out in their handshake, once every
+/// one was closed and the server holds no connection.
+async fn idle_wave(server: &Running) -> (u64, u64) {
+    let refused = server.counters.refused.load(Ordering::Relaxed);
+    let timeouts = server.counters.timeouts.load(Ordering::Relaxed);
+    let mut idle = Vec::new();
+    for _ in 0..500 {
+        idle.push(TcpStream::connect(server.addr).await.unwrap());
+    }
+    let ended = || {
+        server.counters.refused.load(Ordering::Relaxed) - refused
+            + server.counters.timeouts.load(Ordering::Relaxed)
+            - timeouts
+    };
+    wait_until(|| ended() >= 500).await;
+    let mut busy = 0;
+    for s in &mut idle {
+        match read_msg(s).await {
+            Some(m) if code_of(&m) == 0xF2 => busy += 1,
+            Some(m) => assert_eq!(code_of(&m), 0xF0),
+            None => {}
+        }
+        expect_eof(s).await;
+    }
+    drop(idle);
+    wait_until(|| server.counters.open.load(Ordering::Relaxed) == 0).await;
+    let refused = server.counters.refused.load(Ordering::Relaxed) - refused;
+    assert_eq!(busy, refused, "every refused peer read BUSY");
+    (
+        busy,
+        server.counters.timeouts.load(Ordering::Relaxed) - timeouts,
+    )
+}
+
+/// Waits for `f` to hold. The bound is for liveness, not speed: 500 sockets
+/// accepted, refused and closed took over 5 s on a 2-core box running four
+/// builds beside the test, so it is generous.
 async fn wait_until(f: impl Fn() -> bool) {
-    for _ in 0..100 {
+    for _ in 0..600 {
         if f() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("condition not reached within 5 s");
+    panic!("condition not reached within 30 s");
 }
 
 fn open_fds() -> usize {
@@ -652,51 +690,52 @@ async fn many_idle_connections_are_capped_and_timed_out() {
     .await;
     let before = open_fds();
     let heap_before = counting::live();
-    let mut idle = Vec::new();
-    for _ in 0..500 {
-        idle.push(TcpStream::connect(server.addr).await.unwrap());
-    }
+    let (busy, timed_out) = idle_wave(&server).await;
     // Past the cap: BUSY and closed; the rest time out in their handshake.
-    wait_until(|| server.counters.refused.load(Ordering::Relaxed) >= 436).await;
-    let mut busy = 0;
-    let mut closed = 0;
-    for s in &mut idle {
-        match read_msg(s).await {
-            Some(m) if code_of(&m) == 0xF2 => busy += 1,
-            Some(m) => assert_eq!(code_of(&m), 0xF0),
-            None => {}
-        }
-        expect_eof(s).await;
-        closed += 1;
-    }
-    assert_eq!((busy, closed), (436, 500));
-    drop(idle);
-    wait_until(|| server.counters.open.load(Ordering::Relaxed) == 0).await;
+    // Exactly 436 are refused when the 500 connect faster than the handshake
+    // timeout; on a loaded box an early one may time out first and free its
+    // slot, so the split is checked, not its exact value.
+    assert_eq!(busy + timed_out, 500);
+    assert!(
+        busy >= 1 && timed_out >= 64,
+        "busy {busy}, timed out {timed_out}"
+    );
     // A good client is served afterwards, and the fds are back where they were.
     good_client_works(server.addr, 64).await;
     wait_until(|| open_fds() <= before + 2).await;
-    // Memory: the first wave grows what the runtime keeps for good (its
-    // I/O driver's registrations, measured at about 1.4 MB for 500
-    // sockets); a second wave of 500 idle peers must leave the heap where
-    // the first left it.
-    let heap_after_first = counting::live();
-    let mut again = Vec::new();
-    for _ in 0..500 {
-        again.push(TcpStream::connect(server.addr).await.unwrap());
-    }
-    wait_until(|| server.counters.refused.load(Ordering::Relaxed) >= 2 * 436).await;
-    tokio::time::sleep(Duration::from_millis(400)).await; // past the handshake timeout
-    drop(again);
-    wait_until(|| server.counters.open.load(Ordering::Relaxed) == 0).await;
-    good_client_works(server.addr, 64).await;
-    let grown = counting::live() - heap_after_first;
+    // Memory: a wave grows what the runtime keeps for good (its I/O driver's
+    // registrations, about 1.4 MB for 500 sockets, sized by the most sockets
+    // ever open at once, which the machine's load decides). It stops
+    // growing: a later wave must leave the heap where the one before left it.
+    // A leak of 128 B per connection would grow every wave past the slack.
+    let mut last = counting::live();
     eprintln!(
-        "heap: {:+} B after the first 500 idle peers, {grown:+} B more after the second",
-        heap_after_first - heap_before
+        "heap: {:+} B after the first 500 idle peers",
+        last - heap_before
     );
+    let mut grown = isize::MAX;
+    for wave in 2..=4 {
+        let (busy, timed_out) = idle_wave(&server).await;
+        assert_eq!(busy + timed_out, 500);
+        good_client_works(server.addr, 64).await;
+        let now = counting::live();
+        grown = now - last;
+        last = now;
+        eprintln!("heap: {grown:+} B more after wave {wave}");
+        if grown < HEAP_SLACK {
+            break;
+        }
+    }
     assert!(
         grown < HEAP_SLACK,
-        "the server kept {grown} B more after 500 more idle peers"
+        "the server kept {grown} B more after each of three more waves of 500 idle peers"
+    );
+    // And what the runtime keeps for good stays bounded (a wave can hand
+    // back what an earlier one kept, which must not hide a leak).
+    assert!(
+        last - heap_before < 4 << 20,
+        "the server keeps {} B after its idle waves",
+        last - heap_before
     );
     server.stop().await;
 }
