@@ -428,7 +428,7 @@ impl<'a, const N: usize> CompositeValidator<'a, N> {
     ///
     /// # Errors
     /// [`CompositeErrorKind::NotAHead`] when `head` is not a composite head.
-    pub const fn new(head: &TensorView<'a>) -> Result<Self, CompositeError> {
+    pub fn new(head: &TensorView<'a>) -> Result<Self, CompositeError> {
         let progress = match Progress::new(head) {
             Ok(p) => p,
             Err(e) => return Err(e),
