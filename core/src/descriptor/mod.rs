@@ -287,7 +287,13 @@ impl<'a> TensorView<'a> {
         let byte_offset_at = r.pos();
         let byte_offset = r.u64()?;
         let layout_at = r.pos();
-        let layout = Layout::parse(&mut r, layout_tag, shape, options.extension_layouts)?;
+        // Row-major has no fields and no rank rule: skip the layout parser's
+        // frame for the most common layout.
+        let layout = if layout_tag == layout::tag::ROW_MAJOR {
+            Layout::RowMajor
+        } else {
+            Layout::parse(&mut r, layout_tag, shape, options.extension_layouts)?
+        };
         if let Layout::Composite(layout::CompositeHead {
             rule: layout::CompositionRule::Private(code),
             ..
