@@ -239,6 +239,9 @@ impl<'a> BufferTable<'a> {
     /// Validates the (at most 255) entries of a descriptor's table one by
     /// one: the same rules as [`from_entries`](Self::from_entries) in less
     /// code, for the firmware decode path.
+    /// (Inlined into its one caller, the descriptor parse: the call's frame
+    /// cost as much as checking an entry.)
+    #[inline(always)]
     pub(crate) fn from_descriptor_entries(
         entries: &'a [BufferHandleEntry],
     ) -> Result<Self, DescriptorError> {
