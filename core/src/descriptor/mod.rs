@@ -211,14 +211,18 @@ struct SectionsAt {
 /// The decoded parts of a descriptor while it is checked: what the rules
 /// that tie the parts together ([`Parts`]) read. Lives on the parser's
 /// stack only; the [`TensorView`] keeps offsets instead.
-struct Parsed<'v, 'a> {
+struct Parsed<'a> {
     layout_tag: u8,
+    element_type: ElementType,
+    packing: Packing,
     shape: Dims<'a>,
     byte_offset: u64,
+    layout: Layout<'a>,
     buffers: BufferTable<'a>,
+    quantization: Option<Quantization<'a>>,
+    has_shard: bool,
     statistics: Option<&'a StatisticsEntry>,
-    /// The view being built: its layout, scheme, types and sections.
-    view: &'v TensorView<'a>,
+    member_role: Option<MemberRole>,
 }
 
 impl<'a> TensorView<'a> {
@@ -376,7 +380,29 @@ impl<'a> TensorView<'a> {
             // A private type without its section was rejected above.
             (None, None) => Packing::Bytes(1),
         };
-        let view = Self {
+        let parsed = Parsed {
+            layout_tag,
+            element_type,
+            packing,
+            shape,
+            byte_offset,
+            layout,
+            buffers,
+            quantization,
+            has_shard: shard_at != 0,
+            statistics,
+            member_role,
+        };
+        let at = PartsAt {
+            byte_offset: byte_offset_at,
+            table: table_at,
+            statistics: statistics_at,
+        };
+        parsed.check(&at)?;
+        if trailing {
+            return Err(trailing_bytes(declared, bytes.len()));
+        }
+        Ok(Self {
             bytes: desc,
             layout,
             quantization,
@@ -389,27 +415,7 @@ impl<'a> TensorView<'a> {
                 statistics: if statistics.is_some() { statistics_at } else { 0 },
                 extension_type: extension_type_at,
             },
-        };
-        // The rules read the view's own layout and scheme by reference (no
-        // second copy of them).
-        let parsed = Parsed {
-            layout_tag,
-            shape,
-            byte_offset,
-            buffers,
-            statistics,
-            view: &view,
-        };
-        let at = PartsAt {
-            byte_offset: byte_offset_at,
-            table: table_at,
-            statistics: statistics_at,
-        };
-        parsed.check(&at)?;
-        if trailing {
-            return Err(trailing_bytes(declared, bytes.len()));
-        }
-        Ok(view)
+        })
     }
 
     /// What this view describes, as the encoder takes it: every array,
@@ -929,7 +935,7 @@ pub(crate) struct PartsAt {
     pub(crate) statistics: u32,
 }
 
-impl<'a> Parts for Parsed<'_, 'a> {
+impl<'a> Parts for Parsed<'a> {
     type Dims = Dims<'a>;
     type Sizes = BufferTable<'a>;
     type Layout = Layout<'a>;
@@ -937,10 +943,10 @@ impl<'a> Parts for Parsed<'_, 'a> {
         self.layout_tag
     }
     fn element_type(&self) -> ElementType {
-        self.view.element_type
+        self.element_type
     }
     fn packing(&self) -> Packing {
-        self.view.packing
+        self.packing
     }
     fn dims(&self) -> Dims<'a> {
         self.shape
@@ -949,19 +955,19 @@ impl<'a> Parts for Parsed<'_, 'a> {
         self.byte_offset
     }
     fn layout(&self) -> &Layout<'a> {
-        &self.view.layout
+        &self.layout
     }
     fn sizes(&self) -> BufferTable<'a> {
         self.buffers
     }
     fn scheme(&self) -> Option<&Scheme<'_>> {
-        self.view.quantization.as_ref().map(|q| &q.scheme)
+        self.quantization.as_ref().map(|q| &q.scheme)
     }
     fn has_shard(&self) -> bool {
-        self.view.at.shard != 0
+        self.has_shard
     }
     fn has_member(&self) -> bool {
-        self.view.member_role.is_some()
+        self.member_role.is_some()
     }
     fn stats_nnz(&self) -> Option<u64> {
         self.statistics.and_then(section::statistics::nnz_of)
