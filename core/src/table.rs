@@ -161,10 +161,13 @@ fn first_fault(entries: &[BufferHandleEntry], first: u32) -> DescriptorError {
         Err(e) => e,
         // Unreachable: `entry_ok` refuses exactly what `decode` refuses (a
         // unit test checks every code combination).
-        Ok(()) => DescriptorError::new(0, DescriptorErrorKind::Buffer {
-            index: 0,
-            error: crate::Error::ReservedNonZero(0),
-        }),
+        Ok(()) => DescriptorError::new(
+            0,
+            DescriptorErrorKind::Buffer {
+                index: 0,
+                error: crate::Error::ReservedNonZero(0),
+            },
+        ),
     }
 }
 

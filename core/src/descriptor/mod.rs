@@ -56,8 +56,8 @@ pub mod quantization {
 pub use section::shard::Shard;
 pub use section::statistics::{Statistics, StatisticsEntry};
 
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 use zerocopy::little_endian::U64;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use crate::element::{ElementType, Packing};
 use crate::error::{DescriptorError, DescriptorErrorKind};
@@ -193,6 +193,10 @@ pub struct TensorView<'a> {
     member_role: Option<MemberRole>,
     at: SectionsAt,
 }
+
+/// Where the shape begins: right after the fixed header.
+#[allow(clippy::cast_possible_truncation)] // 20
+const SHAPE_AT: u32 = HEADER_LEN as u32;
 
 /// Where the parts a [`TensorView`] reads on access begin, in bytes from
 /// the start of the descriptor (0: the section is absent; no section can
@@ -412,7 +416,11 @@ impl<'a> TensorView<'a> {
             at: SectionsAt {
                 table: table_at,
                 shard: shard_at,
-                statistics: if statistics.is_some() { statistics_at } else { 0 },
+                statistics: if statistics.is_some() {
+                    statistics_at
+                } else {
+                    0
+                },
                 extension_type: extension_type_at,
             },
         })
@@ -461,7 +469,7 @@ impl<'a> TensorView<'a> {
 
     /// The fixed header as it lies on the wire.
     #[must_use]
-    pub fn header(&self) -> &'a FixedHeader {
+    pub const fn header(&self) -> &'a FixedHeader {
         /// Read when the bytes hold no header, which a parsed view's always
         /// do.
         const NONE: &[u8; HEADER_LEN] = &[0; HEADER_LEN];
@@ -474,14 +482,14 @@ impl<'a> TensorView<'a> {
 
     /// `(version_major, version_minor)`.
     #[must_use]
-    pub fn version(&self) -> (u8, u8) {
+    pub const fn version(&self) -> (u8, u8) {
         let header = self.header();
         (header.version_major, header.version_minor)
     }
 
     /// The flag word.
     #[must_use]
-    pub fn flags(&self) -> Flags {
+    pub const fn flags(&self) -> Flags {
         // Validated at parse: no reserved bit is set.
         match Flags::from_bits(self.header().flags.get()) {
             Some(f) => f,
@@ -504,14 +512,14 @@ impl<'a> TensorView<'a> {
 
     /// Number of dimensions.
     #[must_use]
-    pub fn rank(&self) -> u32 {
+    pub const fn rank(&self) -> u32 {
         self.header().rank.get()
     }
 
     /// The shape (`u64::MAX` marks a dynamic dimension).
     #[must_use]
     pub fn shape(&self) -> Dims<'a> {
-        Dims::new(self.slice_at(HEADER_LEN as u32, self.rank() as usize))
+        Dims::new(self.slice_at(SHAPE_AT, self.rank() as usize))
     }
 
     /// Whether any dimension is dynamic.
@@ -534,8 +542,7 @@ impl<'a> TensorView<'a> {
     /// layouts).
     #[must_use]
     pub fn byte_offset(&self) -> u64 {
-        #[allow(clippy::cast_possible_truncation)]
-        let at = HEADER_LEN as u32 + 8 * self.rank(); // rank <= 64
+        let at = SHAPE_AT.saturating_add(self.rank().saturating_mul(8));
         self.value_at::<U64>(at).map_or(0, |v| v.get())
     }
 
@@ -568,9 +575,10 @@ impl<'a> TensorView<'a> {
         let rank = self.rank();
         Some(Shard {
             parent_shape: Dims::new(self.slice_at(self.at.shard, rank as usize)),
-            shard_offset: Dims::new(
-                self.slice_at(self.at.shard.saturating_add(8 * rank), rank as usize),
-            ),
+            shard_offset: Dims::new(self.slice_at(
+                self.at.shard.saturating_add(rank.saturating_mul(8)),
+                rank as usize,
+            )),
         })
     }
 
@@ -672,7 +680,7 @@ impl<'a> TensorView<'a> {
 /// valid input never builds it).
 #[cold]
 #[inline(never)]
-fn trailing_bytes(declared: u32, available: usize) -> DescriptorError {
+const fn trailing_bytes(declared: u32, available: usize) -> DescriptorError {
     DescriptorError::new(
         declared,
         DescriptorErrorKind::TrailingBytes {
