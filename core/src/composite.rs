@@ -428,11 +428,8 @@ impl<'a, const N: usize> CompositeValidator<'a, N> {
     ///
     /// # Errors
     /// [`CompositeErrorKind::NotAHead`] when `head` is not a composite head.
-    pub const fn new(head: &TensorView<'a>) -> Result<Self, CompositeError> {
-        let progress = match Progress::new(head) {
-            Ok(p) => p,
-            Err(e) => return Err(e),
-        };
+    pub fn new(head: &TensorView<'a>) -> Result<Self, CompositeError> {
+        let progress = Progress::new(head)?;
         Ok(Self {
             progress,
             store: Borrowed {

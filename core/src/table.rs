@@ -152,6 +152,25 @@ fn check_each(
     Ok(())
 }
 
+/// The first fault of a table the branch-free check refused (kept out of
+/// line: valid tables never reach it).
+#[cold]
+#[inline(never)]
+fn first_fault(entries: &[BufferHandleEntry], first: u32) -> DescriptorError {
+    match check_each(entries, 0, first) {
+        Err(e) => e,
+        // Unreachable: `entry_ok` refuses exactly what `decode` refuses (a
+        // unit test checks every code combination).
+        Ok(()) => DescriptorError::new(
+            0,
+            DescriptorErrorKind::Buffer {
+                index: 0,
+                error: crate::Error::ReservedNonZero(0),
+            },
+        ),
+    }
+}
+
 /// Handle `index` sits where entry 0 does (`placement`: its device tag and
 /// memory class, as [`placement`] packs them; the error's offset is the
 /// entry's, in the table). The parser's rule over entries, and the
@@ -223,11 +242,30 @@ impl<'a> BufferTable<'a> {
     /// Validates the (at most 255) entries of a descriptor's table one by
     /// one: the same rules as [`from_entries`](Self::from_entries) in less
     /// code, for the firmware decode path.
+    /// (Inlined into its one caller, the descriptor parse: the call's frame
+    /// cost as much as checking an entry.)
+    #[inline(always)]
     pub(crate) fn from_descriptor_entries(
         entries: &'a [BufferHandleEntry],
     ) -> Result<Self, DescriptorError> {
-        check_each(entries, 0, entries.first().map_or(0, placement))?;
+        let first = entries.first().map_or(0, placement);
+        // Each entry's bytes are read once, by the branch-free rule; only a
+        // table that breaks it is walked again to name the first fault.
+        // (A short loop that stops at the first refusal: a descriptor holds
+        // a few entries, too few for the vectorised fold of `from_entries`.)
+        for e in entries {
+            let words: &[U32; 4] = zerocopy::transmute_ref!(e);
+            if !(entry_ok(words) & (placement(e) == first)) {
+                return Err(first_fault(entries, first));
+            }
+        }
         Ok(Self { entries })
+    }
+
+    /// Entries a parse already validated (a [`TensorView`](crate::TensorView)'s
+    /// table, read again on access).
+    pub(crate) const fn validated(entries: &'a [BufferHandleEntry]) -> Self {
+        Self { entries }
     }
 
     /// Validates a slice of raw entries.

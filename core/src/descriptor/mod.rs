@@ -56,8 +56,8 @@ pub mod quantization {
 pub use section::shard::Shard;
 pub use section::statistics::{Statistics, StatisticsEntry};
 
-use zerocopy::FromBytes;
 use zerocopy::little_endian::U64;
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use crate::element::{ElementType, Packing};
 use crate::error::{DescriptorError, DescriptorErrorKind};
@@ -183,8 +183,40 @@ fn split_descriptor(bytes: &[u8]) -> Result<(&FixedHeader, &[u8], &[u8]), Descri
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TensorView<'a> {
+    /// The descriptor's bytes; the header, shape, `byte_offset`, buffer
+    /// table and the fixed-size sections are read from them on access.
     bytes: &'a [u8],
-    header: &'a FixedHeader,
+    layout: Layout<'a>,
+    quantization: Option<Quantization<'a>>,
+    element_type: ElementType,
+    packing: Packing,
+    member_role: Option<MemberRole>,
+    at: SectionsAt,
+}
+
+/// Where the shape begins: right after the fixed header.
+#[allow(clippy::cast_possible_truncation)] // 20
+const SHAPE_AT: u32 = HEADER_LEN as u32;
+
+/// Where the parts a [`TensorView`] reads on access begin, in bytes from
+/// the start of the descriptor (0: the section is absent; no section can
+/// start inside the header). Recorded by the parse, so the view stays small
+/// (no copy of decoded parts into the result) and the accessors slice the
+/// validated bytes without checking them again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SectionsAt {
+    /// The buffer table's count byte.
+    table: u32,
+    shard: u32,
+    statistics: u32,
+    extension_type: u32,
+}
+
+/// The decoded parts of a descriptor while it is checked: what the rules
+/// that tie the parts together ([`Parts`]) read. Lives on the parser's
+/// stack only; the [`TensorView`] keeps offsets instead.
+struct Parsed<'a> {
+    layout_tag: u8,
     element_type: ElementType,
     packing: Packing,
     shape: Dims<'a>,
@@ -192,9 +224,8 @@ pub struct TensorView<'a> {
     layout: Layout<'a>,
     buffers: BufferTable<'a>,
     quantization: Option<Quantization<'a>>,
-    shard: Option<Shard<'a>>,
+    has_shard: bool,
     statistics: Option<&'a StatisticsEntry>,
-    extension_type: Option<&'a ExtensionTypeEntry>,
     member_role: Option<MemberRole>,
 }
 
@@ -260,7 +291,13 @@ impl<'a> TensorView<'a> {
         let byte_offset_at = r.pos();
         let byte_offset = r.u64()?;
         let layout_at = r.pos();
-        let layout = Layout::parse(&mut r, layout_tag, shape, options.extension_layouts)?;
+        // Row-major has no fields and no rank rule: skip the layout parser's
+        // frame for the most common layout.
+        let layout = if layout_tag == layout::tag::ROW_MAJOR {
+            Layout::RowMajor
+        } else {
+            Layout::parse(&mut r, layout_tag, shape, options.extension_layouts)?
+        };
         if let Layout::Composite(layout::CompositeHead {
             rule: layout::CompositionRule::Private(code),
             ..
@@ -301,16 +338,23 @@ impl<'a> TensorView<'a> {
         } else {
             None
         };
-        let shard = if flags.contains(Flags::HAS_SHARD) {
-            Some(Shard::parse(&mut r, shape)?)
+        let shard_at = if flags.contains(Flags::HAS_SHARD) {
+            let at = r.pos();
+            Shard::parse(&mut r, shape)?;
+            at
         } else {
-            None
+            0
         };
         let statistics_at = r.pos();
         let statistics = if flags.contains(Flags::HAS_STATISTICS) {
             Some(Statistics::parse(&mut r)?)
         } else {
             None
+        };
+        let extension_type_at = if flags.contains(Flags::HAS_EXTENSION_TYPE) {
+            r.pos()
+        } else {
+            0
         };
         let extension_type = if flags.contains(Flags::HAS_EXTENSION_TYPE) {
             Some(ExtensionType::parse(&mut r)?)
@@ -340,9 +384,8 @@ impl<'a> TensorView<'a> {
             // A private type without its section was rejected above.
             (None, None) => Packing::Bytes(1),
         };
-        let view = Self {
-            bytes: desc,
-            header,
+        let parsed = Parsed {
+            layout_tag,
             element_type,
             packing,
             shape,
@@ -350,9 +393,8 @@ impl<'a> TensorView<'a> {
             layout,
             buffers,
             quantization,
-            shard,
+            has_shard: shard_at != 0,
             statistics,
-            extension_type,
             member_role,
         };
         let at = PartsAt {
@@ -360,17 +402,28 @@ impl<'a> TensorView<'a> {
             table: table_at,
             statistics: statistics_at,
         };
-        view.check(&at)?;
+        parsed.check(&at)?;
         if trailing {
-            return Err(err(
-                declared,
-                DescriptorErrorKind::TrailingBytes {
-                    declared,
-                    available: bytes.len() as u64,
-                },
-            ));
+            return Err(trailing_bytes(declared, bytes.len()));
         }
-        Ok(view)
+        Ok(Self {
+            bytes: desc,
+            layout,
+            quantization,
+            element_type,
+            packing,
+            member_role,
+            at: SectionsAt {
+                table: table_at,
+                shard: shard_at,
+                statistics: if statistics.is_some() {
+                    statistics_at
+                } else {
+                    0
+                },
+                extension_type: extension_type_at,
+            },
+        })
     }
 
     /// What this view describes, as the encoder takes it: every array,
@@ -394,13 +447,13 @@ impl<'a> TensorView<'a> {
     pub fn descriptor(&self) -> TensorDescriptor<'a> {
         TensorDescriptor {
             element_type: self.element_type,
-            shape: self.shape.into(),
-            byte_offset: self.byte_offset,
+            shape: self.shape().into(),
+            byte_offset: self.byte_offset(),
             layout: LayoutSpec::Parsed(self.layout),
-            buffers: encode::Buffers::Table(self.buffers),
+            buffers: encode::Buffers::Table(self.buffers()),
             quantization: self.quantization,
             shard: self
-                .shard
+                .shard()
                 .map(|s| (s.parent_shape.into(), s.shard_offset.into())),
             statistics: self.statistics(),
             extension_type: self.extension_type(),
@@ -417,20 +470,28 @@ impl<'a> TensorView<'a> {
     /// The fixed header as it lies on the wire.
     #[must_use]
     pub const fn header(&self) -> &'a FixedHeader {
-        self.header
+        /// Read when the bytes hold no header, which a parsed view's always
+        /// do.
+        const NONE: &[u8; HEADER_LEN] = &[0; HEADER_LEN];
+        let head = match self.bytes.first_chunk::<HEADER_LEN>() {
+            Some(head) => head,
+            None => NONE,
+        };
+        zerocopy::transmute_ref!(head)
     }
 
     /// `(version_major, version_minor)`.
     #[must_use]
     pub const fn version(&self) -> (u8, u8) {
-        (self.header.version_major, self.header.version_minor)
+        let header = self.header();
+        (header.version_major, header.version_minor)
     }
 
     /// The flag word.
     #[must_use]
     pub const fn flags(&self) -> Flags {
         // Validated at parse: no reserved bit is set.
-        match Flags::from_bits(self.header.flags.get()) {
+        match Flags::from_bits(self.header().flags.get()) {
             Some(f) => f,
             None => Flags::EMPTY,
         }
@@ -452,19 +513,19 @@ impl<'a> TensorView<'a> {
     /// Number of dimensions.
     #[must_use]
     pub const fn rank(&self) -> u32 {
-        self.header.rank.get()
+        self.header().rank.get()
     }
 
     /// The shape (`u64::MAX` marks a dynamic dimension).
     #[must_use]
-    pub const fn shape(&self) -> Dims<'a> {
-        self.shape
+    pub fn shape(&self) -> Dims<'a> {
+        Dims::new(self.slice_at(SHAPE_AT, self.rank() as usize))
     }
 
     /// Whether any dimension is dynamic.
     #[must_use]
     pub fn is_dynamic(&self) -> bool {
-        self.shape.iter().any(|n| n == DYNAMIC)
+        self.shape().iter().any(|n| n == DYNAMIC)
     }
 
     /// Product of the shape; `None` when a dimension is dynamic (or the
@@ -474,14 +535,15 @@ impl<'a> TensorView<'a> {
         if self.is_dynamic() {
             return None;
         }
-        self.shape.product_from(0)
+        self.shape().product_from(0)
     }
 
     /// Byte offset of element `[0, …, 0]` in buffer 0 (0 for non-dense
     /// layouts).
     #[must_use]
-    pub const fn byte_offset(&self) -> u64 {
-        self.byte_offset
+    pub fn byte_offset(&self) -> u64 {
+        let at = SHAPE_AT.saturating_add(self.rank().saturating_mul(8));
+        self.value_at::<U64>(at).map_or(0, |v| v.get())
     }
 
     /// The layout and its fields.
@@ -492,8 +554,10 @@ impl<'a> TensorView<'a> {
 
     /// The validated buffer table.
     #[must_use]
-    pub const fn buffers(&self) -> BufferTable<'a> {
-        self.buffers
+    pub fn buffers(&self) -> BufferTable<'a> {
+        let count = self.value_at::<u8>(self.at.table).copied().unwrap_or(0);
+        let entries = self.slice_at(self.at.table.saturating_add(1), usize::from(count));
+        BufferTable::validated(entries)
     }
 
     /// The quantization section, if present.
@@ -504,26 +568,32 @@ impl<'a> TensorView<'a> {
 
     /// The shard section, if present.
     #[must_use]
-    pub const fn shard(&self) -> Option<Shard<'a>> {
-        self.shard
+    pub fn shard(&self) -> Option<Shard<'a>> {
+        if self.at.shard == 0 {
+            return None;
+        }
+        let rank = self.rank();
+        Some(Shard {
+            parent_shape: Dims::new(self.slice_at(self.at.shard, rank as usize)),
+            shard_offset: Dims::new(self.slice_at(
+                self.at.shard.saturating_add(rank.saturating_mul(8)),
+                rank as usize,
+            )),
+        })
     }
 
     /// The statistics section, if present.
     #[must_use]
-    pub const fn statistics(&self) -> Option<Statistics> {
-        match self.statistics {
-            Some(e) => Some(Statistics::from_entry(e)),
-            None => None,
-        }
+    pub fn statistics(&self) -> Option<Statistics> {
+        self.section_at::<StatisticsEntry>(self.at.statistics)
+            .map(Statistics::from_entry)
     }
 
     /// The extension type section, if present.
     #[must_use]
-    pub const fn extension_type(&self) -> Option<ExtensionType> {
-        match self.extension_type {
-            Some(e) => Some(ExtensionType::from_entry(e)),
-            None => None,
-        }
+    pub fn extension_type(&self) -> Option<ExtensionType> {
+        self.section_at::<ExtensionTypeEntry>(self.at.extension_type)
+            .map(ExtensionType::from_entry)
     }
 
     /// The composite member role, if present.
@@ -548,7 +618,8 @@ impl<'a> TensorView<'a> {
     /// assert_eq!(view.strides(&mut strides), Some(&[1, 0, 0][..]));
     /// ```
     pub fn strides<'o>(&self, out: &'o mut [i64]) -> Option<&'o [i64]> {
-        let rank = self.shape.len();
+        let shape = self.shape();
+        let rank = shape.len();
         let out = out.get_mut(..rank)?;
         match self.layout {
             Layout::Strided(s) => {
@@ -567,7 +638,7 @@ impl<'a> TensorView<'a> {
                 for axis in order {
                     let slot = out.get_mut(axis)?;
                     *slot = acc;
-                    let n = i64::try_from(self.shape.get(axis)?).ok()?;
+                    let n = i64::try_from(shape.get(axis)?).ok()?;
                     acc = acc.checked_mul(n)?;
                 }
             }
@@ -575,6 +646,48 @@ impl<'a> TensorView<'a> {
         }
         Some(out)
     }
+
+    /// The value of type `T` at `at` in the validated bytes (`None` only
+    /// past their end, which a parsed view never asks for).
+    fn value_at<T>(&self, at: u32) -> Option<&'a T>
+    where
+        T: FromBytes + KnownLayout + Immutable + Unaligned,
+    {
+        let rest = self.bytes.get(at as usize..)?;
+        T::ref_from_prefix(rest).ok().map(|(value, _)| value)
+    }
+
+    /// A fixed-size section recorded at `at` (0: absent).
+    fn section_at<T>(&self, at: u32) -> Option<&'a T>
+    where
+        T: FromBytes + KnownLayout + Immutable + Unaligned,
+    {
+        if at == 0 { None } else { self.value_at(at) }
+    }
+
+    /// `count` values of type `T` from `at` in the validated bytes (empty
+    /// only past their end, which a parsed view never asks for).
+    fn slice_at<T>(&self, at: u32, count: usize) -> &'a [T]
+    where
+        T: FromBytes + KnownLayout + Immutable + Unaligned,
+    {
+        let rest = self.bytes.get(at as usize..).unwrap_or_default();
+        <[T]>::ref_from_prefix_with_elems(rest, count).map_or(&[][..], |(s, _)| s)
+    }
+}
+
+/// The error for bytes after an exact parse's descriptor (out of line:
+/// valid input never builds it).
+#[cold]
+#[inline(never)]
+const fn trailing_bytes(declared: u32, available: usize) -> DescriptorError {
+    DescriptorError::new(
+        declared,
+        DescriptorErrorKind::TrailingBytes {
+            declared,
+            available: available as u64,
+        },
+    )
 }
 
 /// What the rules that tie a descriptor's parts together read: a parsed
@@ -830,12 +943,12 @@ pub(crate) struct PartsAt {
     pub(crate) statistics: u32,
 }
 
-impl<'a> Parts for TensorView<'a> {
+impl<'a> Parts for Parsed<'a> {
     type Dims = Dims<'a>;
     type Sizes = BufferTable<'a>;
     type Layout = Layout<'a>;
     fn layout_tag(&self) -> u8 {
-        self.header.layout_tag
+        self.layout_tag
     }
     fn element_type(&self) -> ElementType {
         self.element_type
@@ -859,7 +972,7 @@ impl<'a> Parts for TensorView<'a> {
         self.quantization.as_ref().map(|q| &q.scheme)
     }
     fn has_shard(&self) -> bool {
-        self.shard.is_some()
+        self.has_shard
     }
     fn has_member(&self) -> bool {
         self.member_role.is_some()
