@@ -132,7 +132,7 @@ impl<'a> Buffers<'a> {
     /// Writes the entries (at most 255).
     fn write(&self, w: &mut Writer<'_>) {
         match self {
-            Self::Handles(h) => h.iter().take(255).for_each(|h| w.bytes(&h.to_bytes())),
+            Self::Handles(h) => h.iter().take(255).for_each(|h| w.array(h.to_bytes())),
             // A table holds at most 255 entries.
             Self::Table(t) => w.bytes(t.as_bytes()),
         }
@@ -349,6 +349,7 @@ impl<'a> TensorDescriptor<'a> {
     }
 
     /// The fixed header (`descriptor_length` 0: patched in once known).
+    #[inline]
     fn header(&self) -> FixedHeader {
         #[allow(clippy::cast_possible_truncation)]
         let rank = self.shape.len().min(u32::MAX as usize) as u32;
@@ -379,9 +380,10 @@ impl<'a> TensorDescriptor<'a> {
             };
             return Err(EncodeError::Unsupported { what });
         }
-        if let Buffers::Handles(handles) = self.buffers {
-            let first = handles.first().map_or(0, table::handle_placement);
-            for (i, h) in handles.iter().enumerate() {
+        // Colocation: every handle against the first (which trivially is).
+        if let Buffers::Handles([first, rest @ ..]) = self.buffers {
+            let first = table::handle_placement(first);
+            for (i, h) in (1..).zip(rest) {
                 table::colocated(i, table::handle_placement(h), first).map_err(|e| {
                     let offset = at.parts.table.saturating_add(1).saturating_add(e.offset());
                     crate::DescriptorError::new(offset, e.kind())
