@@ -349,7 +349,7 @@ impl<'a> TensorDescriptor<'a> {
     }
 
     /// The fixed header (`descriptor_length` 0: patched in once known).
-    #[inline]
+    #[inline(always)] // two callers; `encode`'s is the hot one
     fn header(&self) -> FixedHeader {
         #[allow(clippy::cast_possible_truncation)]
         let rank = self.shape.len().min(u32::MAX as usize) as u32;
@@ -382,7 +382,7 @@ impl<'a> TensorDescriptor<'a> {
         }
         // Colocation: every handle against the first (which trivially is).
         if let Buffers::Handles([first, rest @ ..]) = self.buffers {
-            let first = table::handle_placement(first);
+            let first = rest.first().map_or(0, |_| table::handle_placement(first));
             for (i, h) in (1..).zip(rest) {
                 table::colocated(i, table::handle_placement(h), first).map_err(|e| {
                     let offset = at.parts.table.saturating_add(1).saturating_add(e.offset());
@@ -466,8 +466,10 @@ impl<'a> TensorDescriptor<'a> {
 
     /// Writes the descriptor; returns where each part went.
     fn write(&self, header: &FixedHeader, w: &mut Writer<'_>) -> Written {
+        // Truncating is harmless: the offsets are read only once the whole
+        // length passed `u32` (`encode`), so each fits.
         #[allow(clippy::cast_possible_truncation)]
-        let pos = |w: &Writer<'_>| w.pos().min(u32::MAX as usize) as u32;
+        let pos = |w: &Writer<'_>| w.pos() as u32;
         let mut at = Written::default();
         w.value(header);
         self.shape.write(w);
@@ -502,7 +504,8 @@ impl<'a> TensorDescriptor<'a> {
         if let Some(m) = self.member_role {
             m.encode(w);
         }
-        let total = pos(w);
+        #[allow(clippy::cast_possible_truncation)]
+        let total = w.pos().min(u32::MAX as usize) as u32;
         w.patch_u32(header::at::LENGTH as usize, total);
         at
     }
