@@ -193,7 +193,11 @@ impl<'o> Writer<'o> {
     /// Overwrites 4 bytes at `at` (a length prefix written earlier).
     #[inline]
     pub(crate) fn patch_u32(&mut self, at: usize, v: u32) {
-        if let Some(dst) = self.out.get_mut(at..).and_then(|r| r.first_chunk_mut::<4>()) {
+        if let Some(dst) = self
+            .out
+            .get_mut(at..)
+            .and_then(|r| r.first_chunk_mut::<4>())
+        {
             *dst = v.to_le_bytes();
         }
     }

@@ -369,6 +369,16 @@ impl<'a> TensorDescriptor<'a> {
     /// where [`write`](Self::write) put each part, for the errors'
     /// offsets). Nothing is read back from the output.
     fn check(&self, header: &FixedHeader, at: &Written) -> Result<(), EncodeError> {
+        let element_type = self.check_front(header, at)?;
+        if header.flags.get() == 0 {
+            return self.check_plain(header, at, element_type);
+        }
+        self.check_sections(header, at, element_type)
+    }
+
+    /// The rules up to the buffer table: header, layout fields, colocation.
+    #[inline]
+    fn check_front(&self, header: &FixedHeader, at: &Written) -> Result<ElementType, EncodeError> {
         let (_, element_type) = header.check()?;
         if !self
             .layout
@@ -390,6 +400,34 @@ impl<'a> TensorDescriptor<'a> {
                 })?;
             }
         }
+        Ok(element_type)
+    }
+
+    /// The rest for a descriptor with no optional section (the commonest):
+    /// the same rules, compiled knowing there is none. A private type,
+    /// which needs its section, was refused by the header check.
+    #[inline(never)]
+    fn check_plain(
+        &self,
+        header: &FixedHeader,
+        at: &Written,
+        element_type: ElementType,
+    ) -> Result<(), EncodeError> {
+        let packing = element_type.packing().unwrap_or(Packing::Bytes(1));
+        Ok(self
+            .parts::<false>(header, element_type, packing)
+            .check(&at.parts)?)
+    }
+
+    /// The rest: the sections' own rules, then the rules that tie the parts
+    /// together.
+    #[inline(never)]
+    fn check_sections(
+        &self,
+        header: &FixedHeader,
+        at: &Written,
+        element_type: ElementType,
+    ) -> Result<(), EncodeError> {
         if let Some(q) = &self.quantization {
             let ctx = QuantCtx {
                 shape: self.shape,
@@ -417,14 +455,25 @@ impl<'a> TensorDescriptor<'a> {
             // A private type without its section was refused above.
             (None, None) => Packing::Bytes(1),
         };
+        Ok(self
+            .parts::<true>(header, element_type, packing)
+            .check(&at.parts)?)
+    }
+
+    /// The values as the rules that tie the parts together read them.
+    #[inline]
+    const fn parts<const SECTIONS: bool>(
+        &self,
+        header: &FixedHeader,
+        element_type: ElementType,
+        packing: Packing,
+    ) -> Checked<'_, 'a, SECTIONS> {
         Checked {
             desc: self,
             layout_tag: header.layout_tag,
             element_type,
             packing,
         }
-        .check(&at.parts)?;
-        Ok(())
     }
 
     fn check_lengths(&self, layout_tag: u8) -> Result<(), EncodeError> {
@@ -523,15 +572,16 @@ struct Written {
 }
 
 /// An encoder's values as the rules that tie the parts together read them
-/// (with what the header check derived from them).
-struct Checked<'d, 'a> {
+/// (with what the header check derived from them); `SECTIONS` false: the
+/// descriptor has no optional section, and the rules are compiled knowing it.
+struct Checked<'d, 'a, const SECTIONS: bool> {
     desc: &'d TensorDescriptor<'a>,
     layout_tag: u8,
     element_type: ElementType,
     packing: Packing,
 }
 
-impl<'a> Parts for Checked<'_, 'a> {
+impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
     type Dims = DimValues<'a>;
     type Sizes = Buffers<'a>;
     type Layout = LayoutSpec<'a>;
@@ -557,15 +607,19 @@ impl<'a> Parts for Checked<'_, 'a> {
         self.desc.buffers
     }
     fn scheme(&self) -> Option<&Scheme<'_>> {
-        self.desc.quantization.as_ref().map(|q| &q.scheme)
+        let q = self.desc.quantization.as_ref().filter(|_| SECTIONS);
+        q.map(|q| &q.scheme)
     }
     fn has_shard(&self) -> bool {
-        self.desc.shard.is_some()
+        SECTIONS && self.desc.shard.is_some()
     }
     fn has_member(&self) -> bool {
-        self.desc.member_role.is_some()
+        SECTIONS && self.desc.member_role.is_some()
     }
     fn stats_nnz(&self) -> Option<u64> {
-        self.desc.statistics.and_then(|s| s.nnz())
+        self.desc
+            .statistics
+            .filter(|_| SECTIONS)
+            .and_then(|s| s.nnz())
     }
 }
