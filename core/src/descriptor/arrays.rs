@@ -109,7 +109,6 @@ impl DimValues<'_> {
     /// The product of the values from index `skip` on (see
     /// [`product_from`]): the parser's and the encoder's one rule.
     #[must_use]
-    #[inline]
     pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
         match self {
             Self::Wire(v) => product_from(v.iter().map(|d| d.get()), skip),
@@ -122,7 +121,6 @@ impl<N: PartialEq + Copy, W: Copy + Into<N>> Values<'_, N, W> {
     /// Whether `value` is one of the values (one dispatch, then a plain
     /// loop).
     #[must_use]
-    #[inline]
     pub(crate) fn contains(&self, value: N) -> bool {
         match self {
             Self::Native(v) => v.contains(&value),
