@@ -130,40 +130,58 @@ pub(crate) struct Writer<'o> {
 }
 
 impl<'o> Writer<'o> {
+    #[inline]
     pub(crate) const fn new(out: &'o mut [u8]) -> Self {
         Self { out, pos: 0 }
     }
 
+    #[inline]
     pub(crate) const fn pos(&self) -> usize {
         self.pos
     }
 
+    #[inline]
     pub(crate) fn bytes(&mut self, bytes: &[u8]) {
-        let end = self.pos.saturating_add(bytes.len());
-        // `copy_from_slice` only where the lengths are equal (a saturated
-        // `end` would make `dst` shorter than `bytes`), so it cannot panic.
-        if let Some(dst) = self.out.get_mut(self.pos..end) {
-            if dst.len() == bytes.len() {
-                dst.copy_from_slice(bytes);
-            }
+        // `dst` is exactly `bytes.len()` long, so the copy cannot panic.
+        if let Some(dst) = self.rest().and_then(|r| r.get_mut(..bytes.len())) {
+            dst.copy_from_slice(bytes);
         }
-        self.pos = end;
+        self.pos = self.pos.saturating_add(bytes.len());
     }
 
+    /// A fixed-size write: the copy is `N` byte moves, not a `memcpy` call.
+    #[inline]
+    pub(crate) fn array<const N: usize>(&mut self, bytes: [u8; N]) {
+        if let Some(dst) = self.rest().and_then(|r| r.first_chunk_mut::<N>()) {
+            *dst = bytes;
+        }
+        self.pos = self.pos.saturating_add(N);
+    }
+
+    /// The unwritten rest of the output (`None` once a write did not fit).
+    #[inline]
+    fn rest(&mut self) -> Option<&mut [u8]> {
+        self.out.get_mut(self.pos..)
+    }
+
+    #[inline]
     pub(crate) fn value<T: IntoBytes + Immutable>(&mut self, value: &T) {
         self.bytes(value.as_bytes());
     }
 
+    #[inline]
     pub(crate) fn u8(&mut self, v: u8) {
-        self.bytes(&[v]);
+        self.array([v]);
     }
 
+    #[inline]
     pub(crate) fn u32(&mut self, v: u32) {
-        self.bytes(&v.to_le_bytes());
+        self.array(v.to_le_bytes());
     }
 
+    #[inline]
     pub(crate) fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
+        self.array(v.to_le_bytes());
     }
 
     pub(crate) fn zeros(&mut self, n: usize) {
@@ -173,15 +191,19 @@ impl<'o> Writer<'o> {
     }
 
     /// Overwrites 4 bytes at `at` (a length prefix written earlier).
+    #[inline]
     pub(crate) fn patch_u32(&mut self, at: usize, v: u32) {
-        if let Some(dst) = self.out.get_mut(at..at.saturating_add(4)) {
-            dst.iter_mut()
-                .zip(v.to_le_bytes())
-                .for_each(|(d, s)| *d = s);
+        if let Some(dst) = self
+            .out
+            .get_mut(at..)
+            .and_then(|r| r.first_chunk_mut::<4>())
+        {
+            *dst = v.to_le_bytes();
         }
     }
 
     /// The number of bytes written, or the error if they did not fit.
+    #[inline]
     pub(crate) const fn finish(self) -> Result<usize, EncodeError> {
         if self.pos > self.out.len() {
             return Err(EncodeError::OutputTooSmall {

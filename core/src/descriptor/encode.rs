@@ -132,7 +132,7 @@ impl<'a> Buffers<'a> {
     /// Writes the entries (at most 255).
     fn write(&self, w: &mut Writer<'_>) {
         match self {
-            Self::Handles(h) => h.iter().take(255).for_each(|h| w.bytes(&h.to_bytes())),
+            Self::Handles(h) => h.iter().take(255).for_each(|h| w.array(h.to_bytes())),
             // A table holds at most 255 entries.
             Self::Table(t) => w.bytes(t.as_bytes()),
         }
@@ -349,6 +349,7 @@ impl<'a> TensorDescriptor<'a> {
     }
 
     /// The fixed header (`descriptor_length` 0: patched in once known).
+    #[inline(always)] // two callers; `encode`'s is the hot one
     fn header(&self) -> FixedHeader {
         #[allow(clippy::cast_possible_truncation)]
         let rank = self.shape.len().min(u32::MAX as usize) as u32;
@@ -368,6 +369,16 @@ impl<'a> TensorDescriptor<'a> {
     /// where [`write`](Self::write) put each part, for the errors'
     /// offsets). Nothing is read back from the output.
     fn check(&self, header: &FixedHeader, at: &Written) -> Result<(), EncodeError> {
+        let element_type = self.check_front(header, at)?;
+        if header.flags.get() == 0 {
+            return self.check_plain(header, at, element_type);
+        }
+        self.check_sections(header, at, element_type)
+    }
+
+    /// The rules up to the buffer table: header, layout fields, colocation.
+    #[inline]
+    fn check_front(&self, header: &FixedHeader, at: &Written) -> Result<ElementType, EncodeError> {
         let (_, element_type) = header.check()?;
         if !self
             .layout
@@ -379,15 +390,44 @@ impl<'a> TensorDescriptor<'a> {
             };
             return Err(EncodeError::Unsupported { what });
         }
-        if let Buffers::Handles(handles) = self.buffers {
-            let first = handles.first().map_or(0, table::handle_placement);
-            for (i, h) in handles.iter().enumerate() {
+        // Colocation: every handle against the first (which trivially is).
+        if let Buffers::Handles([first, rest @ ..]) = self.buffers {
+            let first = rest.first().map_or(0, |_| table::handle_placement(first));
+            for (i, h) in (1..).zip(rest) {
                 table::colocated(i, table::handle_placement(h), first).map_err(|e| {
                     let offset = at.parts.table.saturating_add(1).saturating_add(e.offset());
                     crate::DescriptorError::new(offset, e.kind())
                 })?;
             }
         }
+        Ok(element_type)
+    }
+
+    /// The rest for a descriptor with no optional section (the commonest):
+    /// the same rules, compiled knowing there is none. A private type,
+    /// which needs its section, was refused by the header check.
+    #[inline(never)]
+    fn check_plain(
+        &self,
+        header: &FixedHeader,
+        at: &Written,
+        element_type: ElementType,
+    ) -> Result<(), EncodeError> {
+        let packing = element_type.packing().unwrap_or(Packing::Bytes(1));
+        Ok(self
+            .parts::<false>(header, element_type, packing)
+            .check(&at.parts)?)
+    }
+
+    /// The rest: the sections' own rules, then the rules that tie the parts
+    /// together.
+    #[inline(never)]
+    fn check_sections(
+        &self,
+        header: &FixedHeader,
+        at: &Written,
+        element_type: ElementType,
+    ) -> Result<(), EncodeError> {
         if let Some(q) = &self.quantization {
             let ctx = QuantCtx {
                 shape: self.shape,
@@ -415,14 +455,25 @@ impl<'a> TensorDescriptor<'a> {
             // A private type without its section was refused above.
             (None, None) => Packing::Bytes(1),
         };
+        Ok(self
+            .parts::<true>(header, element_type, packing)
+            .check(&at.parts)?)
+    }
+
+    /// The values as the rules that tie the parts together read them.
+    #[inline]
+    const fn parts<const SECTIONS: bool>(
+        &self,
+        header: &FixedHeader,
+        element_type: ElementType,
+        packing: Packing,
+    ) -> Checked<'_, 'a, SECTIONS> {
         Checked {
             desc: self,
             layout_tag: header.layout_tag,
             element_type,
             packing,
         }
-        .check(&at.parts)?;
-        Ok(())
     }
 
     fn check_lengths(&self, layout_tag: u8) -> Result<(), EncodeError> {
@@ -464,8 +515,10 @@ impl<'a> TensorDescriptor<'a> {
 
     /// Writes the descriptor; returns where each part went.
     fn write(&self, header: &FixedHeader, w: &mut Writer<'_>) -> Written {
+        // Truncating is harmless: the offsets are read only once the whole
+        // length passed `u32` (`encode`), so each fits.
         #[allow(clippy::cast_possible_truncation)]
-        let pos = |w: &Writer<'_>| w.pos().min(u32::MAX as usize) as u32;
+        let pos = |w: &Writer<'_>| w.pos() as u32;
         let mut at = Written::default();
         w.value(header);
         self.shape.write(w);
@@ -500,7 +553,8 @@ impl<'a> TensorDescriptor<'a> {
         if let Some(m) = self.member_role {
             m.encode(w);
         }
-        let total = pos(w);
+        #[allow(clippy::cast_possible_truncation)]
+        let total = w.pos().min(u32::MAX as usize) as u32;
         w.patch_u32(header::at::LENGTH as usize, total);
         at
     }
@@ -518,15 +572,16 @@ struct Written {
 }
 
 /// An encoder's values as the rules that tie the parts together read them
-/// (with what the header check derived from them).
-struct Checked<'d, 'a> {
+/// (with what the header check derived from them); `SECTIONS` false: the
+/// descriptor has no optional section, and the rules are compiled knowing it.
+struct Checked<'d, 'a, const SECTIONS: bool> {
     desc: &'d TensorDescriptor<'a>,
     layout_tag: u8,
     element_type: ElementType,
     packing: Packing,
 }
 
-impl<'a> Parts for Checked<'_, 'a> {
+impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
     type Dims = DimValues<'a>;
     type Sizes = Buffers<'a>;
     type Layout = LayoutSpec<'a>;
@@ -552,15 +607,19 @@ impl<'a> Parts for Checked<'_, 'a> {
         self.desc.buffers
     }
     fn scheme(&self) -> Option<&Scheme<'_>> {
-        self.desc.quantization.as_ref().map(|q| &q.scheme)
+        let q = self.desc.quantization.as_ref().filter(|_| SECTIONS);
+        q.map(|q| &q.scheme)
     }
     fn has_shard(&self) -> bool {
-        self.desc.shard.is_some()
+        SECTIONS && self.desc.shard.is_some()
     }
     fn has_member(&self) -> bool {
-        self.desc.member_role.is_some()
+        SECTIONS && self.desc.member_role.is_some()
     }
     fn stats_nnz(&self) -> Option<u64> {
-        self.desc.statistics.and_then(|s| s.nnz())
+        self.desc
+            .statistics
+            .filter(|_| SECTIONS)
+            .and_then(|s| s.nnz())
     }
 }
