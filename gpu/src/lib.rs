@@ -115,6 +115,7 @@ mod load;
 mod pool;
 mod registry;
 mod resource;
+mod slice;
 #[cfg(target_os = "linux")]
 mod share;
 mod staging;
@@ -132,11 +133,12 @@ pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 #[cfg(not(target_arch = "wasm32"))]
 pub use load::{
-    LoadError, LoadOptions, LoadTimes, Loaded, LoadedTensor, Progress, load_file, load_view_async,
-    save_file,
+    DEFAULT_PACK_BELOW, DEFAULT_SLAB_SIZE, LoadError, LoadOptions, LoadTimes, Loaded, LoadedTensor,
+    Progress, load_file, load_view_async, save_file,
 };
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
+pub use slice::GpuSlice;
 #[cfg(target_os = "linux")]
 pub use share::{MAX_DESCRIPTOR_LEN, SharedBuffer};
 pub use staging::{DEFAULT_STAGING_CAP, StagingStats, set_staging_cap, staging_stats};

@@ -69,7 +69,7 @@ use crate::device::{self, DeviceShared};
 use crate::exec::{self, block_on};
 #[cfg(target_os = "linux")]
 use crate::external::host::Staging;
-use crate::{BackendError, GpuBufferHandle};
+use crate::{BackendError, GpuBufferHandle, GpuSlice};
 
 /// Where a load stands, for [`LoadOptions::progress`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,18 @@ pub struct LoadOptions<'a> {
     usage: BufferUsages,
     progress: Option<Box<dyn FnMut(Progress) + 'a>>,
     reuse: Option<Loaded>,
+    pack_below: u64,
+    slab_size: u64,
 }
+
+/// The default of [`LoadOptions::pack_below`]: buffers under 1 MiB share
+/// slabs.
+pub const DEFAULT_PACK_BELOW: u64 = 1 << 20;
+/// The default (and largest useful) size of a slab,
+/// [`LoadOptions::slab_size`]: 256 MiB, within every driver's largest
+/// allocation and large enough that a file of small tensors takes a few
+/// slabs.
+pub const DEFAULT_SLAB_SIZE: u64 = 256 << 20;
 
 impl std::fmt::Debug for LoadOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,6 +110,8 @@ impl std::fmt::Debug for LoadOptions<'_> {
             .field("names", &self.names)
             .field("usage", &self.usage)
             .field("reuse", &self.reuse.as_ref().map(|l| l.tensors.len()))
+            .field("pack_below", &self.pack_below)
+            .field("slab_size", &self.slab_size)
             .finish_non_exhaustive()
     }
 }
@@ -110,6 +123,8 @@ impl Default for LoadOptions<'_> {
             usage: BufferUsages::STORAGE,
             progress: None,
             reuse: None,
+            pack_below: DEFAULT_PACK_BELOW,
+            slab_size: DEFAULT_SLAB_SIZE,
         }
     }
 }
@@ -152,15 +167,47 @@ impl<'a> LoadOptions<'a> {
         self.reuse = Some(previous);
         self
     }
+
+    /// Packs every buffer smaller than `bytes` (default
+    /// [`DEFAULT_PACK_BELOW`], 1 MiB) into shared GPU buffers, *slabs*,
+    /// instead of giving it a `wgpu::Buffer` of its own; `0` turns packing
+    /// off. A slab mirrors a contiguous range of the file (the same
+    /// relative offsets, so the file's alignment is kept): each staging
+    /// chunk reaches it with one GPU copy whatever the number of tensors,
+    /// and a load allocates a few slabs instead of one buffer per tensor.
+    /// A packed buffer is a [`GpuSlice`] of its slab
+    /// ([`LoadedTensor::buffers`]); [`GpuSlice::to_buffer`] makes a buffer of
+    /// its own where one is needed. Buffers of `bytes` or more, and those
+    /// whose file offset is not a multiple of 4, keep a buffer each.
+    #[must_use]
+    pub fn pack_below(mut self, bytes: u64) -> Self {
+        self.pack_below = bytes;
+        self
+    }
+
+    /// The largest slab (default [`DEFAULT_SLAB_SIZE`], 256 MiB; never
+    /// more than the device's `max_buffer_size`). A slab ends where the
+    /// next packed buffer would take it past this size, or where the gap
+    /// to the next packed buffer in the file is larger than
+    /// [`pack_below`](Self::pack_below) (a large tensor in between, or
+    /// tensors not loaded): gaps up to that size are copied with the
+    /// slab, so that one copy per chunk still fills it.
+    #[must_use]
+    pub fn slab_size(mut self, bytes: u64) -> Self {
+        self.slab_size = bytes;
+        self
+    }
 }
 
 /// A tensor on the GPU: its name, its descriptor (re-tagged for where its
-/// buffers live) and one buffer per entry of its buffer table.
+/// buffers live) and, per entry of its buffer table, the GPU bytes that hold
+/// it: a whole buffer, or a range of a slab shared with other tensors
+/// ([`LoadOptions::pack_below`]).
 #[derive(Debug, Clone)]
 pub struct LoadedTensor {
     name: String,
     descriptor: Vec<u8>,
-    buffers: Vec<GpuBufferHandle>,
+    buffers: Vec<GpuSlice>,
 }
 
 impl LoadedTensor {
@@ -174,6 +221,24 @@ impl LoadedTensor {
         name: impl Into<String>,
         descriptor: &[u8],
         buffers: Vec<GpuBufferHandle>,
+    ) -> Result<Self, LoadError> {
+        Self::from_slices(
+            name,
+            descriptor,
+            buffers.into_iter().map(GpuSlice::whole).collect(),
+        )
+    }
+
+    /// A tensor whose buffers are ranges of GPU buffers (as [`load_file`]
+    /// makes for packed tensors): `descriptor` is validated, and each slice
+    /// must hold exactly its table entry's `byte_size`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn from_slices(
+        name: impl Into<String>,
+        descriptor: &[u8],
+        buffers: Vec<GpuSlice>,
     ) -> Result<Self, LoadError> {
         let name = name.into();
         let view = TensorView::parse(descriptor).map_err(|e| LoadError::Descriptor {
@@ -249,10 +314,20 @@ impl LoadedTensor {
         TensorView::parse(&self.descriptor)
     }
 
-    /// The GPU buffers, in buffer-table order.
+    /// The GPU bytes of each buffer, in buffer-table order: a whole
+    /// buffer ([`GpuSlice::as_whole`]) or a packed tensor's range of its
+    /// slab. Each reads back exactly the buffer's bytes
+    /// ([`GpuSlice::readback`]); [`GpuSlice::to_buffer`] gives a buffer of
+    /// its own.
     #[must_use]
-    pub fn buffers(&self) -> &[GpuBufferHandle] {
+    pub fn buffers(&self) -> &[GpuSlice] {
         &self.buffers
+    }
+
+    /// Whether any buffer of the tensor is part of a shared slab.
+    #[must_use]
+    pub fn is_packed(&self) -> bool {
+        self.buffers.iter().any(|b| !b.is_whole())
     }
 }
 
@@ -266,10 +341,19 @@ pub struct Loaded {
     pub bytes: u64,
     /// Whether the bytes went through DMA staging (else mapped staging).
     pub dma: bool,
-    /// Tensors loaded into buffers taken over from [`LoadOptions::reuse`].
+    /// Tensors loaded into buffers taken over from [`LoadOptions::reuse`]
+    /// (own buffers, or the slabs of the previous load).
     pub reused: usize,
     /// How long each phase took.
     pub times: LoadTimes,
+    /// Slabs allocated or reused ([`LoadOptions::pack_below`]); 0 when
+    /// nothing was packed.
+    pub slabs: usize,
+    /// Buffers packed into slabs (empty buffers not counted).
+    pub packed: usize,
+    /// The slabs themselves, in load order: taken over by a later load's
+    /// [`LoadOptions::reuse`].
+    slab_buffers: Vec<GpuBufferHandle>,
 }
 
 /// How long each phase of a load took (for `hurray load` and benchmarks:
@@ -437,14 +521,14 @@ fn retag(
 
 /// One piece of a chunk: bytes of the file for `[at, at + len)` of chunk
 /// space, bound for `target`'s buffer at `to` (`len` a multiple of 4; bytes
-/// past `src` are zero padding); `tensor` is the tensor it belongs to.
+/// past `src` are zero padding); `run` is the run it belongs to.
 struct Piece<'f> {
     src: &'f [u8],
     at: usize,
     len: usize,
     target: usize,
     to: u64,
-    tensor: usize,
+    run: usize,
 }
 
 /// A chunk: its pieces, packed from offset 0, and how far they fill it.
@@ -468,16 +552,16 @@ const ITEM: usize = 1 << 20;
 /// GB/s, `docs/perf.md`); more only add staging slots.
 const MAX_LOAD_THREADS: usize = 32;
 
-/// Cuts `buffers` (`(target, bytes, tensor index)`, in load order) into
-/// chunks of at most `size` bytes of chunk space: small buffers share a
-/// chunk (one submission copies them all), large ones span several.
+/// Cuts `buffers` (`(target, bytes, run index)`, in load order) into
+/// chunks of at most `size` bytes of chunk space: small runs share a chunk
+/// (one submission copies them all), large ones (slabs) span several.
 fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], size: usize) -> Vec<Chunk<'f>> {
     let mut chunks = Vec::new();
     let mut cur = Chunk {
         pieces: Vec::new(),
         fill: 0,
     };
-    for &(target, bytes, tensor) in buffers {
+    for &(target, bytes, run) in buffers {
         let padded = bytes.len().next_multiple_of(4);
         let mut pos = 0;
         while pos < padded {
@@ -498,7 +582,7 @@ fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], size: usize) -> Vec<Chunk<'f>>
                 len: take,
                 target,
                 to: pos as u64,
-                tensor,
+                run,
             });
             cur.fill += take;
             pos += take;
@@ -673,29 +757,69 @@ pub async fn load_view_async(
 struct Prepared<'f> {
     chosen: Vec<hurray_core::file::Tensor<'f>>,
     descriptors: Vec<Vec<u8>>,
-    /// Every buffer of every tensor, in load order: its size, and its
-    /// handle once allocated (at once when taken over from
-    /// [`LoadOptions::reuse`]).
-    sizes: Vec<u64>,
-    slots: Vec<OnceLock<GpuBufferHandle>>,
-    /// Every non-empty buffer, in load order: `(slot, bytes, tensor)`.
+    /// The GPU buffers to fill, in allocation order: first one per run (in
+    /// load order: run `i` fills target `i`), then the empty buffers.
+    targets: Vec<Target>,
+    /// Every buffer of every tensor, in tensor then table order: where its
+    /// bytes live.
+    parts: Vec<Part>,
+    /// Every run, in load order: `(target, file bytes, run index)`, the
+    /// form [`plan`] cuts into chunks.
     flat: Vec<(usize, &'f [u8], usize)>,
+    /// Per run: whether it fills a slab, and the buffer bytes it carries.
+    runs: Vec<RunInfo>,
+    /// Per run, the tensors it carries bytes of (`runs[i].tensors` ranges
+    /// into this; a tensor once per buffer).
+    run_tensors: Vec<usize>,
     usage: BufferUsages,
     total: u64,
     reused: usize,
+    slabs: usize,
+    packed: usize,
     /// Time spent resolving, re-tagging and taking over buffers.
     allocate: Duration,
     dma: bool,
 }
 
+/// A GPU buffer a load fills: its logical size, whether it is a slab, and
+/// its handle once allocated (at once when taken over from
+/// [`LoadOptions::reuse`]).
+struct Target {
+    size: u64,
+    slab: bool,
+    slot: OnceLock<GpuBufferHandle>,
+}
+
+/// Where one tensor buffer's bytes live: `len` bytes of `target` from
+/// `offset` (0 for a buffer of its own).
+#[derive(Clone, Copy)]
+struct Part {
+    target: usize,
+    offset: u64,
+    len: u64,
+}
+
+/// A run's bookkeeping for progress.
+struct RunInfo {
+    /// A slab (its bytes count as done once the whole run is), else one
+    /// tensor buffer (its bytes count piece by piece).
+    slab: bool,
+    /// Buffer bytes the run carries (gaps excluded).
+    payload: u64,
+    /// Its tensors, as a range of [`Prepared::run_tensors`].
+    tensors: std::ops::Range<usize>,
+}
+
 impl Prepared<'_> {
-    /// Allocates slot `i` unless it holds a buffer already.
+    /// Allocates target `i` unless it holds a buffer already.
     fn allocate_slot(&self, shared: &Arc<DeviceShared>, i: usize) -> Result<(), BackendError> {
-        let (Some(slot), Some(&len)) = (self.slots.get(i), self.sizes.get(i)) else {
+        let Some(t) = self.targets.get(i) else {
             return Err(BackendError::Bug("load slot index"));
         };
-        if slot.get().is_none() {
-            let _ = slot.set(GpuBufferHandle::alloc_on(shared, len, self.usage)?);
+        if t.slot.get().is_none() {
+            let _ = t
+                .slot
+                .set(GpuBufferHandle::alloc_on(shared, t.size, self.usage)?);
         }
         Ok(())
     }
@@ -704,32 +828,52 @@ impl Prepared<'_> {
     /// with copies).
     fn allocate_all(&mut self, shared: &Arc<DeviceShared>) -> Result<(), BackendError> {
         let started = Instant::now();
-        for i in 0..self.slots.len() {
+        for i in 0..self.targets.len() {
             self.allocate_slot(shared, i)?;
         }
         self.allocate += started.elapsed();
         Ok(())
     }
 
-    /// The buffer of slot `i`, once allocated.
+    /// The buffer of target `i`, once allocated.
     fn target(&self, i: usize) -> Option<&GpuBufferHandle> {
-        self.slots.get(i).and_then(OnceLock::get)
+        self.targets.get(i).and_then(|t| t.slot.get())
     }
 
     fn finish(self, validate: Duration, copy: Duration) -> Result<Loaded, LoadError> {
-        let mut slots = self.slots.into_iter();
+        let never = || BackendError::Bug("a loaded buffer was never allocated");
+        let handles = self
+            .targets
+            .into_iter()
+            .map(|t| t.slot.into_inner().map(|h| (h, t.slab)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(never)?;
+        let mut parts = self.parts.iter();
         let mut tensors = Vec::with_capacity(self.chosen.len());
         for (t, descriptor) in self.chosen.iter().zip(self.descriptors) {
-            let buffers = (0..t.buffers().count())
-                .map(|_| slots.next().and_then(OnceLock::into_inner))
-                .collect::<Option<Vec<_>>>()
-                .ok_or(BackendError::Bug("a loaded buffer was never allocated"))?;
+            let n = t.descriptor().buffers().len();
+            let mut buffers = Vec::with_capacity(n);
+            for _ in 0..n {
+                let part = parts.next().ok_or_else(never)?;
+                let (h, _) = handles.get(part.target).ok_or_else(never)?;
+                // Own buffers are whole; a packed part lies inside its slab
+                // by construction (the slab spans every part placed in it).
+                buffers.push(if part.offset == 0 && part.len == h.byte_len() {
+                    GpuSlice::whole(h.clone())
+                } else {
+                    GpuSlice::new(h.clone(), part.offset, part.len)?
+                });
+            }
             tensors.push(LoadedTensor {
                 name: t.name().to_owned(),
                 descriptor,
                 buffers,
             });
         }
+        let slab_buffers = handles
+            .into_iter()
+            .filter_map(|(h, slab)| slab.then_some(h))
+            .collect();
         Ok(Loaded {
             tensors,
             bytes: self.total,
@@ -740,13 +884,26 @@ impl Prepared<'_> {
                 allocate: self.allocate,
                 copy,
             },
+            slabs: self.slabs,
+            packed: self.packed,
+            slab_buffers,
         })
     }
 }
 
-/// Resolves the names, checks every size, re-tags every descriptor, and
-/// takes over the fitting buffers of [`LoadOptions::reuse`]; allocates
-/// nothing.
+/// A slab being grown over the file: file bytes `[start, end)`, target
+/// index `target`, its tensors from `tensors_from` of `run_tensors`.
+struct OpenSlab {
+    start: usize,
+    end: usize,
+    target: usize,
+    tensors_from: usize,
+    payload: u64,
+}
+
+/// Resolves the names, checks every size, re-tags every descriptor, plans
+/// the GPU buffers (own buffers and slabs), and takes over the fitting
+/// buffers of [`LoadOptions::reuse`]; allocates nothing.
 fn prepare<'f>(
     shared: &Arc<DeviceShared>,
     view: &hurray_core::file::FileView<'f>,
@@ -765,8 +922,11 @@ fn prepare<'f>(
     };
     let max = shared.limits.max_buffer_size;
     let mut descriptors = Vec::with_capacity(chosen.len());
+    let mut count = 0;
     for t in &chosen {
-        for (i, h) in t.descriptor().buffers().iter().enumerate() {
+        let table = t.descriptor().buffers();
+        count += table.len();
+        for (i, h) in table.iter().enumerate() {
             if h.byte_size() > max {
                 return Err(LoadError::TooLarge {
                     name: t.name().to_owned(),
@@ -785,41 +945,217 @@ fn prepare<'f>(
         )?);
     }
     let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
-    // Buffers of a previous load, by tensor name.
-    let mut previous: HashMap<String, Vec<GpuBufferHandle>> = options
-        .reuse
-        .take()
-        .map(|l| l.tensors.into_iter().map(|t| (t.name, t.buffers)).collect())
-        .unwrap_or_default();
-    let mut sizes = Vec::new();
-    let mut slots = Vec::new();
-    let mut flat: Vec<(usize, &'f [u8], usize)> = Vec::new();
-    let mut total = 0u64;
-    let mut reused = 0;
+
+    // Every buffer: (file offset, bytes, part index, tensor index).
+    let file = view.as_bytes();
+    let base = file.as_ptr() as usize;
+    let mut entries: Vec<(usize, &'f [u8], usize, usize)> = Vec::with_capacity(count);
     for (ti, t) in chosen.iter().enumerate() {
-        let fits = |old: &Vec<GpuBufferHandle>| {
-            old.len() == t.buffers().count()
-                && old.iter().zip(t.buffers()).all(|(h, b)| {
-                    h.byte_len() == b.len() as u64
-                        && h.usage().contains(usage)
-                        && h.device() == device
-                })
-        };
-        let mut old = previous.remove(t.name()).filter(fits).map(Vec::into_iter);
-        if old.is_some() {
-            reused += 1;
-        }
         for bytes in t.buffers() {
-            let slot = OnceLock::new();
-            if let Some(h) = old.as_mut().and_then(Iterator::next) {
-                let _ = slot.set(h);
+            // The buffers are sub-slices of the file (zero-copy views):
+            // their offset is the difference of the two addresses.
+            let at = (bytes.as_ptr() as usize).wrapping_sub(base);
+            entries.push((at, bytes, entries.len(), ti));
+        }
+    }
+    // Load order: file order (the order of `only` may differ), so that
+    // slabs mirror ascending ranges of the file.
+    if !entries.is_sorted_by_key(|e| e.0) {
+        entries.sort_by_key(|e| e.0);
+    }
+    let slab_cap = options.slab_size.min(max);
+    let pack_below = if slab_cap == 0 { 0 } else { options.pack_below };
+    let packable = |at: usize, bytes: &[u8]| {
+        let len = bytes.len() as u64;
+        pack_below > 0
+            && len < pack_below
+            && len <= slab_cap
+            && at.is_multiple_of(4)
+            && at.checked_add(bytes.len()).is_some_and(|e| e <= file.len())
+    };
+    let mut targets: Vec<Target> = Vec::new();
+    let mut parts = vec![
+        Part {
+            target: usize::MAX,
+            offset: 0,
+            len: 0,
+        };
+        count
+    ];
+    let mut flat: Vec<(usize, &'f [u8], usize)> = Vec::new();
+    let mut runs: Vec<RunInfo> = Vec::new();
+    let mut run_tensors: Vec<usize> = Vec::with_capacity(count);
+    let mut open: Option<OpenSlab> = None;
+    let mut empties: Vec<usize> = Vec::new();
+    let mut packed = 0;
+    let mut slabs = 0;
+    let mut total = 0u64;
+    // Closes the open slab: its target and its run.
+    let close = |open: &mut Option<OpenSlab>,
+                 targets: &mut Vec<Target>,
+                 flat: &mut Vec<(usize, &'f [u8], usize)>,
+                 runs: &mut Vec<RunInfo>,
+                 run_tensors: &[usize]|
+     -> Result<(), LoadError> {
+        if let Some(s) = open.take() {
+            let bytes = file
+                .get(s.start..s.end)
+                .ok_or(BackendError::Bug("a slab outside the file"))?;
+            debug_assert_eq!(s.target, targets.len());
+            targets.push(Target {
+                size: bytes.len() as u64,
+                slab: true,
+                slot: OnceLock::new(),
+            });
+            flat.push((s.target, bytes, runs.len()));
+            runs.push(RunInfo {
+                slab: true,
+                payload: s.payload,
+                tensors: s.tensors_from..run_tensors.len(),
+            });
+        }
+        Ok(())
+    };
+    for &(at, bytes, pi, ti) in &entries {
+        total += bytes.len() as u64;
+        let Some(part) = parts.get_mut(pi) else {
+            return Err(BackendError::Bug("load part index").into());
+        };
+        part.len = bytes.len() as u64;
+        if bytes.is_empty() {
+            empties.push(pi);
+            continue;
+        }
+        if packable(at, bytes) {
+            let end = at + bytes.len();
+            let grows = open.as_ref().is_some_and(|s| {
+                at.saturating_sub(s.end) as u64 <= pack_below
+                    && (end.max(s.end) - s.start) as u64 <= slab_cap
+            });
+            if !grows {
+                close(&mut open, &mut targets, &mut flat, &mut runs, &run_tensors)?;
+                open = Some(OpenSlab {
+                    start: at,
+                    end,
+                    target: targets.len(),
+                    tensors_from: run_tensors.len(),
+                    payload: 0,
+                });
+                slabs += 1;
             }
-            if !bytes.is_empty() {
-                flat.push((slots.len(), bytes, ti));
+            if let Some(s) = open.as_mut() {
+                s.end = s.end.max(end);
+                s.payload += bytes.len() as u64;
+                part.target = s.target;
+                part.offset = (at - s.start) as u64;
             }
-            total += bytes.len() as u64;
-            sizes.push(bytes.len() as u64);
-            slots.push(slot);
+            run_tensors.push(ti);
+            packed += 1;
+        } else {
+            close(&mut open, &mut targets, &mut flat, &mut runs, &run_tensors)?;
+            part.target = targets.len();
+            targets.push(Target {
+                size: bytes.len() as u64,
+                slab: false,
+                slot: OnceLock::new(),
+            });
+            flat.push((part.target, bytes, runs.len()));
+            let from = run_tensors.len();
+            run_tensors.push(ti);
+            runs.push(RunInfo {
+                slab: false,
+                payload: bytes.len() as u64,
+                tensors: from..run_tensors.len(),
+            });
+        }
+    }
+    close(&mut open, &mut targets, &mut flat, &mut runs, &run_tensors)?;
+    // Empty buffers: one shared empty buffer when packing, else one each
+    // (as a buffer of their own, reusable by name).
+    if !empties.is_empty() {
+        let shared_empty = (pack_below > 0).then(|| {
+            targets.push(Target {
+                size: 0,
+                slab: false,
+                slot: OnceLock::new(),
+            });
+            targets.len() - 1
+        });
+        for pi in empties {
+            let target = shared_empty.unwrap_or_else(|| {
+                targets.push(Target {
+                    size: 0,
+                    slab: false,
+                    slot: OnceLock::new(),
+                });
+                targets.len() - 1
+            });
+            if let Some(p) = parts.get_mut(pi) {
+                p.target = target;
+            }
+        }
+    }
+
+    // Take over the fitting buffers of a previous load: its slabs in order
+    // (the same size), its own buffers by tensor name and table index.
+    let mut reused = 0;
+    if let Some(previous) = options.reuse.take() {
+        let fits = |h: &GpuBufferHandle, size: u64| {
+            h.byte_len() == size && h.usage().contains(usage) && h.device() == device
+        };
+        let slab_ids: std::collections::HashSet<u64> =
+            previous.slab_buffers.iter().map(GpuBufferHandle::id).collect();
+        let mut old_slabs = previous.slab_buffers.into_iter();
+        for t in targets.iter_mut().filter(|t| t.slab) {
+            match old_slabs.next() {
+                Some(h) if fits(&h, t.size) => {
+                    let _ = t.slot.set(h);
+                }
+                _ => break,
+            }
+        }
+        let mut by_name: HashMap<String, Vec<GpuSlice>> = previous
+            .tensors
+            .into_iter()
+            .map(|t| (t.name, t.buffers))
+            .collect();
+        let mut at = 0;
+        for t in &chosen {
+            let n = t.descriptor().buffers().len();
+            let mine = parts.get(at..at + n).unwrap_or(&[]);
+            at += n;
+            let Some(old) = by_name.remove(t.name()) else {
+                continue;
+            };
+            let mut all = old.len() == n;
+            for (i, part) in mine.iter().enumerate() {
+                let Some(target) = targets.get(part.target) else {
+                    all = false;
+                    continue;
+                };
+                if target.slab {
+                    // Packed: reused with its slab.
+                    all &= target.slot.get().is_some();
+                    continue;
+                }
+                if part.len == 0 && pack_below > 0 {
+                    // The shared empty buffer: nothing to reuse.
+                    continue;
+                }
+                let own = old
+                    .get(i)
+                    .and_then(GpuSlice::as_whole)
+                    .filter(|h| fits(h, target.size) && !slab_ids.contains(&h.id()));
+                match own {
+                    Some(h) if target.slot.get().is_none() => {
+                        let _ = target.slot.set(h.clone());
+                    }
+                    _ => all = false,
+                }
+            }
+            if all {
+                reused += 1;
+            }
         }
     }
     #[cfg(target_os = "linux")]
@@ -829,19 +1165,23 @@ fn prepare<'f>(
     Ok(Prepared {
         chosen,
         descriptors,
-        sizes,
-        slots,
+        targets,
+        parts,
         flat,
+        runs,
+        run_tensors,
         usage,
         total,
         reused,
+        slabs,
+        packed,
         allocate: started.elapsed(),
         dma,
     })
 }
 
-/// The path without DMA staging: each buffer written by the ordinary
-/// engine (mapped staging), in file order.
+/// The path without DMA staging: each run (a buffer of its own, or a
+/// slab) written by the ordinary engine (mapped staging), in load order.
 async fn load_mapped(
     shared: &Arc<DeviceShared>,
     queue: &wgpu::Queue,
@@ -849,42 +1189,16 @@ async fn load_mapped(
     options: &mut LoadOptions<'_>,
 ) -> Result<(), LoadError> {
     let device = &shared.device;
-    let tensors_total = p.chosen.len();
-    let mut done = 0u64;
-    for (i, &(slot, bytes, ti)) in p.flat.iter().enumerate() {
+    let mut tally = Tally::new(p, |_| 1);
+    if p.flat.is_empty() {
+        report(options, tally.progress);
+    }
+    for &(target, bytes, run) in &p.flat {
         let h = p
-            .target(slot)
+            .target(target)
             .ok_or(BackendError::Bug("a loaded buffer was never allocated"))?;
         h.write_async(device, queue, 0, bytes).await?;
-        done += bytes.len() as u64;
-        // The tensor's last buffer: it is done (and every tensor before it).
-        let last = p.flat.get(i + 1).is_none_or(|next| next.2 != ti);
-        if last {
-            report(
-                options,
-                Progress {
-                    bytes_done: done,
-                    bytes_total: p.total,
-                    tensors_done: if i + 1 == p.flat.len() {
-                        tensors_total
-                    } else {
-                        ti + 1
-                    },
-                    tensors_total,
-                },
-            );
-        }
-    }
-    if p.flat.is_empty() {
-        report(
-            options,
-            Progress {
-                bytes_done: 0,
-                bytes_total: p.total,
-                tensors_done: tensors_total,
-                tensors_total,
-            },
-        );
+        report(options, tally.piece(p, run, bytes.len() as u64));
     }
     exec::idle(device, Some(queue)).await?;
     Ok(())
@@ -938,46 +1252,88 @@ fn report(options: &mut LoadOptions<'_>, progress: Progress) {
     }
 }
 
-/// Tracks which tensors are complete as chunks complete (in any order).
-#[cfg(target_os = "linux")]
+/// Tracks which tensors are complete as pieces of runs complete (in any
+/// order).
 struct Tally {
-    /// Pieces not yet on the GPU, per tensor.
-    left: Vec<usize>,
+    /// Pieces not yet on the GPU, per run.
+    run_left: Vec<usize>,
+    /// Runs not yet complete, per tensor (once per buffer).
+    tensor_left: Vec<usize>,
     progress: Progress,
 }
 
-#[cfg(target_os = "linux")]
 impl Tally {
-    fn new(chunks: &[Chunk<'_>], tensors_total: usize, bytes_total: u64) -> Self {
-        let mut left = vec![0usize; tensors_total];
-        for p in chunks.iter().flat_map(|c| &c.pieces) {
-            if let Some(l) = left.get_mut(p.tensor) {
+    /// `pieces(run)`: how many pieces run `run` was cut into.
+    fn new(p: &Prepared<'_>, pieces: impl Fn(usize) -> usize) -> Self {
+        let tensors_total = p.chosen.len();
+        let mut tensor_left = vec![0usize; tensors_total];
+        for &t in &p.run_tensors {
+            if let Some(l) = tensor_left.get_mut(t) {
                 *l += 1;
             }
         }
         // Tensors with no bytes at all are done from the start.
-        let tensors_done = left.iter().filter(|l| **l == 0).count();
+        let tensors_done = tensor_left.iter().filter(|l| **l == 0).count();
         Self {
-            left,
+            run_left: (0..p.runs.len()).map(pieces).collect(),
+            tensor_left,
             progress: Progress {
                 bytes_done: 0,
-                bytes_total,
+                bytes_total: p.total,
                 tensors_done,
                 tensors_total,
             },
         }
     }
 
-    fn complete(&mut self, chunk: &Chunk<'_>) -> Progress {
-        for p in &chunk.pieces {
-            self.progress.bytes_done += p.src.len() as u64;
-            if let Some(l) = self.left.get_mut(p.tensor) {
-                let was = *l;
-                *l = was.saturating_sub(1);
-                if was == 1 {
-                    self.progress.tensors_done += 1;
+    /// Counts the pieces of `chunks`, per run.
+    #[cfg(target_os = "linux")]
+    fn for_chunks(p: &Prepared<'_>, chunks: &[Chunk<'_>]) -> Self {
+        let mut per_run = vec![0usize; p.runs.len()];
+        for piece in chunks.iter().flat_map(|c| &c.pieces) {
+            if let Some(n) = per_run.get_mut(piece.run) {
+                *n += 1;
+            }
+        }
+        Self::new(p, |r| per_run.get(r).copied().unwrap_or(0))
+    }
+
+    /// One piece of run `run`, of `src_len` file bytes, is on the GPU.
+    fn piece(&mut self, p: &Prepared<'_>, run: usize, src_len: u64) -> Progress {
+        let Some(info) = p.runs.get(run) else {
+            return self.progress;
+        };
+        if !info.slab {
+            self.progress.bytes_done += src_len;
+        }
+        if let Some(l) = self.run_left.get_mut(run) {
+            let was = *l;
+            *l = was.saturating_sub(1);
+            if was == 1 {
+                // The run is complete: a slab's buffer bytes now count, and
+                // its tensors are one run closer to done.
+                if info.slab {
+                    self.progress.bytes_done += info.payload;
+                }
+                for &t in p.run_tensors.get(info.tensors.clone()).unwrap_or(&[]) {
+                    if let Some(tl) = self.tensor_left.get_mut(t) {
+                        let before = *tl;
+                        *tl = before.saturating_sub(1);
+                        if before == 1 {
+                            self.progress.tensors_done += 1;
+                        }
+                    }
                 }
             }
+        }
+        self.progress
+    }
+
+    /// Every piece of `chunk` is on the GPU.
+    #[cfg(target_os = "linux")]
+    fn complete(&mut self, p: &Prepared<'_>, chunk: &Chunk<'_>) -> Progress {
+        for piece in &chunk.pieces {
+            self.piece(p, piece.run, piece.src.len() as u64);
         }
         self.progress
     }
@@ -995,14 +1351,17 @@ async fn load_dma(
     use crate::transfer::chunk::DEPTH;
     let device = &shared.device;
     let chunks = plan(&p.flat, LOAD_CHUNK);
-    let mut tally = Tally::new(&chunks, p.chosen.len(), p.total);
+    let mut tally = Tally::for_chunks(p, &chunks);
+    if chunks.is_empty() {
+        report(options, tally.progress);
+    }
     let mut in_flight: VecDeque<(exec::Receiver<()>, usize)> = VecDeque::new();
     for (k, chunk) in chunks.iter().enumerate() {
         if in_flight.len() >= DEPTH {
             if let Some((rx, j)) = in_flight.pop_front() {
                 let _ = rx.await;
                 if let Some(c) = chunks.get(j) {
-                    report(options, tally.complete(c));
+                    report(options, tally.complete(p, c));
                 }
             }
         }
@@ -1028,7 +1387,7 @@ async fn load_dma(
             return Err(BackendError::Map("a load chunk's completion was dropped".into()).into());
         }
         if let Some(c) = chunks.get(j) {
-            report(options, tally.complete(c));
+            report(options, tally.complete(p, c));
         }
     }
     Ok(())
@@ -1075,7 +1434,7 @@ fn load_dma_threads(
     // Slots allocated so far (a prefix, in load order).
     let allocated = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let mut tally = Tally::new(&chunks, p.chosen.len(), p.total);
+    let mut tally = Tally::for_chunks(p, &chunks);
     let mut allocating = Duration::ZERO;
     let result = std::thread::scope(|s| {
         for _ in 0..threads.min(n) {
@@ -1143,7 +1502,7 @@ fn load_dma_threads(
         let mut drive = || -> Result<(), LoadError> {
             // Allocate every buffer, in load order.
             let started = Instant::now();
-            for i in 0..p.slots.len() {
+            for i in 0..p.targets.len() {
                 if stop.load(Ordering::Acquire) {
                     break;
                 }
@@ -1187,7 +1546,7 @@ fn load_dma_threads(
                 for k in done_rx.try_iter() {
                     completed += 1;
                     if let Some(c) = chunks.get(k) {
-                        report(options, tally.complete(c));
+                        report(options, tally.complete(p, c));
                     }
                 }
             }
