@@ -324,7 +324,8 @@ impl LoadedTensor {
         &self.buffers
     }
 
-    /// Whether any buffer of the tensor is part of a shared slab.
+    /// Whether any buffer of the tensor is a range of a larger GPU buffer
+    /// (a slab shared with other buffers) rather than a whole one.
     #[must_use]
     pub fn is_packed(&self) -> bool {
         self.buffers.iter().any(|b| !b.is_whole())
