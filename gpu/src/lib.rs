@@ -115,9 +115,9 @@ mod load;
 mod pool;
 mod registry;
 mod resource;
-mod slice;
 #[cfg(target_os = "linux")]
 mod share;
+mod slice;
 mod staging;
 mod transfer;
 
@@ -138,8 +138,8 @@ pub use load::{
 };
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
-pub use slice::GpuSlice;
 #[cfg(target_os = "linux")]
 pub use share::{MAX_DESCRIPTOR_LEN, SharedBuffer};
+pub use slice::GpuSlice;
 pub use staging::{DEFAULT_STAGING_CAP, StagingStats, set_staging_cap, staging_stats};
 pub use wgpu;

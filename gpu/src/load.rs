@@ -98,11 +98,13 @@ pub struct LoadOptions<'a> {
 /// The default of [`LoadOptions::pack_below`]: buffers under 1 MiB share
 /// slabs.
 pub const DEFAULT_PACK_BELOW: u64 = 1 << 20;
-/// The default (and largest useful) size of a slab,
-/// [`LoadOptions::slab_size`]: 256 MiB, within every driver's largest
-/// allocation and large enough that a file of small tensors takes a few
-/// slabs.
-pub const DEFAULT_SLAB_SIZE: u64 = 256 << 20;
+/// The default size of a slab, [`LoadOptions::slab_size`]: 64 MiB, within
+/// every driver's largest allocation, few enough per file (four for 256 MiB
+/// of small tensors) that allocation stays a few calls, and small enough
+/// that the copies into the first slab start after one such allocation
+/// (~1.1 ms for 64 MiB on the H200, `docs/perf.md`) while the calling
+/// thread allocates the next.
+pub const DEFAULT_SLAB_SIZE: u64 = 64 << 20;
 
 impl std::fmt::Debug for LoadOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -185,7 +187,7 @@ impl<'a> LoadOptions<'a> {
         self
     }
 
-    /// The largest slab (default [`DEFAULT_SLAB_SIZE`], 256 MiB; never
+    /// The largest slab (default [`DEFAULT_SLAB_SIZE`], 64 MiB; never
     /// more than the device's `max_buffer_size`). A slab ends where the
     /// next packed buffer would take it past this size, or where the gap
     /// to the next packed buffer in the file is larger than
@@ -1104,8 +1106,11 @@ fn prepare<'f>(
         let fits = |h: &GpuBufferHandle, size: u64| {
             h.byte_len() == size && h.usage().contains(usage) && h.device() == device
         };
-        let slab_ids: std::collections::HashSet<u64> =
-            previous.slab_buffers.iter().map(GpuBufferHandle::id).collect();
+        let slab_ids: std::collections::HashSet<u64> = previous
+            .slab_buffers
+            .iter()
+            .map(GpuBufferHandle::id)
+            .collect();
         let mut old_slabs = previous.slab_buffers.into_iter();
         for t in targets.iter_mut().filter(|t| t.slab) {
             match old_slabs.next() {

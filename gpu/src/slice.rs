@@ -182,7 +182,8 @@ impl GpuSlice {
             self.readback(device, queue, &mut bytes)?;
             return GpuBufferHandle::upload(device, queue, &bytes, usage);
         }
-        let out = GpuBufferHandle::alloc_on(shared, self.len, usage | wgpu::BufferUsages::COPY_DST)?;
+        let out =
+            GpuBufferHandle::alloc_on(shared, self.len, usage | wgpu::BufferUsages::COPY_DST)?;
         // Whole 4-byte words: the rounded length stays inside both
         // allocations (each rounded up to 4; the source range starts
         // aligned and ends inside the logical length).

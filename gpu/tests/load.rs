@@ -197,10 +197,20 @@ fn file_to_gpu_to_readback_equals_the_file_for_every_tensor() {
     // Small and large tensors mixed: the small ones packed, the large ones
     // (1 MiB is the threshold: not below it) in buffers of their own.
     let mixed = load_file(&c.device, &c.queue, &ours.0, LoadOptions::default()).unwrap();
-    assert!(mixed.slabs >= 1 && mixed.packed > 300, "{} {}", mixed.slabs, mixed.packed);
+    assert!(
+        mixed.slabs >= 1 && mixed.packed > 300,
+        "{} {}",
+        mixed.slabs,
+        mixed.packed
+    );
     for t in &mixed.tensors {
         let big = t.buffers().iter().all(|b| b.byte_len() >= 1 << 20);
-        assert_eq!(t.is_packed(), !big && t.buffers().iter().any(|b| b.byte_len() > 0), "{}", t.name());
+        assert_eq!(
+            t.is_packed(),
+            !big && t.buffers().iter().any(|b| b.byte_len() > 0),
+            "{}",
+            t.name()
+        );
     }
 
     // The mapped-staging fallback, forced: the same bytes.
@@ -420,7 +430,13 @@ fn many_small_tensors_share_slabs_and_read_back_exactly_as_without_packing() {
     }
     // 3,000 small tensors of odd and even sizes (and empty ones), two large.
     let mut sizes: Vec<usize> = (0..3000)
-        .map(|i| if i % 500 == 7 { 0 } else { 1 + (i * 7919) % 30_000 })
+        .map(|i| {
+            if i % 500 == 7 {
+                0
+            } else {
+                1 + (i * 7919) % 30_000
+            }
+        })
         .collect();
     sizes.insert(1500, 2 << 20);
     sizes.push(3 << 20);
@@ -446,7 +462,11 @@ fn many_small_tensors_share_slabs_and_read_back_exactly_as_without_packing() {
         same_as_file(&c, &view, t);
         for b in t.buffers() {
             if b.byte_len() >= 1 << 20 {
-                assert!(b.as_whole().is_some(), "{}: large, its own buffer", t.name());
+                assert!(
+                    b.as_whole().is_some(),
+                    "{}: large, its own buffer",
+                    t.name()
+                );
             } else if b.byte_len() > 0 {
                 // A packed buffer lies inside a slab of at most `slab`
                 // bytes, at its file offset's alignment.
@@ -615,7 +635,9 @@ fn slabs_are_reused_packed_tensors_save_and_copy_out() {
         &c.device,
         &c.queue,
         &b.0,
-        LoadOptions::default().slab_size(256 * 1024).reuse(again.clone()),
+        LoadOptions::default()
+            .slab_size(256 * 1024)
+            .reuse(again.clone()),
     )
     .unwrap();
     assert_eq!(other.reused, 0);
@@ -630,7 +652,10 @@ fn slabs_are_reused_packed_tensors_save_and_copy_out() {
     let own = s.to_buffer(&c.device, &c.queue).unwrap();
     assert_eq!(own.byte_len(), s.byte_len());
     assert_ne!(own.id(), s.buffer().id());
-    assert_eq!(own.readback_vec::<u8>(&c.device, &c.queue).unwrap(), back(&c, s));
+    assert_eq!(
+        own.readback_vec::<u8>(&c.device, &c.queue).unwrap(),
+        back(&c, s)
+    );
     // A whole slice is its buffer.
     let whole = GpuSlice::whole(own.clone());
     assert_eq!(whole.to_buffer(&c.device, &c.queue).unwrap().id(), own.id());
