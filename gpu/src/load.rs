@@ -9,13 +9,30 @@
 //!   before it allocates a byte on the GPU. A name that is missing is
 //!   [`LoadError::NotFound`]; a buffer larger than the device allows is
 //!   [`LoadError::TooLarge`].
-//! * **Too large is an error, not a split.** A tensor's buffer becomes one
-//!   `wgpu::Buffer`, which is what a kernel binds and what the re-tagged
-//!   descriptor describes. Splitting it would hand back pieces that neither
+//! * **Too large is an error, not a split.** A tensor's buffer lives in one
+//!   `wgpu::Buffer` (its own, or a slab it shares, below), which is what a
+//!   kernel binds and what the re-tagged descriptor describes. Splitting it would hand back pieces that neither
 //!   the descriptor nor a kernel can address as one buffer; so a buffer
 //!   above `max_buffer_size` (wgpu's limit, itself under the driver's
 //!   `maxMemoryAllocationSize`: ~4 GiB on the H200, 2 GiB on lavapipe) is
 //!   refused, by name, with both sizes.
+//! * **Small buffers share slabs** (ADR-116). Buffers smaller than
+//!   [`LoadOptions::pack_below`] (default 1 MiB) whose file offset is a
+//!   multiple of 4 get no `wgpu::Buffer` of their own: consecutive ones go
+//!   into a *slab*, one buffer whose bytes mirror a contiguous range of the
+//!   file (the same relative offsets, so the file's 4 KiB alignment holds
+//!   inside the slab; the gaps between them, descriptors and padding, are
+//!   copied too). A slab ends at [`LoadOptions::slab_size`] (default 64 MiB,
+//!   never above `max_buffer_size`), before a buffer of its own, or before a
+//!   gap larger than the threshold; a slab's range never runs past the
+//!   file. So a load of 10,000 small tensors allocates a few slabs, and each
+//!   staging chunk reaches a slab with one GPU copy, whatever the tensor
+//!   count. A tensor's buffers are [`GpuSlice`]s: a whole buffer, or its
+//!   range of a slab ([`LoadedTensor::buffers`]; reads return exactly its
+//!   bytes; [`GpuSlice::to_buffer`] copies it into a buffer of its own where
+//!   a kernel needs a whole handle). Handles keep their meaning: one whole
+//!   buffer from offset 0. Empty buffers share one empty buffer.
+//!   `pack_below(0)` gives every buffer its own, as before.
 //! * **Descriptors say where the data lives now.** Each loaded tensor keeps
 //!   its descriptor with every buffer entry re-tagged: the device's tag
 //!   (`vulkan`, `metal`, `webgpu`), [`MemoryClass::Standard`],
@@ -39,21 +56,24 @@
 //!   file pages, so the one host copy is unavoidable there.)
 //!   [`load_view_async`], which must not block, fills one chunk at a time
 //!   over the worker pool with four in flight. Without DMA staging each
-//!   buffer is written with the ordinary engine (mapped staging), in file
-//!   order.
+//!   buffer of its own and each slab is written with the ordinary engine
+//!   (mapped staging), in file order.
 //! * **Reuse.** [`LoadOptions::reuse`] loads into the buffers of a previous
-//!   load where name, sizes, usages and device match: no allocation, which
+//!   load where they fit: its slabs, in order, where sizes, usages and
+//!   device match (the same file layout), and its own buffers by tensor
+//!   name where name, sizes, usages and device match: no allocation, which
 //!   on the H200 is about half of a cold 4 GiB load (`docs/perf.md`).
 //!   [`Loaded::times`] splits a load into validation, allocation and copy.
 //! * **Progress** is reported after every completed chunk (chunks complete
-//!   in any order; what is reported done only grows), or after every
-//!   tensor on the fallback path, through [`LoadOptions::progress`], on the
-//!   calling thread.
+//!   in any order; what is reported done only grows; a slab's tensors and
+//!   bytes count once the whole slab is on the GPU), or after every buffer
+//!   or slab on the fallback path, through [`LoadOptions::progress`], on
+//!   the calling thread.
 //! * **Errors stop the load.** A worker's or the GPU's error stops every
 //!   worker (at its next chunk, or within a poll interval while it waits);
 //!   chunks in flight finish on the GPU, their staging freed by their
 //!   callbacks; the buffers allocated so far are dropped.
-//! * [`save_file`] reads each buffer back and writes the file through
+//! * [`save_file`] reads each buffer (exactly its slice) back and writes the file through
 //!   `hurray_io::file::create`: a temporary name, `fsync`, rename, directory sync.
 //!   Descriptors are re-tagged back to host memory (`cpu`).
 
@@ -155,9 +175,11 @@ impl<'a> LoadOptions<'a> {
         self
     }
 
-    /// Loads into the buffers of a previous load where they fit (the same
-    /// tensor name, the same number of buffers of the same sizes, the
-    /// usages asked for, the same device) instead of allocating: a model
+    /// Loads into the buffers of a previous load where they fit instead of
+    /// allocating: its slabs ([`pack_below`](Self::pack_below)) in order
+    /// while their sizes match this load's (the same file layout), and its
+    /// buffers of their own by tensor name (the same number of buffers of
+    /// the same sizes); the usages asked for, the same device. A model
     /// loaded again (a new checkpoint of the same shapes) then costs no
     /// allocation, as PyTorch's caching allocator makes a second
     /// `safetensors` load cost none. The bytes of those buffers are
