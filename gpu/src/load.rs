@@ -577,17 +577,39 @@ const ITEM: usize = 1 << 20;
 /// GB/s, `docs/perf.md`); more only add staging slots.
 const MAX_LOAD_THREADS: usize = 32;
 
-/// Cuts `buffers` (`(target, bytes, run index)`, in load order) into
-/// chunks of at most `size` bytes of chunk space: small runs share a chunk
-/// (one submission copies them all), large ones (slabs) span several.
-fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], size: usize) -> Vec<Chunk<'f>> {
+/// One buffer's bytes bound for a GPU buffer: `bytes` go to `target` at
+/// `to`, followed by zeros up to `span` bytes (a multiple of 4: the next
+/// packed buffer's place in a slab, or the buffer rounded up to 4); `run`
+/// is the run (a buffer of its own, or a slab) it belongs to.
+#[derive(Clone, Copy)]
+struct Flat<'f> {
+    target: usize,
+    bytes: &'f [u8],
+    run: usize,
+    to: u64,
+    span: usize,
+}
+
+/// Cuts `buffers` (in load order) into chunks of at most `size` bytes of
+/// chunk space: small buffers share a chunk, large ones span several.
+/// Consecutive buffers of one slab are contiguous in chunk space and in the
+/// slab, so that a chunk reaches a slab with one GPU copy
+/// ([`submit_chunk`] merges them).
+fn plan<'f>(buffers: &[Flat<'f>], size: usize) -> Vec<Chunk<'f>> {
     let mut chunks = Vec::new();
     let mut cur = Chunk {
         pieces: Vec::new(),
         fill: 0,
     };
-    for &(target, bytes, run) in buffers {
-        let padded = bytes.len().next_multiple_of(4);
+    for &Flat {
+        target,
+        bytes,
+        run,
+        to,
+        span,
+    } in buffers
+    {
+        let padded = span;
         let mut pos = 0;
         while pos < padded {
             if cur.fill == size {
@@ -606,7 +628,7 @@ fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], size: usize) -> Vec<Chunk<'f>>
                 at: cur.fill,
                 len: take,
                 target,
-                to: pos as u64,
+                to: to + pos as u64,
                 run,
             });
             cur.fill += take;
@@ -788,14 +810,12 @@ struct Prepared<'f> {
     /// Every buffer of every tensor, in tensor then table order: where its
     /// bytes live.
     parts: Vec<Part>,
-    /// Every run, in load order: `(target, file bytes, run index)`, the
-    /// form [`plan`] cuts into chunks.
-    flat: Vec<(usize, &'f [u8], usize)>,
-    /// Per run: whether it fills a slab, and the buffer bytes it carries.
+    /// Every non-empty buffer, in load order, bound for its target: what
+    /// [`plan`] cuts into chunks.
+    flat: Vec<Flat<'f>>,
+    /// Per run (target `i` is filled by run `i`): whether it fills a slab,
+    /// the buffer bytes it carries, its tensors.
     runs: Vec<RunInfo>,
-    /// Per run, the tensors it carries bytes of (`runs[i].tensors` ranges
-    /// into this; a tensor once per buffer).
-    run_tensors: Vec<usize>,
     usage: BufferUsages,
     total: u64,
     reused: usize,
@@ -824,15 +844,15 @@ struct Part {
     len: u64,
 }
 
-/// A run's bookkeeping for progress.
+/// A run's bookkeeping for progress: the buffers bound for one target.
 struct RunInfo {
     /// A slab (its bytes count as done once the whole run is), else one
     /// tensor buffer (its bytes count piece by piece).
     slab: bool,
-    /// Buffer bytes the run carries (gaps excluded).
+    /// Buffer bytes the run carries (padding excluded).
     payload: u64,
-    /// Its tensors, as a range of [`Prepared::run_tensors`].
-    tensors: std::ops::Range<usize>,
+    /// Its tensors, once per buffer.
+    tensors: Vec<usize>,
 }
 
 impl Prepared<'_> {
@@ -916,15 +936,17 @@ impl Prepared<'_> {
     }
 }
 
-/// A slab being grown over the file: file bytes `[start, end)`, target
-/// index `target`, its tensors from `tensors_from` of `run_tensors`.
+/// The slab being filled: its target (and run), its size so far, and the
+/// index in `flat` of its last buffer (whose span grows to the next one).
 struct OpenSlab {
-    start: usize,
-    end: usize,
     target: usize,
-    tensors_from: usize,
-    payload: u64,
+    fill: u64,
+    last: usize,
 }
+
+/// The largest alignment a packed buffer may ask for (a file's data
+/// alignment is at least this): larger ones get a buffer of their own.
+const MAX_PACKED_ALIGN: u64 = 4096;
 
 /// Resolves the names, checks every size, re-tags every descriptor, plans
 /// the GPU buffers (own buffers and slabs), and takes over the fitting
@@ -971,33 +993,30 @@ fn prepare<'f>(
     }
     let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
 
-    // Every buffer: (file offset, bytes, part index, tensor index).
+    // Every buffer: (file offset, bytes, part index, tensor index, its
+    // descriptor alignment).
     let file = view.as_bytes();
     let base = file.as_ptr() as usize;
-    let mut entries: Vec<(usize, &'f [u8], usize, usize)> = Vec::with_capacity(count);
+    let mut entries: Vec<(usize, &'f [u8], usize, usize, u64)> = Vec::with_capacity(count);
     for (ti, t) in chosen.iter().enumerate() {
-        for bytes in t.buffers() {
+        for (bytes, h) in t.buffers().zip(t.descriptor().buffers().iter()) {
             // The buffers are sub-slices of the file (zero-copy views):
             // their offset is the difference of the two addresses.
             let at = (bytes.as_ptr() as usize).wrapping_sub(base);
-            entries.push((at, bytes, entries.len(), ti));
+            entries.push((at, bytes, entries.len(), ti, u64::from(h.alignment())));
         }
     }
-    // Load order: file order (the order of `only` may differ), so that
-    // slabs mirror ascending ranges of the file.
+    // Load order: file order (the order of `only` may differ), for the
+    // page cache's read-ahead.
     if !entries.is_sorted_by_key(|e| e.0) {
         entries.sort_by_key(|e| e.0);
     }
     let slab_cap = options.slab_size.min(max);
     let pack_below = if slab_cap == 0 { 0 } else { options.pack_below };
-    let packable = |at: usize, bytes: &[u8]| {
-        let len = bytes.len() as u64;
-        pack_below > 0
-            && len < pack_below
-            && len <= slab_cap
-            && at.is_multiple_of(4)
-            && at.checked_add(bytes.len()).is_some_and(|e| e <= file.len())
-    };
+    // Where a packed buffer may start in a slab: its descriptor's
+    // alignment, and never less than a storage binding's offset alignment
+    // (so a slice can be bound as a range of its slab).
+    let min_align = u64::from(shared.limits.min_storage_buffer_offset_alignment).max(4);
     let mut targets: Vec<Target> = Vec::new();
     let mut parts = vec![
         Part {
@@ -1007,94 +1026,104 @@ fn prepare<'f>(
         };
         count
     ];
-    let mut flat: Vec<(usize, &'f [u8], usize)> = Vec::new();
+    let mut flat: Vec<Flat<'f>> = Vec::with_capacity(count);
     let mut runs: Vec<RunInfo> = Vec::new();
-    let mut run_tensors: Vec<usize> = Vec::with_capacity(count);
     let mut open: Option<OpenSlab> = None;
     let mut empties: Vec<usize> = Vec::new();
     let mut packed = 0;
     let mut slabs = 0;
     let mut total = 0u64;
-    // Closes the open slab: its target and its run.
-    let close = |open: &mut Option<OpenSlab>,
-                 targets: &mut Vec<Target>,
-                 flat: &mut Vec<(usize, &'f [u8], usize)>,
-                 runs: &mut Vec<RunInfo>,
-                 run_tensors: &[usize]|
-     -> Result<(), LoadError> {
-        if let Some(s) = open.take() {
-            let bytes = file
-                .get(s.start..s.end)
-                .ok_or(BackendError::Bug("a slab outside the file"))?;
-            debug_assert_eq!(s.target, targets.len());
-            targets.push(Target {
-                size: bytes.len() as u64,
-                slab: true,
-                slot: OnceLock::new(),
-            });
-            flat.push((s.target, bytes, runs.len()));
-            runs.push(RunInfo {
-                slab: true,
-                payload: s.payload,
-                tensors: s.tensors_from..run_tensors.len(),
-            });
-        }
-        Ok(())
-    };
-    for &(at, bytes, pi, ti) in &entries {
-        total += bytes.len() as u64;
+    for &(_, bytes, pi, ti, align) in &entries {
+        let len = bytes.len() as u64;
+        total += len;
         let Some(part) = parts.get_mut(pi) else {
             return Err(BackendError::Bug("load part index").into());
         };
-        part.len = bytes.len() as u64;
+        part.len = len;
         if bytes.is_empty() {
             empties.push(pi);
             continue;
         }
-        if packable(at, bytes) {
-            let end = at + bytes.len();
-            let grows = open.as_ref().is_some_and(|s| {
-                at.saturating_sub(s.end) as u64 <= pack_below
-                    && (end.max(s.end) - s.start) as u64 <= slab_cap
+        if pack_below > 0 && len < pack_below && align <= MAX_PACKED_ALIGN {
+            let align = align.max(min_align);
+            // Its place in the open slab, or a new slab.
+            let place = open.as_ref().and_then(|s| {
+                let at = s.fill.checked_next_multiple_of(align)?;
+                (at.checked_add(len)? <= slab_cap).then_some(at)
             });
-            if !grows {
-                close(&mut open, &mut targets, &mut flat, &mut runs, &run_tensors)?;
-                open = Some(OpenSlab {
-                    start: at,
-                    end,
-                    target: targets.len(),
-                    tensors_from: run_tensors.len(),
-                    payload: 0,
-                });
-                slabs += 1;
+            let at = match (place, open.as_mut()) {
+                (Some(at), Some(s)) => {
+                    // The previous buffer's zero padding runs up to here.
+                    if let Some(prev) = flat.get_mut(s.last) {
+                        prev.span = usize::try_from(at - prev.to)
+                            .map_err(|_| BackendError::Bug("slab offset"))?;
+                    }
+                    at
+                }
+                _ => {
+                    if len > slab_cap {
+                        return Err(BackendError::Bug("a packed buffer larger than a slab").into());
+                    }
+                    open = Some(OpenSlab {
+                        target: targets.len(),
+                        fill: 0,
+                        last: 0,
+                    });
+                    targets.push(Target {
+                        size: 0,
+                        slab: true,
+                        slot: OnceLock::new(),
+                    });
+                    runs.push(RunInfo {
+                        slab: true,
+                        payload: 0,
+                        tensors: Vec::new(),
+                    });
+                    slabs += 1;
+                    0
+                }
+            };
+            let Some(s) = open.as_mut() else {
+                return Err(BackendError::Bug("no open slab").into());
+            };
+            s.fill = at + len;
+            s.last = flat.len();
+            if let (Some(t), Some(r)) = (targets.get_mut(s.target), runs.get_mut(s.target)) {
+                t.size = s.fill;
+                r.payload += len;
+                r.tensors.push(ti);
             }
-            if let Some(s) = open.as_mut() {
-                s.end = s.end.max(end);
-                s.payload += bytes.len() as u64;
-                part.target = s.target;
-                part.offset = (at - s.start) as u64;
-            }
-            run_tensors.push(ti);
+            part.target = s.target;
+            part.offset = at;
+            flat.push(Flat {
+                target: s.target,
+                bytes,
+                run: s.target,
+                to: at,
+                span: bytes.len().next_multiple_of(4),
+            });
             packed += 1;
         } else {
-            close(&mut open, &mut targets, &mut flat, &mut runs, &run_tensors)?;
             part.target = targets.len();
             targets.push(Target {
-                size: bytes.len() as u64,
+                size: len,
                 slab: false,
                 slot: OnceLock::new(),
             });
-            flat.push((part.target, bytes, runs.len()));
-            let from = run_tensors.len();
-            run_tensors.push(ti);
+            flat.push(Flat {
+                target: part.target,
+                bytes,
+                run: runs.len(),
+                to: 0,
+                span: bytes.len().next_multiple_of(4),
+            });
             runs.push(RunInfo {
                 slab: false,
-                payload: bytes.len() as u64,
-                tensors: from..run_tensors.len(),
+                payload: len,
+                tensors: vec![ti],
             });
         }
     }
-    close(&mut open, &mut targets, &mut flat, &mut runs, &run_tensors)?;
     // Empty buffers: one shared empty buffer when packing, else one each
     // (as a buffer of their own, reusable by name).
     if !empties.is_empty() {
@@ -1197,7 +1226,6 @@ fn prepare<'f>(
         parts,
         flat,
         runs,
-        run_tensors,
         usage,
         total,
         reused,
@@ -1208,8 +1236,9 @@ fn prepare<'f>(
     })
 }
 
-/// The path without DMA staging: each run (a buffer of its own, or a
-/// slab) written by the ordinary engine (mapped staging), in load order.
+/// The path without DMA staging: each buffer of its own written by the
+/// ordinary engine (mapped staging), in load order; each slab assembled in
+/// host memory once its last buffer is reached, then written whole.
 async fn load_mapped(
     shared: &Arc<DeviceShared>,
     queue: &wgpu::Queue,
@@ -1221,12 +1250,40 @@ async fn load_mapped(
     if p.flat.is_empty() {
         report(options, tally.progress);
     }
-    for &(target, bytes, run) in &p.flat {
+    // The index in `flat` of each run's last buffer.
+    let mut last = vec![usize::MAX; p.runs.len()];
+    for (i, f) in p.flat.iter().enumerate() {
+        if let Some(l) = last.get_mut(f.run) {
+            *l = i;
+        }
+    }
+    // Slabs being assembled, by run.
+    let mut images: HashMap<usize, Vec<u8>> = HashMap::new();
+    for (i, f) in p.flat.iter().enumerate() {
         let h = p
-            .target(target)
+            .target(f.target)
             .ok_or(BackendError::Bug("a loaded buffer was never allocated"))?;
-        h.write_async(device, queue, 0, bytes).await?;
-        report(options, tally.piece(p, run, bytes.len() as u64));
+        let slab = p.runs.get(f.run).is_some_and(|r| r.slab);
+        if !slab {
+            h.write_async(device, queue, f.to, f.bytes).await?;
+            report(options, tally.piece(p, f.run, f.bytes.len() as u64));
+            continue;
+        }
+        let image = images.entry(f.run).or_insert_with(|| {
+            let size = p.targets.get(f.target).map_or(0, |t| t.size);
+            vec![0u8; usize::try_from(size).unwrap_or(0)]
+        });
+        let at = usize::try_from(f.to).map_err(|_| BackendError::Bug("slab offset"))?;
+        image
+            .get_mut(at..at + f.bytes.len())
+            .ok_or(BackendError::Bug("a packed buffer outside its slab"))?
+            .copy_from_slice(f.bytes);
+        if last.get(f.run) == Some(&i) {
+            if let Some(image) = images.remove(&f.run) {
+                h.write_async(device, queue, 0, &image).await?;
+            }
+            report(options, tally.piece(p, f.run, 0));
+        }
     }
     exec::idle(device, Some(queue)).await?;
     Ok(())
@@ -1251,15 +1308,11 @@ fn submit_chunk(
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("hurray load"),
         });
-        for piece in &chunk.pieces {
-            match p.target(piece.target) {
-                Some(t) => encoder.copy_buffer_to_buffer(
-                    staging.buffer(),
-                    piece.at as u64,
-                    t.buffer(),
-                    piece.to,
-                    piece.len as u64,
-                ),
+        for (target, at, to, len) in copies(&chunk.pieces) {
+            match p.target(target) {
+                Some(t) => {
+                    encoder.copy_buffer_to_buffer(staging.buffer(), at, t.buffer(), to, len);
+                }
                 None => missing = true,
             }
         }
@@ -1271,6 +1324,25 @@ fn submit_chunk(
         return Err(BackendError::Bug("a load chunk's buffer was not allocated"));
     }
     Ok(index)
+}
+
+/// The GPU copies of a chunk's pieces, `(target, chunk offset, target
+/// offset, len)`: pieces that follow each other both in the chunk and in
+/// one target (the buffers of a slab) make one copy.
+#[cfg(target_os = "linux")]
+fn copies<'a>(pieces: &'a [Piece<'_>]) -> impl Iterator<Item = (usize, u64, u64, u64)> + 'a {
+    let mut it = pieces.iter().peekable();
+    std::iter::from_fn(move || {
+        let first = it.next()?;
+        let (target, at, to) = (first.target, first.at as u64, first.to);
+        let mut len = first.len as u64;
+        while let Some(next) =
+            it.next_if(|n| n.target == target && n.at as u64 == at + len && n.to == to + len)
+        {
+            len += next.len as u64;
+        }
+        Some((target, at, to, len))
+    })
 }
 
 /// Calls `options`' progress callback.
@@ -1295,7 +1367,7 @@ impl Tally {
     fn new(p: &Prepared<'_>, pieces: impl Fn(usize) -> usize) -> Self {
         let tensors_total = p.chosen.len();
         let mut tensor_left = vec![0usize; tensors_total];
-        for &t in &p.run_tensors {
+        for &t in p.runs.iter().flat_map(|r| &r.tensors) {
             if let Some(l) = tensor_left.get_mut(t) {
                 *l += 1;
             }
@@ -1343,7 +1415,7 @@ impl Tally {
                 if info.slab {
                     self.progress.bytes_done += info.payload;
                 }
-                for &t in p.run_tensors.get(info.tensors.clone()).unwrap_or(&[]) {
+                for &t in &info.tensors {
                     if let Some(tl) = self.tensor_left.get_mut(t) {
                         let before = *tl;
                         *tl = before.saturating_sub(1);
@@ -1496,9 +1568,15 @@ fn load_dma_threads(
                         None => Err(BackendError::Bug("load chunk larger than its staging")),
                     };
                     // Its buffers exist once the allocated prefix covers its
-                    // last piece's slot. A stopped load ends here, silently:
+                    // highest target (a slab may come before the buffers of
+                    // their own that follow it in the file). A stopped load ends here, silently:
                     // whoever stopped it reports why.
-                    let need = chunk.pieces.last().map_or(0, |pc| pc.target + 1);
+                    let need = chunk
+                        .pieces
+                        .iter()
+                        .map(|pc| pc.target + 1)
+                        .max()
+                        .unwrap_or(0);
                     while filled.is_ok() && allocated.load(Ordering::Acquire) < need {
                         if stop.load(Ordering::Acquire) {
                             return;
