@@ -17,20 +17,22 @@
 //!   `maxMemoryAllocationSize`: ~4 GiB on the H200, 2 GiB on lavapipe) is
 //!   refused, by name, with both sizes.
 //! * **Small buffers share slabs** (ADR-116). Buffers smaller than
-//!   [`LoadOptions::pack_below`] (default 1 MiB) whose file offset is a
-//!   multiple of 4 get no `wgpu::Buffer` of their own: consecutive ones go
-//!   into a *slab*, one buffer whose bytes mirror a contiguous range of the
-//!   file (the same relative offsets, so the file's 4 KiB alignment holds
-//!   inside the slab; the gaps between them, descriptors and padding, are
-//!   copied too). A slab ends at [`LoadOptions::slab_size`] (default 64 MiB,
-//!   never above `max_buffer_size`), before a buffer of its own, or before a
-//!   gap larger than the threshold; a slab's range never runs past the
-//!   file. So a load of 10,000 small tensors allocates a few slabs, and each
-//!   staging chunk reaches a slab with one GPU copy, whatever the tensor
-//!   count. A tensor's buffers are [`GpuSlice`]s: a whole buffer, or its
-//!   range of a slab ([`LoadedTensor::buffers`]; reads return exactly its
-//!   bytes; [`GpuSlice::to_buffer`] copies it into a buffer of its own where
-//!   a kernel needs a whole handle). Handles keep their meaning: one whole
+//!   [`LoadOptions::pack_below`] (default 1 MiB) whose descriptor asks for
+//!   at most 4 KiB alignment get no `wgpu::Buffer` of their own: in load
+//!   order they are packed into *slabs*, each at the next offset that is a
+//!   multiple of its descriptor's alignment and of the device's storage
+//!   binding offset alignment (so a slice can be bound as a range). A slab
+//!   ends where the next buffer would take it past
+//!   [`LoadOptions::slab_size`] (default 64 MiB, never above
+//!   `max_buffer_size`); buffers of their own in between do not end it. The
+//!   staging chunks hold the slab's bytes in the slab's layout (the host
+//!   copy gathers the buffers from the file, zero-filling the alignment
+//!   padding), so each chunk reaches a slab with one GPU copy whatever the
+//!   tensor count, and a load of 10,000 small tensors allocates a few slabs.
+//!   A tensor's buffers are [`GpuSlice`]s: a whole buffer, or its range of a
+//!   slab ([`LoadedTensor::buffers`]; reads return exactly its bytes;
+//!   [`GpuSlice::to_buffer`] copies it into a buffer of its own where a
+//!   kernel needs a whole handle). Handles keep their meaning: one whole
 //!   buffer from offset 0. Empty buffers share one empty buffer.
 //!   `pack_below(0)` gives every buffer its own, as before.
 //! * **Descriptors say where the data lives now.** Each loaded tensor keeps
@@ -195,14 +197,15 @@ impl<'a> LoadOptions<'a> {
     /// Packs every buffer smaller than `bytes` (default
     /// [`DEFAULT_PACK_BELOW`], 1 MiB) into shared GPU buffers, *slabs*,
     /// instead of giving it a `wgpu::Buffer` of its own; `0` turns packing
-    /// off. A slab mirrors a contiguous range of the file (the same
-    /// relative offsets, so the file's alignment is kept): each staging
-    /// chunk reaches it with one GPU copy whatever the number of tensors,
-    /// and a load allocates a few slabs instead of one buffer per tensor.
-    /// A packed buffer is a [`GpuSlice`] of its slab
+    /// off. Each packed buffer starts at a multiple of its descriptor's
+    /// alignment and of the device's storage offset alignment; each staging
+    /// chunk reaches a slab with one GPU copy whatever the number of
+    /// tensors, and a load allocates a few slabs instead of one buffer per
+    /// tensor. A packed buffer is a [`GpuSlice`] of its slab
     /// ([`LoadedTensor::buffers`]); [`GpuSlice::to_buffer`] makes a buffer of
     /// its own where one is needed. Buffers of `bytes` or more, and those
-    /// whose file offset is not a multiple of 4, keep a buffer each.
+    /// whose descriptor asks for more than 4 KiB alignment, keep a buffer
+    /// each.
     #[must_use]
     pub fn pack_below(mut self, bytes: u64) -> Self {
         self.pack_below = bytes;
@@ -210,12 +213,8 @@ impl<'a> LoadOptions<'a> {
     }
 
     /// The largest slab (default [`DEFAULT_SLAB_SIZE`], 64 MiB; never
-    /// more than the device's `max_buffer_size`). A slab ends where the
-    /// next packed buffer would take it past this size, or where the gap
-    /// to the next packed buffer in the file is larger than
-    /// [`pack_below`](Self::pack_below) (a large tensor in between, or
-    /// tensors not loaded): gaps up to that size are copied with the
-    /// slab, so that one copy per chunk still fills it.
+    /// more than the device's `max_buffer_size`): a slab ends where the
+    /// next packed buffer would take it past this size.
     #[must_use]
     pub fn slab_size(mut self, bytes: u64) -> Self {
         self.slab_size = bytes;
