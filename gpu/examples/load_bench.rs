@@ -2,7 +2,12 @@
 //! baselines measured in the same command, drawn as an SVG.
 //!
 //! Run: `cargo run --release -p hurray-rs-gpu --example load_bench -- [--runs N]
-//! [--threads N] [--baseline FILE]... [--svg PATH] FILE.hrry...`
+//! [--threads N] [--pack-below BYTES] [--slab-size BYTES] [--baseline FILE]...
+//! [--svg PATH] FILE.hrry...`
+//!
+//! `--pack-below` and `--slab-size` set `LoadOptions::pack_below` (buffers
+//! under this many bytes share slabs; default 1 MiB, `0` = one GPU buffer
+//! per tensor buffer) and `LoadOptions::slab_size` (default 64 MiB).
 //!
 //! For each file, after one warm-up load (page cache, staging ring), it
 //! times `--runs` loads (default 5) two ways, medians:
@@ -13,8 +18,9 @@
 //!   allocator.
 //!
 //! One line per file:
-//! `load_bench file=<path> bytes=<n> tensors=<k> cold_gbps= reuse_gbps= cold_ms= reuse_ms= validate_ms= allocate_ms= copy_ms= dma= threads=`
-//! (phases of the median cold run). `--baseline` files hold the output of
+//! `load_bench file=<path> bytes=<n> tensors=<k> cold_gbps= reuse_gbps= cold_ms= reuse_ms= validate_ms= allocate_ms= copy_ms= dma= threads= pack_below= slabs= packed=`
+//! (phases of the median cold run; `slabs` GPU buffers shared by `packed`
+//! tensor buffers, `slabs=0 packed=0` when nothing was packed). `--baseline` files hold the output of
 //! `safetensors_load.py` (`load <method> bytes=<n> tensors=<k> gbps=…`,
 //! matched to a file by its tensor count and its size within 1 %: the
 //! safetensors file's count includes its header) and `load_ceiling.py`
@@ -56,6 +62,8 @@ fn main() {
     let mut threads = None;
     let mut baselines = String::new();
     let mut svg_path = None;
+    let mut pack_below = hurray_gpu::DEFAULT_PACK_BELOW;
+    let mut slab_size = hurray_gpu::DEFAULT_SLAB_SIZE;
     let mut files = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -68,6 +76,20 @@ fn main() {
                 baselines.push('\n');
             }
             "--svg" => svg_path = Some(it.next().expect("--svg PATH").clone()),
+            "--pack-below" => {
+                pack_below = it
+                    .next()
+                    .expect("--pack-below BYTES")
+                    .parse()
+                    .expect("BYTES");
+            }
+            "--slab-size" => {
+                slab_size = it
+                    .next()
+                    .expect("--slab-size BYTES")
+                    .parse()
+                    .expect("BYTES");
+            }
             f => files.push(f.to_owned()),
         }
     }
@@ -88,7 +110,9 @@ fn main() {
     let mut results = Vec::new();
     for f in &files {
         let once = |reuse: Option<Loaded>| {
-            let mut o = LoadOptions::default();
+            let mut o = LoadOptions::default()
+                .pack_below(pack_below)
+                .slab_size(slab_size);
             if let Some(r) = reuse {
                 o = o.reuse(r);
             }
@@ -98,6 +122,7 @@ fn main() {
         };
         let (_, mut loaded) = once(None);
         let (bytes, tensors, dma) = (loaded.bytes, loaded.tensors.len(), loaded.dma);
+        let (slabs, packed) = (loaded.slabs, loaded.packed);
         let mut cold = Vec::new();
         for _ in 0..runs {
             drop(loaded);
@@ -118,7 +143,7 @@ fn main() {
         let reuse_s = median(reuse);
         let gbps = |s: f64| bytes as f64 / s / 1e9;
         println!(
-            "load_bench file={f} bytes={bytes} tensors={tensors} cold_gbps={:.2} reuse_gbps={:.2} cold_ms={:.2} reuse_ms={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} dma={dma} threads={}",
+            "load_bench file={f} bytes={bytes} tensors={tensors} cold_gbps={:.2} reuse_gbps={:.2} cold_ms={:.2} reuse_ms={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} dma={dma} threads={} pack_below={pack_below} slabs={slabs} packed={packed}",
             gbps(cold_s),
             gbps(reuse_s),
             cold_s * 1e3,

@@ -117,6 +117,7 @@ mod registry;
 mod resource;
 #[cfg(target_os = "linux")]
 mod share;
+mod slice;
 mod staging;
 mod transfer;
 
@@ -132,12 +133,13 @@ pub use handle::{GpuBufferHandle, resident_count};
 pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 #[cfg(not(target_arch = "wasm32"))]
 pub use load::{
-    LoadError, LoadOptions, LoadTimes, Loaded, LoadedTensor, Progress, load_file, load_view_async,
-    save_file,
+    DEFAULT_PACK_BELOW, DEFAULT_SLAB_SIZE, LoadError, LoadOptions, LoadTimes, Loaded, LoadedTensor,
+    Progress, load_file, load_view_async, save_file,
 };
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;
 #[cfg(target_os = "linux")]
 pub use share::{MAX_DESCRIPTOR_LEN, SharedBuffer};
+pub use slice::GpuSlice;
 pub use staging::{DEFAULT_STAGING_CAP, StagingStats, set_staging_cap, staging_stats};
 pub use wgpu;

@@ -9,13 +9,32 @@
 //!   before it allocates a byte on the GPU. A name that is missing is
 //!   [`LoadError::NotFound`]; a buffer larger than the device allows is
 //!   [`LoadError::TooLarge`].
-//! * **Too large is an error, not a split.** A tensor's buffer becomes one
-//!   `wgpu::Buffer`, which is what a kernel binds and what the re-tagged
-//!   descriptor describes. Splitting it would hand back pieces that neither
+//! * **Too large is an error, not a split.** A tensor's buffer lives in one
+//!   `wgpu::Buffer` (its own, or a slab it shares, below), which is what a
+//!   kernel binds and what the re-tagged descriptor describes. Splitting it would hand back pieces that neither
 //!   the descriptor nor a kernel can address as one buffer; so a buffer
 //!   above `max_buffer_size` (wgpu's limit, itself under the driver's
 //!   `maxMemoryAllocationSize`: ~4 GiB on the H200, 2 GiB on lavapipe) is
 //!   refused, by name, with both sizes.
+//! * **Small buffers share slabs** (ADR-116). Buffers smaller than
+//!   [`LoadOptions::pack_below`] (default 1 MiB) whose descriptor asks for
+//!   at most 4 KiB alignment get no `wgpu::Buffer` of their own: in load
+//!   order they are packed into *slabs*, each at the next offset that is a
+//!   multiple of its descriptor's alignment and of the device's storage
+//!   binding offset alignment (so a slice can be bound as a range). A slab
+//!   ends where the next buffer would take it past
+//!   [`LoadOptions::slab_size`] (default 64 MiB, never above
+//!   `max_buffer_size`); buffers of their own in between do not end it. The
+//!   staging chunks hold the slab's bytes in the slab's layout (the host
+//!   copy gathers the buffers from the file, zero-filling the alignment
+//!   padding), so each chunk reaches a slab with one GPU copy whatever the
+//!   tensor count, and a load of 10,000 small tensors allocates a few slabs.
+//!   A tensor's buffers are [`GpuSlice`]s: a whole buffer, or its range of a
+//!   slab ([`LoadedTensor::buffers`]; reads return exactly its bytes;
+//!   [`GpuSlice::to_buffer`] copies it into a buffer of its own where a
+//!   kernel needs a whole handle). Handles keep their meaning: one whole
+//!   buffer from offset 0. Empty buffers share one empty buffer.
+//!   `pack_below(0)` gives every buffer its own, as before.
 //! * **Descriptors say where the data lives now.** Each loaded tensor keeps
 //!   its descriptor with every buffer entry re-tagged: the device's tag
 //!   (`vulkan`, `metal`, `webgpu`), [`MemoryClass::Standard`],
@@ -39,21 +58,24 @@
 //!   file pages, so the one host copy is unavoidable there.)
 //!   [`load_view_async`], which must not block, fills one chunk at a time
 //!   over the worker pool with four in flight. Without DMA staging each
-//!   buffer is written with the ordinary engine (mapped staging), in file
-//!   order.
+//!   buffer of its own and each slab is written with the ordinary engine
+//!   (mapped staging), in file order.
 //! * **Reuse.** [`LoadOptions::reuse`] loads into the buffers of a previous
-//!   load where name, sizes, usages and device match: no allocation, which
+//!   load where they fit: its slabs, in order, where sizes, usages and
+//!   device match (the same file layout), and its own buffers by tensor
+//!   name where name, sizes, usages and device match: no allocation, which
 //!   on the H200 is about half of a cold 4 GiB load (`docs/perf.md`).
 //!   [`Loaded::times`] splits a load into validation, allocation and copy.
 //! * **Progress** is reported after every completed chunk (chunks complete
-//!   in any order; what is reported done only grows), or after every
-//!   tensor on the fallback path, through [`LoadOptions::progress`], on the
-//!   calling thread.
+//!   in any order; what is reported done only grows; a slab's tensors and
+//!   bytes count once the whole slab is on the GPU), or after every buffer
+//!   or slab on the fallback path, through [`LoadOptions::progress`], on
+//!   the calling thread.
 //! * **Errors stop the load.** A worker's or the GPU's error stops every
 //!   worker (at its next chunk, or within a poll interval while it waits);
 //!   chunks in flight finish on the GPU, their staging freed by their
 //!   callbacks; the buffers allocated so far are dropped.
-//! * [`save_file`] reads each buffer back and writes the file through
+//! * [`save_file`] reads each buffer (exactly its slice) back and writes the file through
 //!   `hurray_io::file::create`: a temporary name, `fsync`, rename, directory sync.
 //!   Descriptors are re-tagged back to host memory (`cpu`).
 
@@ -69,7 +91,7 @@ use crate::device::{self, DeviceShared};
 use crate::exec::{self, block_on};
 #[cfg(target_os = "linux")]
 use crate::external::host::Staging;
-use crate::{BackendError, GpuBufferHandle};
+use crate::{BackendError, GpuBufferHandle, GpuSlice};
 
 /// Where a load stands, for [`LoadOptions::progress`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +113,20 @@ pub struct LoadOptions<'a> {
     usage: BufferUsages,
     progress: Option<Box<dyn FnMut(Progress) + 'a>>,
     reuse: Option<Loaded>,
+    pack_below: u64,
+    slab_size: u64,
 }
+
+/// The default of [`LoadOptions::pack_below`]: buffers under 1 MiB share
+/// slabs.
+pub const DEFAULT_PACK_BELOW: u64 = 1 << 20;
+/// The default size of a slab, [`LoadOptions::slab_size`]: 64 MiB, within
+/// every driver's largest allocation, few enough per file (four for 256 MiB
+/// of small tensors) that allocation stays a few calls, and small enough
+/// that the copies into the first slab start after one such allocation
+/// (~1.1 ms for 64 MiB on the H200, `docs/perf.md`) while the calling
+/// thread allocates the next.
+pub const DEFAULT_SLAB_SIZE: u64 = 64 << 20;
 
 impl std::fmt::Debug for LoadOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,6 +134,8 @@ impl std::fmt::Debug for LoadOptions<'_> {
             .field("names", &self.names)
             .field("usage", &self.usage)
             .field("reuse", &self.reuse.as_ref().map(|l| l.tensors.len()))
+            .field("pack_below", &self.pack_below)
+            .field("slab_size", &self.slab_size)
             .finish_non_exhaustive()
     }
 }
@@ -110,6 +147,8 @@ impl Default for LoadOptions<'_> {
             usage: BufferUsages::STORAGE,
             progress: None,
             reuse: None,
+            pack_below: DEFAULT_PACK_BELOW,
+            slab_size: DEFAULT_SLAB_SIZE,
         }
     }
 }
@@ -138,9 +177,11 @@ impl<'a> LoadOptions<'a> {
         self
     }
 
-    /// Loads into the buffers of a previous load where they fit (the same
-    /// tensor name, the same number of buffers of the same sizes, the
-    /// usages asked for, the same device) instead of allocating: a model
+    /// Loads into the buffers of a previous load where they fit instead of
+    /// allocating: its slabs ([`pack_below`](Self::pack_below)) in order
+    /// while their sizes match this load's (the same file layout), and its
+    /// buffers of their own by tensor name (the same number of buffers of
+    /// the same sizes); the usages asked for, the same device. A model
     /// loaded again (a new checkpoint of the same shapes) then costs no
     /// allocation, as PyTorch's caching allocator makes a second
     /// `safetensors` load cost none. The bytes of those buffers are
@@ -152,15 +193,44 @@ impl<'a> LoadOptions<'a> {
         self.reuse = Some(previous);
         self
     }
+
+    /// Packs every buffer smaller than `bytes` (default
+    /// [`DEFAULT_PACK_BELOW`], 1 MiB) into shared GPU buffers, *slabs*,
+    /// instead of giving it a `wgpu::Buffer` of its own; `0` turns packing
+    /// off. Each packed buffer starts at a multiple of its descriptor's
+    /// alignment and of the device's storage offset alignment; each staging
+    /// chunk reaches a slab with one GPU copy whatever the number of
+    /// tensors, and a load allocates a few slabs instead of one buffer per
+    /// tensor. A packed buffer is a [`GpuSlice`] of its slab
+    /// ([`LoadedTensor::buffers`]); [`GpuSlice::to_buffer`] makes a buffer of
+    /// its own where one is needed. Buffers of `bytes` or more, and those
+    /// whose descriptor asks for more than 4 KiB alignment, keep a buffer
+    /// each.
+    #[must_use]
+    pub fn pack_below(mut self, bytes: u64) -> Self {
+        self.pack_below = bytes;
+        self
+    }
+
+    /// The largest slab (default [`DEFAULT_SLAB_SIZE`], 64 MiB; never
+    /// more than the device's `max_buffer_size`): a slab ends where the
+    /// next packed buffer would take it past this size.
+    #[must_use]
+    pub fn slab_size(mut self, bytes: u64) -> Self {
+        self.slab_size = bytes;
+        self
+    }
 }
 
 /// A tensor on the GPU: its name, its descriptor (re-tagged for where its
-/// buffers live) and one buffer per entry of its buffer table.
+/// buffers live) and, per entry of its buffer table, the GPU bytes that hold
+/// it: a whole buffer, or a range of a slab shared with other tensors
+/// ([`LoadOptions::pack_below`]).
 #[derive(Debug, Clone)]
 pub struct LoadedTensor {
     name: String,
     descriptor: Vec<u8>,
-    buffers: Vec<GpuBufferHandle>,
+    buffers: Vec<GpuSlice>,
 }
 
 impl LoadedTensor {
@@ -174,6 +244,24 @@ impl LoadedTensor {
         name: impl Into<String>,
         descriptor: &[u8],
         buffers: Vec<GpuBufferHandle>,
+    ) -> Result<Self, LoadError> {
+        Self::from_slices(
+            name,
+            descriptor,
+            buffers.into_iter().map(GpuSlice::whole).collect(),
+        )
+    }
+
+    /// A tensor whose buffers are ranges of GPU buffers (as [`load_file`]
+    /// makes for packed tensors): `descriptor` is validated, and each slice
+    /// must hold exactly its table entry's `byte_size`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn from_slices(
+        name: impl Into<String>,
+        descriptor: &[u8],
+        buffers: Vec<GpuSlice>,
     ) -> Result<Self, LoadError> {
         let name = name.into();
         let view = TensorView::parse(descriptor).map_err(|e| LoadError::Descriptor {
@@ -249,10 +337,21 @@ impl LoadedTensor {
         TensorView::parse(&self.descriptor)
     }
 
-    /// The GPU buffers, in buffer-table order.
+    /// The GPU bytes of each buffer, in buffer-table order: a whole
+    /// buffer ([`GpuSlice::as_whole`]) or a packed tensor's range of its
+    /// slab. Each reads back exactly the buffer's bytes
+    /// ([`GpuSlice::readback`]); [`GpuSlice::to_buffer`] gives a buffer of
+    /// its own.
     #[must_use]
-    pub fn buffers(&self) -> &[GpuBufferHandle] {
+    pub fn buffers(&self) -> &[GpuSlice] {
         &self.buffers
+    }
+
+    /// Whether any buffer of the tensor is a range of a larger GPU buffer
+    /// (a slab shared with other buffers) rather than a whole one.
+    #[must_use]
+    pub fn is_packed(&self) -> bool {
+        self.buffers.iter().any(|b| !b.is_whole())
     }
 }
 
@@ -266,10 +365,19 @@ pub struct Loaded {
     pub bytes: u64,
     /// Whether the bytes went through DMA staging (else mapped staging).
     pub dma: bool,
-    /// Tensors loaded into buffers taken over from [`LoadOptions::reuse`].
+    /// Tensors loaded into buffers taken over from [`LoadOptions::reuse`]
+    /// (own buffers, or the slabs of the previous load).
     pub reused: usize,
     /// How long each phase took.
     pub times: LoadTimes,
+    /// Slabs allocated or reused ([`LoadOptions::pack_below`]); 0 when
+    /// nothing was packed.
+    pub slabs: usize,
+    /// Buffers packed into slabs (empty buffers not counted).
+    pub packed: usize,
+    /// The slabs themselves, in load order: taken over by a later load's
+    /// [`LoadOptions::reuse`].
+    slab_buffers: Vec<GpuBufferHandle>,
 }
 
 /// How long each phase of a load took (for `hurray load` and benchmarks:
@@ -437,14 +545,14 @@ fn retag(
 
 /// One piece of a chunk: bytes of the file for `[at, at + len)` of chunk
 /// space, bound for `target`'s buffer at `to` (`len` a multiple of 4; bytes
-/// past `src` are zero padding); `tensor` is the tensor it belongs to.
+/// past `src` are zero padding); `run` is the run it belongs to.
 struct Piece<'f> {
     src: &'f [u8],
     at: usize,
     len: usize,
     target: usize,
     to: u64,
-    tensor: usize,
+    run: usize,
 }
 
 /// A chunk: its pieces, packed from offset 0, and how far they fill it.
@@ -468,17 +576,39 @@ const ITEM: usize = 1 << 20;
 /// GB/s, `docs/perf.md`); more only add staging slots.
 const MAX_LOAD_THREADS: usize = 32;
 
-/// Cuts `buffers` (`(target, bytes, tensor index)`, in load order) into
-/// chunks of at most `size` bytes of chunk space: small buffers share a
-/// chunk (one submission copies them all), large ones span several.
-fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], size: usize) -> Vec<Chunk<'f>> {
+/// One buffer's bytes bound for a GPU buffer: `bytes` go to `target` at
+/// `to`, followed by zeros up to `span` bytes (a multiple of 4: the next
+/// packed buffer's place in a slab, or the buffer rounded up to 4); `run`
+/// is the run (a buffer of its own, or a slab) it belongs to.
+#[derive(Clone, Copy)]
+struct Flat<'f> {
+    target: usize,
+    bytes: &'f [u8],
+    run: usize,
+    to: u64,
+    span: usize,
+}
+
+/// Cuts `buffers` (in load order) into chunks of at most `size` bytes of
+/// chunk space: small buffers share a chunk, large ones span several.
+/// Consecutive buffers of one slab are contiguous in chunk space and in the
+/// slab, so that a chunk reaches a slab with one GPU copy
+/// ([`submit_chunk`] merges them).
+fn plan<'f>(buffers: &[Flat<'f>], size: usize) -> Vec<Chunk<'f>> {
     let mut chunks = Vec::new();
     let mut cur = Chunk {
         pieces: Vec::new(),
         fill: 0,
     };
-    for &(target, bytes, tensor) in buffers {
-        let padded = bytes.len().next_multiple_of(4);
+    for &Flat {
+        target,
+        bytes,
+        run,
+        to,
+        span,
+    } in buffers
+    {
+        let padded = span;
         let mut pos = 0;
         while pos < padded {
             if cur.fill == size {
@@ -497,8 +627,8 @@ fn plan<'f>(buffers: &[(usize, &'f [u8], usize)], size: usize) -> Vec<Chunk<'f>>
                 at: cur.fill,
                 len: take,
                 target,
-                to: pos as u64,
-                tensor,
+                to: to + pos as u64,
+                run,
             });
             cur.fill += take;
             pos += take;
@@ -673,29 +803,67 @@ pub async fn load_view_async(
 struct Prepared<'f> {
     chosen: Vec<hurray_core::file::Tensor<'f>>,
     descriptors: Vec<Vec<u8>>,
-    /// Every buffer of every tensor, in load order: its size, and its
-    /// handle once allocated (at once when taken over from
-    /// [`LoadOptions::reuse`]).
-    sizes: Vec<u64>,
-    slots: Vec<OnceLock<GpuBufferHandle>>,
-    /// Every non-empty buffer, in load order: `(slot, bytes, tensor)`.
-    flat: Vec<(usize, &'f [u8], usize)>,
+    /// The GPU buffers to fill, in allocation order: first one per run (in
+    /// load order: run `i` fills target `i`), then the empty buffers.
+    targets: Vec<Target>,
+    /// Every buffer of every tensor, in tensor then table order: where its
+    /// bytes live.
+    parts: Vec<Part>,
+    /// Every non-empty buffer, in load order, bound for its target: what
+    /// [`plan`] cuts into chunks.
+    flat: Vec<Flat<'f>>,
+    /// Per run (target `i` is filled by run `i`): whether it fills a slab,
+    /// the buffer bytes it carries, its tensors.
+    runs: Vec<RunInfo>,
     usage: BufferUsages,
     total: u64,
     reused: usize,
+    slabs: usize,
+    packed: usize,
     /// Time spent resolving, re-tagging and taking over buffers.
     allocate: Duration,
     dma: bool,
 }
 
+/// A GPU buffer a load fills: its logical size, whether it is a slab, and
+/// its handle once allocated (at once when taken over from
+/// [`LoadOptions::reuse`]).
+struct Target {
+    size: u64,
+    slab: bool,
+    slot: OnceLock<GpuBufferHandle>,
+}
+
+/// Where one tensor buffer's bytes live: `len` bytes of `target` from
+/// `offset` (0 for a buffer of its own).
+#[derive(Clone, Copy)]
+struct Part {
+    target: usize,
+    offset: u64,
+    len: u64,
+}
+
+/// A run's bookkeeping for progress: the buffers bound for one target.
+struct RunInfo {
+    /// A slab (its bytes count as done once the whole run is), else one
+    /// tensor buffer (its bytes count piece by piece).
+    slab: bool,
+    /// Buffer bytes the run carries (padding excluded).
+    payload: u64,
+    /// Its tensors, once per buffer.
+    tensors: Vec<usize>,
+}
+
 impl Prepared<'_> {
-    /// Allocates slot `i` unless it holds a buffer already.
+    /// Allocates target `i` unless it holds a buffer already.
     fn allocate_slot(&self, shared: &Arc<DeviceShared>, i: usize) -> Result<(), BackendError> {
-        let (Some(slot), Some(&len)) = (self.slots.get(i), self.sizes.get(i)) else {
+        let Some(t) = self.targets.get(i) else {
             return Err(BackendError::Bug("load slot index"));
         };
-        if slot.get().is_none() {
-            let _ = slot.set(GpuBufferHandle::alloc_on(shared, len, self.usage)?);
+        if t.slot.get().is_none() {
+            let _ = t
+                .slot
+                .set(GpuBufferHandle::alloc_on(shared, t.size, self.usage)?);
         }
         Ok(())
     }
@@ -704,32 +872,52 @@ impl Prepared<'_> {
     /// with copies).
     fn allocate_all(&mut self, shared: &Arc<DeviceShared>) -> Result<(), BackendError> {
         let started = Instant::now();
-        for i in 0..self.slots.len() {
+        for i in 0..self.targets.len() {
             self.allocate_slot(shared, i)?;
         }
         self.allocate += started.elapsed();
         Ok(())
     }
 
-    /// The buffer of slot `i`, once allocated.
+    /// The buffer of target `i`, once allocated.
     fn target(&self, i: usize) -> Option<&GpuBufferHandle> {
-        self.slots.get(i).and_then(OnceLock::get)
+        self.targets.get(i).and_then(|t| t.slot.get())
     }
 
     fn finish(self, validate: Duration, copy: Duration) -> Result<Loaded, LoadError> {
-        let mut slots = self.slots.into_iter();
+        let never = || BackendError::Bug("a loaded buffer was never allocated");
+        let handles = self
+            .targets
+            .into_iter()
+            .map(|t| t.slot.into_inner().map(|h| (h, t.slab)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(never)?;
+        let mut parts = self.parts.iter();
         let mut tensors = Vec::with_capacity(self.chosen.len());
         for (t, descriptor) in self.chosen.iter().zip(self.descriptors) {
-            let buffers = (0..t.buffers().count())
-                .map(|_| slots.next().and_then(OnceLock::into_inner))
-                .collect::<Option<Vec<_>>>()
-                .ok_or(BackendError::Bug("a loaded buffer was never allocated"))?;
+            let n = t.descriptor().buffers().len();
+            let mut buffers = Vec::with_capacity(n);
+            for _ in 0..n {
+                let part = parts.next().ok_or_else(never)?;
+                let (h, _) = handles.get(part.target).ok_or_else(never)?;
+                // Own buffers are whole; a packed part lies inside its slab
+                // by construction (the slab spans every part placed in it).
+                buffers.push(if part.offset == 0 && part.len == h.byte_len() {
+                    GpuSlice::whole(h.clone())
+                } else {
+                    GpuSlice::new(h.clone(), part.offset, part.len)?
+                });
+            }
             tensors.push(LoadedTensor {
                 name: t.name().to_owned(),
                 descriptor,
                 buffers,
             });
         }
+        let slab_buffers = handles
+            .into_iter()
+            .filter_map(|(h, slab)| slab.then_some(h))
+            .collect();
         Ok(Loaded {
             tensors,
             bytes: self.total,
@@ -740,13 +928,28 @@ impl Prepared<'_> {
                 allocate: self.allocate,
                 copy,
             },
+            slabs: self.slabs,
+            packed: self.packed,
+            slab_buffers,
         })
     }
 }
 
-/// Resolves the names, checks every size, re-tags every descriptor, and
-/// takes over the fitting buffers of [`LoadOptions::reuse`]; allocates
-/// nothing.
+/// The slab being filled: its target (and run), its size so far, and the
+/// index in `flat` of its last buffer (whose span grows to the next one).
+struct OpenSlab {
+    target: usize,
+    fill: u64,
+    last: usize,
+}
+
+/// The largest alignment a packed buffer may ask for (a file's data
+/// alignment is at least this): larger ones get a buffer of their own.
+const MAX_PACKED_ALIGN: u64 = 4096;
+
+/// Resolves the names, checks every size, re-tags every descriptor, plans
+/// the GPU buffers (own buffers and slabs), and takes over the fitting
+/// buffers of [`LoadOptions::reuse`]; allocates nothing.
 fn prepare<'f>(
     shared: &Arc<DeviceShared>,
     view: &hurray_core::file::FileView<'f>,
@@ -765,8 +968,11 @@ fn prepare<'f>(
     };
     let max = shared.limits.max_buffer_size;
     let mut descriptors = Vec::with_capacity(chosen.len());
+    let mut count = 0;
     for t in &chosen {
-        for (i, h) in t.descriptor().buffers().iter().enumerate() {
+        let table = t.descriptor().buffers();
+        count += table.len();
+        for (i, h) in table.iter().enumerate() {
             if h.byte_size() > max {
                 return Err(LoadError::TooLarge {
                     name: t.name().to_owned(),
@@ -785,41 +991,227 @@ fn prepare<'f>(
         )?);
     }
     let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
-    // Buffers of a previous load, by tensor name.
-    let mut previous: HashMap<String, Vec<GpuBufferHandle>> = options
-        .reuse
-        .take()
-        .map(|l| l.tensors.into_iter().map(|t| (t.name, t.buffers)).collect())
-        .unwrap_or_default();
-    let mut sizes = Vec::new();
-    let mut slots = Vec::new();
-    let mut flat: Vec<(usize, &'f [u8], usize)> = Vec::new();
-    let mut total = 0u64;
-    let mut reused = 0;
+
+    // Every buffer: (file offset, bytes, part index, tensor index, its
+    // descriptor alignment).
+    let file = view.as_bytes();
+    let base = file.as_ptr() as usize;
+    let mut entries: Vec<(usize, &'f [u8], usize, usize, u64)> = Vec::with_capacity(count);
     for (ti, t) in chosen.iter().enumerate() {
-        let fits = |old: &Vec<GpuBufferHandle>| {
-            old.len() == t.buffers().count()
-                && old.iter().zip(t.buffers()).all(|(h, b)| {
-                    h.byte_len() == b.len() as u64
-                        && h.usage().contains(usage)
-                        && h.device() == device
-                })
-        };
-        let mut old = previous.remove(t.name()).filter(fits).map(Vec::into_iter);
-        if old.is_some() {
-            reused += 1;
+        for (bytes, h) in t.buffers().zip(t.descriptor().buffers().iter()) {
+            // The buffers are sub-slices of the file (zero-copy views):
+            // their offset is the difference of the two addresses.
+            let at = (bytes.as_ptr() as usize).wrapping_sub(base);
+            entries.push((at, bytes, entries.len(), ti, u64::from(h.alignment())));
         }
-        for bytes in t.buffers() {
-            let slot = OnceLock::new();
-            if let Some(h) = old.as_mut().and_then(Iterator::next) {
-                let _ = slot.set(h);
+    }
+    // Load order: file order (the order of `only` may differ), for the
+    // page cache's read-ahead.
+    if !entries.is_sorted_by_key(|e| e.0) {
+        entries.sort_by_key(|e| e.0);
+    }
+    let slab_cap = options.slab_size.min(max);
+    let pack_below = if slab_cap == 0 { 0 } else { options.pack_below };
+    // Where a packed buffer may start in a slab: its descriptor's
+    // alignment, and never less than a storage binding's offset alignment
+    // (so a slice can be bound as a range of its slab).
+    let min_align = u64::from(shared.limits.min_storage_buffer_offset_alignment).max(4);
+    let mut targets: Vec<Target> = Vec::new();
+    let mut parts = vec![
+        Part {
+            target: usize::MAX,
+            offset: 0,
+            len: 0,
+        };
+        count
+    ];
+    let mut flat: Vec<Flat<'f>> = Vec::with_capacity(count);
+    let mut runs: Vec<RunInfo> = Vec::new();
+    let mut open: Option<OpenSlab> = None;
+    let mut empties: Vec<usize> = Vec::new();
+    let mut packed = 0;
+    let mut slabs = 0;
+    let mut total = 0u64;
+    for &(_, bytes, pi, ti, align) in &entries {
+        let len = bytes.len() as u64;
+        total += len;
+        let Some(part) = parts.get_mut(pi) else {
+            return Err(BackendError::Bug("load part index").into());
+        };
+        part.len = len;
+        if bytes.is_empty() {
+            empties.push(pi);
+            continue;
+        }
+        if pack_below > 0 && len < pack_below && align <= MAX_PACKED_ALIGN {
+            let align = align.max(min_align);
+            // Its place in the open slab, or a new slab.
+            let place = open.as_ref().and_then(|s| {
+                let at = s.fill.checked_next_multiple_of(align)?;
+                (at.checked_add(len)? <= slab_cap).then_some(at)
+            });
+            let at = match (place, open.as_mut()) {
+                (Some(at), Some(s)) => {
+                    // The previous buffer's zero padding runs up to here.
+                    if let Some(prev) = flat.get_mut(s.last) {
+                        prev.span = usize::try_from(at - prev.to)
+                            .map_err(|_| BackendError::Bug("slab offset"))?;
+                    }
+                    at
+                }
+                _ => {
+                    if len > slab_cap {
+                        return Err(BackendError::Bug("a packed buffer larger than a slab").into());
+                    }
+                    open = Some(OpenSlab {
+                        target: targets.len(),
+                        fill: 0,
+                        last: 0,
+                    });
+                    targets.push(Target {
+                        size: 0,
+                        slab: true,
+                        slot: OnceLock::new(),
+                    });
+                    runs.push(RunInfo {
+                        slab: true,
+                        payload: 0,
+                        tensors: Vec::new(),
+                    });
+                    slabs += 1;
+                    0
+                }
+            };
+            let Some(s) = open.as_mut() else {
+                return Err(BackendError::Bug("no open slab").into());
+            };
+            s.fill = at + len;
+            s.last = flat.len();
+            if let (Some(t), Some(r)) = (targets.get_mut(s.target), runs.get_mut(s.target)) {
+                t.size = s.fill;
+                r.payload += len;
+                r.tensors.push(ti);
             }
-            if !bytes.is_empty() {
-                flat.push((slots.len(), bytes, ti));
+            part.target = s.target;
+            part.offset = at;
+            flat.push(Flat {
+                target: s.target,
+                bytes,
+                run: s.target,
+                to: at,
+                span: bytes.len().next_multiple_of(4),
+            });
+            packed += 1;
+        } else {
+            part.target = targets.len();
+            targets.push(Target {
+                size: len,
+                slab: false,
+                slot: OnceLock::new(),
+            });
+            flat.push(Flat {
+                target: part.target,
+                bytes,
+                run: runs.len(),
+                to: 0,
+                span: bytes.len().next_multiple_of(4),
+            });
+            runs.push(RunInfo {
+                slab: false,
+                payload: len,
+                tensors: vec![ti],
+            });
+        }
+    }
+    // Empty buffers: one shared empty buffer when packing, else one each
+    // (as a buffer of their own, reusable by name).
+    if !empties.is_empty() {
+        let shared_empty = (pack_below > 0).then(|| {
+            targets.push(Target {
+                size: 0,
+                slab: false,
+                slot: OnceLock::new(),
+            });
+            targets.len() - 1
+        });
+        for pi in empties {
+            let target = shared_empty.unwrap_or_else(|| {
+                targets.push(Target {
+                    size: 0,
+                    slab: false,
+                    slot: OnceLock::new(),
+                });
+                targets.len() - 1
+            });
+            if let Some(p) = parts.get_mut(pi) {
+                p.target = target;
             }
-            total += bytes.len() as u64;
-            sizes.push(bytes.len() as u64);
-            slots.push(slot);
+        }
+    }
+
+    // Take over the fitting buffers of a previous load: its slabs in order
+    // (the same size), its own buffers by tensor name and table index.
+    let mut reused = 0;
+    if let Some(previous) = options.reuse.take() {
+        let fits = |h: &GpuBufferHandle, size: u64| {
+            h.byte_len() == size && h.usage().contains(usage) && h.device() == device
+        };
+        let slab_ids: std::collections::HashSet<u64> = previous
+            .slab_buffers
+            .iter()
+            .map(GpuBufferHandle::id)
+            .collect();
+        let mut old_slabs = previous.slab_buffers.into_iter();
+        for t in targets.iter_mut().filter(|t| t.slab) {
+            match old_slabs.next() {
+                Some(h) if fits(&h, t.size) => {
+                    let _ = t.slot.set(h);
+                }
+                _ => break,
+            }
+        }
+        let mut by_name: HashMap<String, Vec<GpuSlice>> = previous
+            .tensors
+            .into_iter()
+            .map(|t| (t.name, t.buffers))
+            .collect();
+        let mut at = 0;
+        for t in &chosen {
+            let n = t.descriptor().buffers().len();
+            let mine = parts.get(at..at + n).unwrap_or(&[]);
+            at += n;
+            let Some(old) = by_name.remove(t.name()) else {
+                continue;
+            };
+            let mut all = old.len() == n;
+            for (i, part) in mine.iter().enumerate() {
+                let Some(target) = targets.get(part.target) else {
+                    all = false;
+                    continue;
+                };
+                if target.slab {
+                    // Packed: reused with its slab.
+                    all &= target.slot.get().is_some();
+                    continue;
+                }
+                if part.len == 0 && pack_below > 0 {
+                    // The shared empty buffer: nothing to reuse.
+                    continue;
+                }
+                let own = old
+                    .get(i)
+                    .and_then(GpuSlice::as_whole)
+                    .filter(|h| fits(h, target.size) && !slab_ids.contains(&h.id()));
+                match own {
+                    Some(h) if target.slot.get().is_none() => {
+                        let _ = target.slot.set(h.clone());
+                    }
+                    _ => all = false,
+                }
+            }
+            if all {
+                reused += 1;
+            }
         }
     }
     #[cfg(target_os = "linux")]
@@ -829,19 +1221,23 @@ fn prepare<'f>(
     Ok(Prepared {
         chosen,
         descriptors,
-        sizes,
-        slots,
+        targets,
+        parts,
         flat,
+        runs,
         usage,
         total,
         reused,
+        slabs,
+        packed,
         allocate: started.elapsed(),
         dma,
     })
 }
 
-/// The path without DMA staging: each buffer written by the ordinary
-/// engine (mapped staging), in file order.
+/// The path without DMA staging: each buffer of its own written by the
+/// ordinary engine (mapped staging), in load order; each slab assembled in
+/// host memory once its last buffer is reached, then written whole.
 async fn load_mapped(
     shared: &Arc<DeviceShared>,
     queue: &wgpu::Queue,
@@ -849,42 +1245,44 @@ async fn load_mapped(
     options: &mut LoadOptions<'_>,
 ) -> Result<(), LoadError> {
     let device = &shared.device;
-    let tensors_total = p.chosen.len();
-    let mut done = 0u64;
-    for (i, &(slot, bytes, ti)) in p.flat.iter().enumerate() {
-        let h = p
-            .target(slot)
-            .ok_or(BackendError::Bug("a loaded buffer was never allocated"))?;
-        h.write_async(device, queue, 0, bytes).await?;
-        done += bytes.len() as u64;
-        // The tensor's last buffer: it is done (and every tensor before it).
-        let last = p.flat.get(i + 1).is_none_or(|next| next.2 != ti);
-        if last {
-            report(
-                options,
-                Progress {
-                    bytes_done: done,
-                    bytes_total: p.total,
-                    tensors_done: if i + 1 == p.flat.len() {
-                        tensors_total
-                    } else {
-                        ti + 1
-                    },
-                    tensors_total,
-                },
-            );
+    let mut tally = Tally::new(p, |_| 1);
+    if p.flat.is_empty() {
+        report(options, tally.progress);
+    }
+    // The index in `flat` of each run's last buffer.
+    let mut last = vec![usize::MAX; p.runs.len()];
+    for (i, f) in p.flat.iter().enumerate() {
+        if let Some(l) = last.get_mut(f.run) {
+            *l = i;
         }
     }
-    if p.flat.is_empty() {
-        report(
-            options,
-            Progress {
-                bytes_done: 0,
-                bytes_total: p.total,
-                tensors_done: tensors_total,
-                tensors_total,
-            },
-        );
+    // Slabs being assembled, by run.
+    let mut images: HashMap<usize, Vec<u8>> = HashMap::new();
+    for (i, f) in p.flat.iter().enumerate() {
+        let h = p
+            .target(f.target)
+            .ok_or(BackendError::Bug("a loaded buffer was never allocated"))?;
+        let slab = p.runs.get(f.run).is_some_and(|r| r.slab);
+        if !slab {
+            h.write_async(device, queue, f.to, f.bytes).await?;
+            report(options, tally.piece(p, f.run, f.bytes.len() as u64));
+            continue;
+        }
+        let image = images.entry(f.run).or_insert_with(|| {
+            let size = p.targets.get(f.target).map_or(0, |t| t.size);
+            vec![0u8; usize::try_from(size).unwrap_or(0)]
+        });
+        let at = usize::try_from(f.to).map_err(|_| BackendError::Bug("slab offset"))?;
+        image
+            .get_mut(at..at + f.bytes.len())
+            .ok_or(BackendError::Bug("a packed buffer outside its slab"))?
+            .copy_from_slice(f.bytes);
+        if last.get(f.run) == Some(&i) {
+            if let Some(image) = images.remove(&f.run) {
+                h.write_async(device, queue, 0, &image).await?;
+            }
+            report(options, tally.piece(p, f.run, 0));
+        }
     }
     exec::idle(device, Some(queue)).await?;
     Ok(())
@@ -909,15 +1307,11 @@ fn submit_chunk(
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("hurray load"),
         });
-        for piece in &chunk.pieces {
-            match p.target(piece.target) {
-                Some(t) => encoder.copy_buffer_to_buffer(
-                    staging.buffer(),
-                    piece.at as u64,
-                    t.buffer(),
-                    piece.to,
-                    piece.len as u64,
-                ),
+        for (target, at, to, len) in copies(&chunk.pieces) {
+            match p.target(target) {
+                Some(t) => {
+                    encoder.copy_buffer_to_buffer(staging.buffer(), at, t.buffer(), to, len);
+                }
                 None => missing = true,
             }
         }
@@ -931,6 +1325,25 @@ fn submit_chunk(
     Ok(index)
 }
 
+/// The GPU copies of a chunk's pieces, `(target, chunk offset, target
+/// offset, len)`: pieces that follow each other both in the chunk and in
+/// one target (the buffers of a slab) make one copy.
+#[cfg(target_os = "linux")]
+fn copies<'a>(pieces: &'a [Piece<'_>]) -> impl Iterator<Item = (usize, u64, u64, u64)> + 'a {
+    let mut it = pieces.iter().peekable();
+    std::iter::from_fn(move || {
+        let first = it.next()?;
+        let (target, at, to) = (first.target, first.at as u64, first.to);
+        let mut len = first.len as u64;
+        while let Some(next) =
+            it.next_if(|n| n.target == target && n.at as u64 == at + len && n.to == to + len)
+        {
+            len += next.len as u64;
+        }
+        Some((target, at, to, len))
+    })
+}
+
 /// Calls `options`' progress callback.
 fn report(options: &mut LoadOptions<'_>, progress: Progress) {
     if let Some(f) = options.progress.as_mut() {
@@ -938,46 +1351,88 @@ fn report(options: &mut LoadOptions<'_>, progress: Progress) {
     }
 }
 
-/// Tracks which tensors are complete as chunks complete (in any order).
-#[cfg(target_os = "linux")]
+/// Tracks which tensors are complete as pieces of runs complete (in any
+/// order).
 struct Tally {
-    /// Pieces not yet on the GPU, per tensor.
-    left: Vec<usize>,
+    /// Pieces not yet on the GPU, per run.
+    run_left: Vec<usize>,
+    /// Runs not yet complete, per tensor (once per buffer).
+    tensor_left: Vec<usize>,
     progress: Progress,
 }
 
-#[cfg(target_os = "linux")]
 impl Tally {
-    fn new(chunks: &[Chunk<'_>], tensors_total: usize, bytes_total: u64) -> Self {
-        let mut left = vec![0usize; tensors_total];
-        for p in chunks.iter().flat_map(|c| &c.pieces) {
-            if let Some(l) = left.get_mut(p.tensor) {
+    /// `pieces(run)`: how many pieces run `run` was cut into.
+    fn new(p: &Prepared<'_>, pieces: impl Fn(usize) -> usize) -> Self {
+        let tensors_total = p.chosen.len();
+        let mut tensor_left = vec![0usize; tensors_total];
+        for &t in p.runs.iter().flat_map(|r| &r.tensors) {
+            if let Some(l) = tensor_left.get_mut(t) {
                 *l += 1;
             }
         }
         // Tensors with no bytes at all are done from the start.
-        let tensors_done = left.iter().filter(|l| **l == 0).count();
+        let tensors_done = tensor_left.iter().filter(|l| **l == 0).count();
         Self {
-            left,
+            run_left: (0..p.runs.len()).map(pieces).collect(),
+            tensor_left,
             progress: Progress {
                 bytes_done: 0,
-                bytes_total,
+                bytes_total: p.total,
                 tensors_done,
                 tensors_total,
             },
         }
     }
 
-    fn complete(&mut self, chunk: &Chunk<'_>) -> Progress {
-        for p in &chunk.pieces {
-            self.progress.bytes_done += p.src.len() as u64;
-            if let Some(l) = self.left.get_mut(p.tensor) {
-                let was = *l;
-                *l = was.saturating_sub(1);
-                if was == 1 {
-                    self.progress.tensors_done += 1;
+    /// Counts the pieces of `chunks`, per run.
+    #[cfg(target_os = "linux")]
+    fn for_chunks(p: &Prepared<'_>, chunks: &[Chunk<'_>]) -> Self {
+        let mut per_run = vec![0usize; p.runs.len()];
+        for piece in chunks.iter().flat_map(|c| &c.pieces) {
+            if let Some(n) = per_run.get_mut(piece.run) {
+                *n += 1;
+            }
+        }
+        Self::new(p, |r| per_run.get(r).copied().unwrap_or(0))
+    }
+
+    /// One piece of run `run`, of `src_len` file bytes, is on the GPU.
+    fn piece(&mut self, p: &Prepared<'_>, run: usize, src_len: u64) -> Progress {
+        let Some(info) = p.runs.get(run) else {
+            return self.progress;
+        };
+        if !info.slab {
+            self.progress.bytes_done += src_len;
+        }
+        if let Some(l) = self.run_left.get_mut(run) {
+            let was = *l;
+            *l = was.saturating_sub(1);
+            if was == 1 {
+                // The run is complete: a slab's buffer bytes now count, and
+                // its tensors are one run closer to done.
+                if info.slab {
+                    self.progress.bytes_done += info.payload;
+                }
+                for &t in &info.tensors {
+                    if let Some(tl) = self.tensor_left.get_mut(t) {
+                        let before = *tl;
+                        *tl = before.saturating_sub(1);
+                        if before == 1 {
+                            self.progress.tensors_done += 1;
+                        }
+                    }
                 }
             }
+        }
+        self.progress
+    }
+
+    /// Every piece of `chunk` is on the GPU.
+    #[cfg(target_os = "linux")]
+    fn complete(&mut self, p: &Prepared<'_>, chunk: &Chunk<'_>) -> Progress {
+        for piece in &chunk.pieces {
+            self.piece(p, piece.run, piece.src.len() as u64);
         }
         self.progress
     }
@@ -995,14 +1450,17 @@ async fn load_dma(
     use crate::transfer::chunk::DEPTH;
     let device = &shared.device;
     let chunks = plan(&p.flat, LOAD_CHUNK);
-    let mut tally = Tally::new(&chunks, p.chosen.len(), p.total);
+    let mut tally = Tally::for_chunks(p, &chunks);
+    if chunks.is_empty() {
+        report(options, tally.progress);
+    }
     let mut in_flight: VecDeque<(exec::Receiver<()>, usize)> = VecDeque::new();
     for (k, chunk) in chunks.iter().enumerate() {
         if in_flight.len() >= DEPTH {
             if let Some((rx, j)) = in_flight.pop_front() {
                 let _ = rx.await;
                 if let Some(c) = chunks.get(j) {
-                    report(options, tally.complete(c));
+                    report(options, tally.complete(p, c));
                 }
             }
         }
@@ -1028,7 +1486,7 @@ async fn load_dma(
             return Err(BackendError::Map("a load chunk's completion was dropped".into()).into());
         }
         if let Some(c) = chunks.get(j) {
-            report(options, tally.complete(c));
+            report(options, tally.complete(p, c));
         }
     }
     Ok(())
@@ -1075,7 +1533,7 @@ fn load_dma_threads(
     // Slots allocated so far (a prefix, in load order).
     let allocated = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let mut tally = Tally::new(&chunks, p.chosen.len(), p.total);
+    let mut tally = Tally::for_chunks(p, &chunks);
     let mut allocating = Duration::ZERO;
     let result = std::thread::scope(|s| {
         for _ in 0..threads.min(n) {
@@ -1109,9 +1567,15 @@ fn load_dma_threads(
                         None => Err(BackendError::Bug("load chunk larger than its staging")),
                     };
                     // Its buffers exist once the allocated prefix covers its
-                    // last piece's slot. A stopped load ends here, silently:
+                    // highest target (a slab may come before the buffers of
+                    // their own that follow it in the file). A stopped load ends here, silently:
                     // whoever stopped it reports why.
-                    let need = chunk.pieces.last().map_or(0, |pc| pc.target + 1);
+                    let need = chunk
+                        .pieces
+                        .iter()
+                        .map(|pc| pc.target + 1)
+                        .max()
+                        .unwrap_or(0);
                     while filled.is_ok() && allocated.load(Ordering::Acquire) < need {
                         if stop.load(Ordering::Acquire) {
                             return;
@@ -1143,7 +1607,7 @@ fn load_dma_threads(
         let mut drive = || -> Result<(), LoadError> {
             // Allocate every buffer, in load order.
             let started = Instant::now();
-            for i in 0..p.slots.len() {
+            for i in 0..p.targets.len() {
                 if stop.load(Ordering::Acquire) {
                     break;
                 }
@@ -1187,7 +1651,7 @@ fn load_dma_threads(
                 for k in done_rx.try_iter() {
                     completed += 1;
                     if let Some(c) = chunks.get(k) {
-                        report(options, tally.complete(c));
+                        report(options, tally.complete(p, c));
                     }
                 }
             }

@@ -13,8 +13,8 @@ use hurray_core::{
     BufferHandle, DeviceTag, ElementType, MemoryClass, SyncMode, TensorDescriptor, TensorView,
 };
 use hurray_gpu::{
-    ContextOptions, GpuContext, LoadError, LoadOptions, LoadedTensor, load_file, load_view_async,
-    save_file,
+    ContextOptions, GpuContext, GpuSlice, LoadError, LoadOptions, Loaded, LoadedTensor, load_file,
+    load_view_async, save_file,
 };
 
 fn conformance_file() -> Option<PathBuf> {
@@ -120,6 +120,14 @@ fn write_seeded(path: &Path, sizes: &[usize], seed: u64) {
     w.finish(&[]).unwrap();
 }
 
+/// Exactly the bytes of `s`.
+fn back(c: &GpuContext, s: &GpuSlice) -> Vec<u8> {
+    let mut out = Vec::new();
+    s.readback(&c.device, &c.queue, &mut out).unwrap();
+    assert_eq!(out.len() as u64, s.byte_len());
+    out
+}
+
 /// Loads `path` and checks every tensor against the file: readback equals
 /// the file's bytes, descriptors re-tagged and otherwise equal.
 fn load_and_compare(c: &GpuContext, path: &Path, expect_dma: bool) -> u64 {
@@ -157,8 +165,7 @@ fn load_and_compare(c: &GpuContext, path: &Path, expect_dma: bool) -> u64 {
             }
         }
         for (h, bytes) in g.buffers().iter().zip(t.buffers()) {
-            let back = h.readback_vec::<u8>(&c.device, &c.queue).unwrap();
-            assert!(back == bytes, "tensor {} differs", t.name());
+            assert!(back(c, h) == bytes, "tensor {} differs", t.name());
         }
     }
     let p = last.expect("progress was reported");
@@ -187,6 +194,24 @@ fn file_to_gpu_to_readback_equals_the_file_for_every_tensor() {
     write_ours(&ours.0, &sizes);
     let total = load_and_compare(&c, &ours.0, dma);
     assert!(total > 40 << 20);
+    // Small and large tensors mixed: the small ones packed, the large ones
+    // (1 MiB is the threshold: not below it) in buffers of their own.
+    let mixed = load_file(&c.device, &c.queue, &ours.0, LoadOptions::default()).unwrap();
+    assert!(
+        mixed.slabs >= 1 && mixed.packed > 300,
+        "{} {}",
+        mixed.slabs,
+        mixed.packed
+    );
+    for t in &mixed.tensors {
+        let big = t.buffers().iter().all(|b| b.byte_len() >= 1 << 20);
+        assert_eq!(
+            t.is_packed(),
+            !big && t.buffers().iter().any(|b| b.byte_len() > 0),
+            "{}",
+            t.name()
+        );
+    }
 
     // The mapped-staging fallback, forced: the same bytes.
     drop(c);
@@ -284,8 +309,7 @@ fn gpu_to_file_round_trips_through_our_reader() {
 fn same_as_file(c: &GpuContext, view: &hurray_core::file::FileView<'_>, t: &LoadedTensor) {
     let f = view.get(t.name()).unwrap();
     for (h, bytes) in t.buffers().iter().zip(f.buffers()) {
-        let back = h.readback_vec::<u8>(&c.device, &c.queue).unwrap();
-        assert!(back == bytes, "tensor {} differs", t.name());
+        assert!(back(c, h) == bytes, "tensor {} differs", t.name());
     }
 }
 
@@ -306,21 +330,22 @@ fn a_reload_reuses_fitting_buffers_and_the_async_form_loads_the_same_bytes() {
     let mut other = sizes.clone();
     other[5] += 1;
     write_seeded(&b.0, &other, 2);
-    let first = load_file(&c.device, &c.queue, &a.0, LoadOptions::default()).unwrap();
+    // A buffer each (packing off): reuse by name.
+    let own = || LoadOptions::default().pack_below(0);
+    let first = load_file(&c.device, &c.queue, &a.0, own()).unwrap();
     assert_eq!(first.reused, 0);
-    let ids: Vec<u64> = first.tensors.iter().map(|t| t.buffers()[0].id()).collect();
-    let again = load_file(
-        &c.device,
-        &c.queue,
-        &b.0,
-        LoadOptions::default().reuse(first),
-    )
-    .unwrap();
+    assert_eq!((first.slabs, first.packed), (0, 0));
+    let ids: Vec<u64> = first
+        .tensors
+        .iter()
+        .map(|t| t.buffers()[0].buffer().id())
+        .collect();
+    let again = load_file(&c.device, &c.queue, &b.0, own().reuse(first)).unwrap();
     // Every tensor but t.5 (another size) kept its buffer.
     assert_eq!(again.reused, again.tensors.len() - 1);
     for (t, id) in again.tensors.iter().zip(&ids) {
         assert_eq!(
-            t.buffers()[0].id() == *id,
+            t.buffers()[0].buffer().id() == *id,
             t.name() != "t.5",
             "{}",
             t.name()
@@ -376,5 +401,272 @@ fn a_reload_reuses_fitting_buffers_and_the_async_form_loads_the_same_bytes() {
     assert_eq!(p.tensors_total, sizes.len() + 1);
     for t in &loaded.tensors {
         same_as_file(&c, &va, t);
+    }
+}
+
+/// The GPU bytes of every buffer of `loaded`, by tensor name, with the
+/// descriptors.
+fn contents(c: &GpuContext, loaded: &Loaded) -> Vec<(String, Vec<u8>, Vec<Vec<u8>>)> {
+    loaded
+        .tensors
+        .iter()
+        .map(|t| {
+            (
+                t.name().to_owned(),
+                t.descriptor_bytes().to_vec(),
+                t.buffers().iter().map(|b| back(c, b)).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn many_small_tensors_share_slabs_and_read_back_exactly_as_without_packing() {
+    let test = "many_small_tensors_share_slabs_and_read_back_exactly_as_without_packing";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    // 3,000 small tensors of odd and even sizes (and empty ones), two large.
+    let mut sizes: Vec<usize> = (0..3000)
+        .map(|i| {
+            if i % 500 == 7 {
+                0
+            } else {
+                1 + (i * 7919) % 30_000
+            }
+        })
+        .collect();
+    sizes.insert(1500, 2 << 20);
+    sizes.push(3 << 20);
+    let f = Temp::new("pack-many");
+    write_seeded(&f.0, &sizes, 3);
+    let mut file = hurray_io::file::open(&f.0).unwrap();
+    let view = file.view().unwrap();
+    // Slabs of at most 1 MiB: many slab boundaries.
+    let slab = 1u64 << 20;
+    let packed = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().slab_size(slab),
+    )
+    .unwrap();
+    assert_eq!(packed.dma, c.host_dma());
+    assert!(packed.slabs > 10, "{} slabs", packed.slabs);
+    let nonempty = sizes.iter().filter(|&&n| n > 0 && n < 1 << 20).count() + 3;
+    assert_eq!(packed.packed, nonempty);
+    let mut slab_ids = std::collections::BTreeSet::new();
+    for t in &packed.tensors {
+        same_as_file(&c, &view, t);
+        for b in t.buffers() {
+            if b.byte_len() >= 1 << 20 {
+                assert!(
+                    b.as_whole().is_some(),
+                    "{}: large, its own buffer",
+                    t.name()
+                );
+            } else if b.byte_len() > 0 {
+                // A packed buffer lies inside a slab of at most `slab`
+                // bytes, at its descriptor's alignment (64) or more.
+                assert!(b.buffer().byte_len() <= slab);
+                assert!(b.offset() + b.byte_len() <= b.buffer().byte_len());
+                assert_eq!(b.offset() % 64, 0, "{}", t.name());
+                slab_ids.insert(b.buffer().id());
+            }
+        }
+    }
+    assert_eq!(slab_ids.len(), packed.slabs);
+    // Packing off: one buffer each, the same bytes and descriptors.
+    let own = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().pack_below(0),
+    )
+    .unwrap();
+    assert_eq!((own.slabs, own.packed), (0, 0));
+    assert!(own.tensors.iter().all(|t| !t.is_packed()));
+    assert!(contents(&c, &packed) == contents(&c, &own));
+    // The async form packs the same way.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let asynced = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                let _ = c.device.poll(hurray_gpu::wgpu::PollType::Poll);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        });
+        let r = pollster::block_on(load_view_async(
+            &c.device,
+            &c.queue,
+            &view,
+            LoadOptions::default().slab_size(slab),
+        ));
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        r
+    })
+    .unwrap();
+    assert_eq!(asynced.slabs, packed.slabs);
+    assert!(contents(&c, &asynced) == contents(&c, &own));
+    // Without DMA staging (mapped writes of whole slabs): the same bytes.
+    drop((packed, own, asynced, file));
+    drop(c);
+    let off = GpuContext::with_options(ContextOptions::default().host_dma(false)).unwrap();
+    let mapped = load_file(
+        &off.device,
+        &off.queue,
+        &f.0,
+        LoadOptions::default().slab_size(slab),
+    )
+    .unwrap();
+    assert!(!mapped.dma && mapped.slabs > 10);
+    let mut file = hurray_io::file::open(&f.0).unwrap();
+    let view = file.view().unwrap();
+    for t in &mapped.tensors {
+        same_as_file(&off, &view, t);
+    }
+}
+
+#[test]
+fn the_packing_threshold_and_slab_size_are_edges_not_approximations() {
+    let test = "the_packing_threshold_and_slab_size_are_edges_not_approximations";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    let t = 64 * 1024;
+    // t.0 below, t.1 at, t.2 above the threshold; t.3 empty; t.4, t.5
+    // small again after a buffer of its own.
+    let f = Temp::new("pack-edges");
+    write_ours(&f.0, &[t - 1, t, t + 1, 0, 10, 4096]);
+    let l = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().pack_below(t as u64),
+    )
+    .unwrap();
+    let one = |name: &str| l.get(name).unwrap().buffers()[0].clone();
+    assert!(one("t.1").as_whole().is_some(), "at the threshold: its own");
+    assert!(one("t.2").as_whole().is_some(), "above: its own");
+    assert_eq!(one("t.3").byte_len(), 0);
+    // t.0, t.4, t.5 and the sparse tensor's three buffers share one slab,
+    // across the buffers of their own between them.
+    let (z, a, b) = (one("t.0"), one("t.4"), one("t.5"));
+    assert_eq!(z.buffer().id(), a.buffer().id());
+    assert_eq!(a.buffer().id(), b.buffer().id());
+    assert!(!a.is_whole() && b.offset() > a.offset() && a.offset() > z.offset());
+    assert_eq!(l.slabs, 1);
+    assert_eq!(l.packed, 1 + 2 + 3);
+    let mut file = hurray_io::file::open(&f.0).unwrap();
+    let view = file.view().unwrap();
+    for t in &l.tensors {
+        same_as_file(&c, &view, t);
+    }
+    // A slab exactly as large as two 4 KiB buffers (packed at 4096, an
+    // offset every alignment divides) holds both; one byte less cuts it
+    // after the first.
+    let g = Temp::new("pack-slab-edge");
+    write_ours(&g.0, &[4096, 4096, 4096]);
+    let mut gf = hurray_io::file::open(&g.0).unwrap();
+    let gv = gf.view().unwrap();
+    let two = 2 * 4096;
+    for (size, shared) in [(two, true), (two - 1, false)] {
+        let l = load_file(
+            &c.device,
+            &c.queue,
+            &g.0,
+            LoadOptions::default().slab_size(size),
+        )
+        .unwrap();
+        let id = |n: &str| l.get(n).unwrap().buffers()[0].buffer().id();
+        assert_eq!(id("t.0") == id("t.1"), shared, "slab size {size}");
+        assert_ne!(id("t.1"), id("t.2"), "slab size {size}");
+        for t in &l.tensors {
+            same_as_file(&c, &gv, t);
+            for b in t.buffers() {
+                assert!(b.buffer().byte_len() <= size);
+            }
+        }
+    }
+}
+
+#[test]
+fn slabs_are_reused_packed_tensors_save_and_copy_out() {
+    let test = "slabs_are_reused_packed_tensors_save_and_copy_out";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    let sizes: Vec<usize> = (0..500).map(|i| 100 + (i * 37) % 8000).collect();
+    let (a, b) = (Temp::new("slab-a"), Temp::new("slab-b"));
+    write_seeded(&a.0, &sizes, 4);
+    write_seeded(&b.0, &sizes, 5);
+    let opts = || LoadOptions::default().slab_size(512 * 1024);
+    let first = load_file(&c.device, &c.queue, &a.0, opts()).unwrap();
+    assert!(first.slabs > 1);
+    let ids: std::collections::BTreeSet<u64> = first
+        .tensors
+        .iter()
+        .map(|t| t.buffers()[0].buffer().id())
+        .collect();
+    // The same layout, other bytes: every slab taken over.
+    let again = load_file(&c.device, &c.queue, &b.0, opts().reuse(first)).unwrap();
+    assert_eq!(again.reused, again.tensors.len());
+    let now: std::collections::BTreeSet<u64> = again
+        .tensors
+        .iter()
+        .map(|t| t.buffers()[0].buffer().id())
+        .collect();
+    assert_eq!(ids, now);
+    let mut fb = hurray_io::file::open(&b.0).unwrap();
+    let vb = fb.view().unwrap();
+    for t in &again.tensors {
+        same_as_file(&c, &vb, t);
+    }
+    // Another layout (smaller slabs): nothing fits, new slabs.
+    let other = load_file(
+        &c.device,
+        &c.queue,
+        &b.0,
+        LoadOptions::default()
+            .slab_size(256 * 1024)
+            .reuse(again.clone()),
+    )
+    .unwrap();
+    assert_eq!(other.reused, 0);
+    for t in &other.tensors {
+        same_as_file(&c, &vb, t);
+    }
+
+    // A packed tensor copied out into a buffer of its own.
+    let t = again.get("t.3").unwrap();
+    let s = &t.buffers()[0];
+    assert!(!s.is_whole());
+    let own = s.to_buffer(&c.device, &c.queue).unwrap();
+    assert_eq!(own.byte_len(), s.byte_len());
+    assert_ne!(own.id(), s.buffer().id());
+    assert_eq!(
+        own.readback_vec::<u8>(&c.device, &c.queue).unwrap(),
+        back(&c, s)
+    );
+    // A whole slice is its buffer.
+    let whole = GpuSlice::whole(own.clone());
+    assert_eq!(whole.to_buffer(&c.device, &c.queue).unwrap().id(), own.id());
+    assert!(GpuSlice::new(own.clone(), 1, own.byte_len()).is_err());
+
+    // GPU -> file of packed tensors: the same bytes as the source file.
+    let out = Temp::new("slab-save");
+    save_file(&c.device, &c.queue, &out.0, &again.tensors).unwrap();
+    let mut fo = hurray_io::file::open(&out.0).unwrap();
+    let vo = fo.view().unwrap();
+    for t in vb.iter_file_order() {
+        let u = vo.get(t.name()).unwrap();
+        assert_eq!(u.descriptor().as_bytes(), t.descriptor().as_bytes());
+        assert!(u.buffers().eq(t.buffers()), "tensor {}", t.name());
     }
 }

@@ -11,11 +11,12 @@
 //! into PyTorch's caching allocator). One line goes to standard output:
 //!
 //! ```text
-//! load file=<path> bytes=<n> tensors=<k> runs=<r> median_ms=<ms> gbps=<GB/s> best_gbps=<GB/s> validate_ms=<ms> allocate_ms=<ms> copy_ms=<ms> reuse=<bool> dma=<true|false> threads=<t> adapter=<name>
+//! load file=<path> bytes=<n> tensors=<k> runs=<r> median_ms=<ms> gbps=<GB/s> best_gbps=<GB/s> validate_ms=<ms> allocate_ms=<ms> copy_ms=<ms> reuse=<bool> dma=<true|false> slabs=<s> packed=<p> threads=<t> adapter=<name>
 //! ```
 //!
 //! (`gbps` from the median; the phases are those of the median run; 1 GB =
-//! 10⁹ bytes.)
+//! 10⁹ bytes; `slabs` GPU buffers shared by `packed` small tensor buffers,
+//! `LoadOptions::pack_below`, both 0 with `--no-pack`.)
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -45,6 +46,10 @@ pub struct LoadArgs {
     /// Load each run into the buffers of the run before (no allocation).
     #[arg(long)]
     pub reuse: bool,
+    /// Give every tensor buffer a GPU buffer of its own instead of packing
+    /// those under 1 MiB into shared slabs (for comparison).
+    #[arg(long)]
+    pub no_pack: bool,
 }
 
 /// What `hurray load` measured.
@@ -67,6 +72,10 @@ pub struct LoadReport {
     pub reuse: bool,
     /// Whether DMA staging was used.
     pub dma: bool,
+    /// Slabs (GPU buffers shared by small tensor buffers) per run.
+    pub slabs: usize,
+    /// Tensor buffers packed into slabs per run.
+    pub packed: usize,
     /// Host copy threads.
     pub threads: usize,
     /// The adapter's name.
@@ -79,7 +88,7 @@ impl LoadReport {
     pub fn line(&self, path: &Path) -> String {
         let gbps = |s: f64| self.bytes as f64 / s.max(1e-9) / 1e9;
         format!(
-            "load file={} bytes={} tensors={} runs={} median_ms={:.2} gbps={:.2} best_gbps={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} reuse={} dma={} threads={} adapter={:?}",
+            "load file={} bytes={} tensors={} runs={} median_ms={:.2} gbps={:.2} best_gbps={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} reuse={} dma={} slabs={} packed={} threads={} adapter={:?}",
             path.display(),
             self.bytes,
             self.tensors,
@@ -92,6 +101,8 @@ impl LoadReport {
             self.times.copy.as_secs_f64() * 1e3,
             self.reuse,
             self.dma,
+            self.slabs,
+            self.packed,
             self.threads,
             self.adapter
         )
@@ -116,6 +127,9 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
         } else {
             LoadOptions::default().only(&args.tensors)
         };
+        if args.no_pack {
+            options = options.pack_below(0);
+        }
         if let Some(p) = previous {
             options = options.reuse(p);
         }
@@ -126,6 +140,7 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
     };
     let (first, mut loaded) = once(None)?;
     let (bytes, tensors, dma) = (loaded.bytes, loaded.tensors.len(), loaded.dma);
+    let (slabs, packed) = (loaded.slabs, loaded.packed);
     let mut times = vec![(first, loaded.times)];
     for i in 0..args.runs {
         let previous = args.reuse.then_some(loaded);
@@ -153,6 +168,8 @@ pub fn run(args: &LoadArgs) -> Result<LoadReport, String> {
         times: median_times,
         reuse: args.reuse,
         dma,
+        slabs,
+        packed,
         threads: hurray_gpu::worker_threads(),
         adapter: ctx.adapter_info().name,
     })
