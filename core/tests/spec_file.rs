@@ -687,6 +687,25 @@ fn ff_index_3_names_are_unique() {
     let mut table = vec![0u32; FileIndex::table_len(&f).unwrap()];
     let e = FileView::parse_with(&f, &FileOptions::STRICT, &mut table).unwrap_err();
     assert_eq!(e.kind(), K::DuplicateName);
+    // Unflagged but ascending (the order a name-ordered writer leaves):
+    // unique without a sort, and the table serves lookups as it stands.
+    let many: Vec<Tensor> = (0..LARGE).map(|i| t(&format!("t{i:03}"), 1)).collect();
+    let f = Fixture::new(many).bytes();
+    let mut table = vec![0u32; FileIndex::table_len(&f).unwrap()];
+    let v = FileView::parse_with(&f, &FileOptions::STRICT, &mut table).unwrap();
+    for i in 0..LARGE {
+        let name = format!("t{i:03}");
+        assert_eq!(v.get(&name).map(|t| t.name()), Some(name.as_str()));
+    }
+    assert!(v.get("t").is_none() && v.get("u").is_none());
+    // Ascending up to an equal neighbour: not ascending, and the duplicate
+    // is found.
+    let mut twice: Vec<Tensor> = (0..LARGE).map(|i| t(&format!("t{i:03}"), 1)).collect();
+    twice[(LARGE / 2) as usize] = t(&format!("t{:03}", LARGE / 2 - 1), 1);
+    let f = Fixture::new(twice).bytes();
+    let mut table = vec![0u32; FileIndex::table_len(&f).unwrap()];
+    let e = FileView::parse_with(&f, &FileOptions::STRICT, &mut table).unwrap_err();
+    assert_eq!(e.kind(), K::DuplicateName);
 }
 
 #[test]

@@ -429,17 +429,24 @@ impl<'a> FileIndex<'a> {
         let mut pos = INDEX_COUNT_LEN;
         let mut prev_name: &[u8] = &[];
         let mut in_file_order = true;
+        // Whether the names ascend strictly in index order (so are unique)
+        // without the flag that promises it: a writer that wrote them in
+        // name order (`hurray convert` of a safetensors file does).
+        let mut ascending = true;
         let mut prev_end = first;
         for i in 0..n {
             let (e, next) = read_entry(l.index, pos, l.index_offset)?;
             let entry_at = l.index_offset.saturating_add(pos as u64);
-            if sorted && i > 0 && e.name.as_bytes() <= prev_name {
-                let kind = if e.name.as_bytes() == prev_name {
-                    FileErrorKind::DuplicateName
-                } else {
-                    FileErrorKind::NotSorted
-                };
-                return Err(at(entry_at, kind));
+            if i > 0 && e.name.as_bytes() <= prev_name {
+                if sorted {
+                    let kind = if e.name.as_bytes() == prev_name {
+                        FileErrorKind::DuplicateName
+                    } else {
+                        FileErrorKind::NotSorted
+                    };
+                    return Err(at(entry_at, kind));
+                }
+                ascending = false;
             }
             prev_name = e.name.as_bytes();
             check_entry_bounds(&e, first, l.region_end, entry_at)?;
@@ -466,9 +473,11 @@ impl<'a> FileIndex<'a> {
             split_entry(index, off as usize).map_or(0, |(_, f, _)| f.descriptor_offset.get())
         };
 
-        // Names are unique: free when sorted; else through the table, or
-        // pairwise for a small index.
-        if !sorted {
+        // Names are unique: free when sorted (flagged, or found ascending
+        // with a table to fill: the table is then sorted as it stands);
+        // else through the table, or pairwise for a small index.
+        let unique = sorted || (ascending && use_table);
+        if !unique {
             if use_table {
                 heapsort(names, |a, b| name_of(a).cmp(name_of(b)));
                 // (Pairs by hand: `windows` keeps a panic path at opt-level "s".)
