@@ -306,6 +306,27 @@ fn gpu_to_file_round_trips_through_our_reader() {
 }
 
 /// Readback of every buffer of `t` equals the file's bytes of tensor `name`.
+/// [`load_view_async`] driven to completion on this thread while another
+/// thread polls the device, as an application's render loop would.
+fn load_polled(
+    c: &GpuContext,
+    view: &hurray_core::file::FileView<'_>,
+    options: LoadOptions<'_>,
+) -> Result<Loaded, LoadError> {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                let _ = c.device.poll(hurray_gpu::wgpu::PollType::Poll);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        });
+        let r = pollster::block_on(load_view_async(&c.device, &c.queue, view, options));
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        r
+    })
+}
+
 fn same_as_file(c: &GpuContext, view: &hurray_core::file::FileView<'_>, t: &LoadedTensor) {
     let f = view.get(t.name()).unwrap();
     for (h, bytes) in t.buffers().iter().zip(f.buffers()) {
@@ -372,25 +393,8 @@ fn a_reload_reuses_fitting_buffers_and_the_async_form_loads_the_same_bytes() {
     // by another thread: the same bytes, the same progress totals.
     let mut fa = hurray_io::file::open(&a.0).unwrap();
     let va = fa.view().unwrap();
-    let stop = std::sync::atomic::AtomicBool::new(false);
     let mut last = None;
-    let loaded = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !stop.load(std::sync::atomic::Ordering::Acquire) {
-                let _ = c.device.poll(hurray_gpu::wgpu::PollType::Poll);
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
-        });
-        let r = pollster::block_on(load_view_async(
-            &c.device,
-            &c.queue,
-            &va,
-            LoadOptions::default().progress(|p| last = Some(p)),
-        ));
-        stop.store(true, std::sync::atomic::Ordering::Release);
-        r
-    })
-    .unwrap();
+    let loaded = load_polled(&c, &va, LoadOptions::default().progress(|p| last = Some(p))).unwrap();
     assert_eq!(loaded.dma, c.host_dma());
     assert_eq!(loaded.times.validate, std::time::Duration::ZERO);
     let p = last.unwrap();
@@ -490,24 +494,7 @@ fn many_small_tensors_share_slabs_and_read_back_exactly_as_without_packing() {
     assert!(own.tensors.iter().all(|t| !t.is_packed()));
     assert!(contents(&c, &packed) == contents(&c, &own));
     // The async form packs the same way.
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let asynced = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !stop.load(std::sync::atomic::Ordering::Acquire) {
-                let _ = c.device.poll(hurray_gpu::wgpu::PollType::Poll);
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
-        });
-        let r = pollster::block_on(load_view_async(
-            &c.device,
-            &c.queue,
-            &view,
-            LoadOptions::default().slab_size(slab),
-        ));
-        stop.store(true, std::sync::atomic::Ordering::Release);
-        r
-    })
-    .unwrap();
+    let asynced = load_polled(&c, &view, LoadOptions::default().slab_size(slab)).unwrap();
     assert_eq!(asynced.slabs, packed.slabs);
     assert!(contents(&c, &asynced) == contents(&c, &own));
     // Without DMA staging (mapped writes of whole slabs): the same bytes.
