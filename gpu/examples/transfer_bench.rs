@@ -17,12 +17,21 @@
 //! * `mapped`   — `readback` of a `MAP_READ | STORAGE` buffer, mapped directly
 //!   (only where the device has `MAPPABLE_PRIMARY_BUFFERS`; 0 otherwise).
 //!
-//! `write size=<B> hurray_us= hurray_gbps= upload_us= upload_gbps= raw_wait_us= raw_spin_us= raw_spin_gbps= zerocopy_us= zerocopy_gbps=`
+//! `write size=<B> hurray_us= hurray_gbps= upload_us= upload_gbps= raw_wait_us= raw_spin_us= raw_spin_gbps= zerocopy_us= zerocopy_gbps= zerocopy_fill_gbps= host_copy_gbps=`
 //! * `hurray`   — in-place `write` into a resident buffer, then `wait_for`;
 //! * `upload`   — `upload` into a new buffer, then a wait for the queue;
 //! * `raw_wait` — raw `Queue::write_buffer` + submit + `poll(Wait)`;
 //! * `raw_spin` — the same, spinning until the submission is done;
-//! * `zerocopy` — `write_mapped`, the closure copying from host memory.
+//! * `zerocopy` — `write_mapped`, the closure copying from host memory;
+//! * `zerocopy_fill` — `write_mapped`, the closure producing its bytes in
+//!   place (a `memset`): what the engine moves when the producer reads no
+//!   other host memory;
+//! * `host_copy` — no GPU: the same bytes copied from one host buffer into
+//!   another over the worker pool's thread count, this run's host copy
+//!   rate. A plain write or read (and a zero-copy write that copies) moves
+//!   each byte through host memory three times (the copy reads and writes
+//!   it, the DMA reads or writes it once more), so about two thirds of
+//!   `host_copy` is what this host allows them.
 //!
 //! `--svg PATH` draws GB/s against size (reads and writes, ours beside raw
 //! wgpu and, with `--cuda FILE`, CUDA's pageable and pinned copies: the
@@ -43,6 +52,18 @@ use hurray_gpu::{GpuBufferHandle, GpuContext, wait_for};
 mod svg;
 
 /// `key=value` of a bench line.
+/// Copies `src` into `dst` (equal lengths) on as many threads as the
+/// worker pool has: the host's own copy rate, for comparison.
+fn host_copy(dst: &mut [u8], src: &[u8]) {
+    let threads = hurray_gpu::worker_threads().max(1);
+    let part = src.len().div_ceil(threads).max(1 << 16);
+    std::thread::scope(|s| {
+        for (d, c) in dst.chunks_mut(part).zip(src.chunks(part)) {
+            s.spawn(move || d.copy_from_slice(c));
+        }
+    });
+}
+
 fn field(line: &str, key: &str) -> Option<f64> {
     line.split_whitespace()
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
@@ -319,8 +340,15 @@ fn main() {
         resident.readback(d, q, &mut out).expect("readback");
         assert!(out == data);
         raw_write(&ctx, resident.buffer(), &data, true);
+        let i = resident
+            .write_mapped(d, q, 0, size, |_, mut part| part.fill(0x5a))
+            .expect("write_mapped in place");
+        wait_for(d, i).expect("wait");
+        resident.readback(d, q, &mut out).expect("readback");
+        assert!(out.iter().all(|&b| b == 0x5a), "write_mapped in place");
+        let mut copy = vec![0u8; data.len()];
 
-        let mut t: [Vec<Duration>; 10] = Default::default();
+        let mut t: [Vec<Duration>; 12] = Default::default();
         for _ in 0..iters {
             let s = Instant::now();
             h.readback(d, q, &mut out).expect("readback");
@@ -374,8 +402,20 @@ fn main() {
                 .expect("write_mapped");
             wait_for(d, i).expect("wait");
             t[9].push(s.elapsed());
+
+            let s = Instant::now();
+            let i = resident
+                .write_mapped(d, q, 0, size, |_, mut part| part.fill(0x5a))
+                .expect("write_mapped in place");
+            wait_for(d, i).expect("wait");
+            t[10].push(s.elapsed());
+
+            let s = Instant::now();
+            host_copy(&mut copy, &data);
+            t[11].push(s.elapsed());
+            black_box(&copy);
         }
-        let [r, rw_, rs, rz, rm, w, wu, ww, wsp, wz] = t.map(|v| {
+        let [r, rw_, rs, rz, rm, w, wu, ww, wsp, wz, wf, hc] = t.map(|v| {
             if v.is_empty() {
                 Duration::ZERO
             } else {
@@ -394,7 +434,7 @@ fn main() {
             us(rm),
         );
         println!(
-            "write size={size} hurray_us={:.1} hurray_gbps={:.3} upload_us={:.1} upload_gbps={:.3} raw_wait_us={:.1} raw_spin_us={:.1} raw_spin_gbps={:.3} zerocopy_us={:.1} zerocopy_gbps={:.3}",
+            "write size={size} hurray_us={:.1} hurray_gbps={:.3} upload_us={:.1} upload_gbps={:.3} raw_wait_us={:.1} raw_spin_us={:.1} raw_spin_gbps={:.3} zerocopy_us={:.1} zerocopy_gbps={:.3} zerocopy_fill_us={:.1} zerocopy_fill_gbps={:.3} host_copy_gbps={:.3}",
             us(w),
             gbps(size, w),
             us(wu),
@@ -404,6 +444,9 @@ fn main() {
             gbps(size, wsp),
             us(wz),
             gbps(size, wz),
+            us(wf),
+            gbps(size, wf),
+            gbps(size, hc),
         );
         rows.push([
             size as f64,
