@@ -19,7 +19,10 @@ use super::cursor::Writer;
 use crate::table::BufferTable;
 use zerocopy::little_endian::U32;
 
-use super::header::{self, DESCRIPTOR_MAGIC, FixedHeader, Flags, VERSION_MAJOR, VERSION_MINOR};
+use super::extent;
+use super::header::{
+    self, DESCRIPTOR_MAGIC, DYNAMIC, FixedHeader, Flags, MAX_RANK, VERSION_MAJOR, VERSION_MINOR,
+};
 use super::layout::{LayoutSpec, tag};
 use super::section::ext_type::ExtensionType;
 use super::section::member::MemberRole;
@@ -369,11 +372,62 @@ impl<'a> TensorDescriptor<'a> {
     /// where [`write`](Self::write) put each part, for the errors'
     /// offsets). Nothing is read back from the output.
     fn check(&self, header: &FixedHeader, at: &Written) -> Result<(), EncodeError> {
+        if self.plain_dense_holds(header) {
+            return Ok(());
+        }
         let element_type = self.check_front(header, at)?;
         if header.flags.get() == 0 {
             return self.check_plain(header, at, element_type);
         }
         self.check_sections(header, at, element_type)
+    }
+
+    /// Whether this is a native row- or column-major descriptor with one
+    /// buffer, no optional section and a public element type that every
+    /// rule accepts, decided in one pass over the shape. For such a
+    /// descriptor the parser's rules come down to what is compared here:
+    /// the header's fields were built from the values (magic, version,
+    /// flag word 0, a public type's own code, a known layout tag), so its
+    /// check is the rank bound; the layout has no field, only a rank rule
+    /// (column-major: not a scalar); colocation needs a second buffer; the
+    /// buffer count is the one buffer; `byte_offset` lies in buffer 0 and
+    /// is aligned; and unless a dimension is dynamic, buffer 0 holds the
+    /// elements from `byte_offset` on. `false` is no verdict: the general
+    /// path then runs every rule and names the first one broken (an
+    /// overflowing element count, which a zero dimension may excuse, is
+    /// left to it too).
+    #[inline]
+    fn plain_dense_holds(&self, header: &FixedHeader) -> bool {
+        let column = match self.layout {
+            LayoutSpec::RowMajor => false,
+            LayoutSpec::ColumnMajor => true,
+            _ => return false,
+        };
+        let (Some(packing), 0, 1) = (
+            self.element_type.packing(),
+            header.flags.get(),
+            self.buffers.len(),
+        ) else {
+            return false;
+        };
+        let rank = self.shape.len();
+        if rank > MAX_RANK as usize || (column && rank == 0) {
+            return false;
+        }
+        let (size, offset) = (self.buffers.byte_size(0), self.byte_offset);
+        let alignment = u64::from(self.element_type.natural_alignment());
+        if offset > size || !extent::is_multiple_of_pow2(offset, alignment) {
+            return false;
+        }
+        let (count, dynamic) = match self.shape {
+            Values::Native(d) => count_or_dynamic(d.iter().copied()),
+            Values::Wire(d) => count_or_dynamic(d.iter().map(|n| n.get())),
+        };
+        dynamic
+            || count
+                .and_then(|n| packing.bytes_for(n))
+                .and_then(|bytes| offset.checked_add(bytes))
+                .is_some_and(|end| end <= size)
     }
 
     /// The rules up to the buffer table: header, layout fields, colocation.
@@ -558,6 +612,18 @@ impl<'a> TensorDescriptor<'a> {
         w.patch_u32(header::at::LENGTH as usize, total);
         at
     }
+}
+
+/// The element count (`None` on overflow) and whether a dimension is
+/// dynamic, in one pass.
+#[inline]
+fn count_or_dynamic(dims: impl Iterator<Item = u64>) -> (Option<u64>, bool) {
+    dims.fold((Some(1u64), false), |(count, dynamic), n| {
+        (
+            count.and_then(|c| c.checked_mul(n)),
+            dynamic | (n == DYNAMIC),
+        )
+    })
 }
 
 /// Where [`TensorDescriptor::write`] put each part (offsets in the
