@@ -372,7 +372,14 @@ impl<'a> TensorDescriptor<'a> {
     /// where [`write`](Self::write) put each part, for the errors'
     /// offsets). Nothing is read back from the output.
     fn check(&self, header: &FixedHeader, at: &Written) -> Result<(), EncodeError> {
-        if self.plain_dense_holds(header) {
+        let plain_family = matches!(
+            self.layout,
+            LayoutSpec::RowMajor
+                | LayoutSpec::ColumnMajor
+                | LayoutSpec::Csr(_)
+                | LayoutSpec::Csc(_)
+        );
+        if plain_family && header.flags.get() == 0 && self.plain_holds() {
             return Ok(());
         }
         let element_type = self.check_front(header, at)?;
@@ -382,52 +389,79 @@ impl<'a> TensorDescriptor<'a> {
         self.check_sections(header, at, element_type)
     }
 
-    /// Whether this is a native row- or column-major descriptor with one
-    /// buffer, no optional section and a public element type that every
-    /// rule accepts, decided in one pass over the shape. For such a
-    /// descriptor the parser's rules come down to what is compared here:
-    /// the header's fields were built from the values (magic, version,
+    /// Whether every rule accepts this descriptor, for the commonest
+    /// families with no optional section and a public element type (a
+    /// native row-, column-major, CSR or CSC spec), decided in one pass
+    /// over the shape. For those the parser's rules come down to what is
+    /// compared here: the header was built from the values (magic, version,
     /// flag word 0, a public type's own code, a known layout tag), so its
-    /// check is the rank bound; the layout has no field, only a rank rule
-    /// (column-major: not a scalar); colocation needs a second buffer; the
-    /// buffer count is the one buffer; `byte_offset` lies in buffer 0 and
-    /// is aligned; and unless a dimension is dynamic, buffer 0 holds the
-    /// elements from `byte_offset` on. `false` is no verdict: the general
-    /// path then runs every rule and names the first one broken (an
-    /// overflowing element count, which a zero dimension may excuse, is
-    /// left to it too).
+    /// check is the rank bound; the layouts have no field rule but their
+    /// rank (column-major: not a scalar; compressed: rank 2); no section
+    /// means no section rule; and then colocation, the buffer count,
+    /// `byte_offset` and the layout's size rule, each the same comparison
+    /// as the general rule's. `false` is no verdict: the general path then
+    /// runs every rule and names the first one broken (an overflowing
+    /// element count, which a zero dimension may excuse, and a compressed
+    /// layout over a dynamic shape are left to it too).
     #[inline]
-    fn plain_dense_holds(&self, header: &FixedHeader) -> bool {
-        let column = match self.layout {
-            LayoutSpec::RowMajor => false,
-            LayoutSpec::ColumnMajor => true,
-            _ => return false,
-        };
-        let (Some(packing), 0, 1) = (
-            self.element_type.packing(),
-            header.flags.get(),
-            self.buffers.len(),
-        ) else {
+    fn plain_holds(&self) -> bool {
+        let Some(packing) = self.element_type.packing() else {
             return false;
         };
-        let rank = self.shape.len();
-        if rank > MAX_RANK as usize || (column && rank == 0) {
-            return false;
-        }
-        let (size, offset) = (self.buffers.byte_size(0), self.byte_offset);
-        let alignment = u64::from(self.element_type.natural_alignment());
-        if offset > size || !extent::is_multiple_of_pow2(offset, alignment) {
+        let (rank, b) = (self.shape.len(), self.buffers);
+        if rank > MAX_RANK as usize || !self.colocated() {
             return false;
         }
         let (count, dynamic) = match self.shape {
             Values::Native(d) => count_or_dynamic(d.iter().copied()),
             Values::Wire(d) => count_or_dynamic(d.iter().map(|n| n.get())),
         };
-        dynamic
-            || count
-                .and_then(|n| packing.bytes_for(n))
-                .and_then(|bytes| offset.checked_add(bytes))
-                .is_some_and(|end| end <= size)
+        let offset = self.byte_offset;
+        match self.layout {
+            LayoutSpec::RowMajor | LayoutSpec::ColumnMajor => {
+                let scalar_ok = rank > 0 || matches!(self.layout, LayoutSpec::RowMajor);
+                let alignment = u64::from(self.element_type.natural_alignment());
+                let size = b.byte_size(0);
+                let needed = count
+                    .and_then(|n| packing.bytes_for(n))
+                    .and_then(|bytes| offset.checked_add(bytes));
+                scalar_ok
+                    && b.len() == 1
+                    && offset <= size
+                    && extent::is_multiple_of_pow2(offset, alignment)
+                    && (dynamic || needed.is_some_and(|end| end <= size))
+            }
+            LayoutSpec::Csr(c) | LayoutSpec::Csc(c) => {
+                let major = self
+                    .shape
+                    .get(usize::from(matches!(self.layout, LayoutSpec::Csc(_))));
+                let pointers = major.and_then(|n| n.checked_add(1));
+                rank == 2
+                    && b.len() == 3
+                    && offset == 0
+                    && !dynamic
+                    && count.is_some()
+                    && packing
+                        .bytes_for(c.nnz)
+                        .is_some_and(|v| v <= b.byte_size(0))
+                    && c.nnz.checked_mul(8) == Some(b.byte_size(1))
+                    && pointers.and_then(|p| p.checked_mul(8)) == Some(b.byte_size(2))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether every handle lies where the first does (a parsed table was
+    /// checked when it was read).
+    #[inline]
+    fn colocated(&self) -> bool {
+        match self.buffers {
+            Buffers::Handles([first, rest @ ..]) => {
+                let first = table::handle_placement(first);
+                rest.iter().all(|h| table::handle_placement(h) == first)
+            }
+            _ => true,
+        }
     }
 
     /// The rules up to the buffer table: header, layout fields, colocation.
