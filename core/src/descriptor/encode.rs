@@ -372,14 +372,14 @@ impl<'a> TensorDescriptor<'a> {
     /// where [`write`](Self::write) put each part, for the errors'
     /// offsets). Nothing is read back from the output.
     fn check(&self, header: &FixedHeader, at: &Written) -> Result<(), EncodeError> {
-        let plain_family = matches!(
-            self.layout,
-            LayoutSpec::RowMajor
-                | LayoutSpec::ColumnMajor
-                | LayoutSpec::Csr(_)
-                | LayoutSpec::Csc(_)
-        );
-        if plain_family && header.flags.get() == 0 && self.plain_holds() {
+        // Dense may carry a quantization section; compressed, none.
+        let sections = match self.layout {
+            LayoutSpec::RowMajor | LayoutSpec::ColumnMajor => Some(Flags::HAS_QUANTIZATION.bits()),
+            LayoutSpec::Csr(_) | LayoutSpec::Csc(_) => Some(0),
+            _ => None,
+        };
+        let flags = header.flags.get();
+        if sections.is_some_and(|s| flags & !s == 0) && self.plain_holds(at.quantization) {
             return Ok(());
         }
         let element_type = self.check_front(header, at)?;
@@ -404,7 +404,7 @@ impl<'a> TensorDescriptor<'a> {
     /// element count, which a zero dimension may excuse, and a compressed
     /// layout over a dynamic shape are left to it too).
     #[inline]
-    fn plain_holds(&self) -> bool {
+    fn plain_holds(&self, quantization_at: u32) -> bool {
         let Some(packing) = self.element_type.packing() else {
             return false;
         };
@@ -422,11 +422,18 @@ impl<'a> TensorDescriptor<'a> {
                 let scalar_ok = rank > 0 || matches!(self.layout, LayoutSpec::RowMajor);
                 let alignment = u64::from(self.element_type.natural_alignment());
                 let size = b.byte_size(0);
-                let needed = count
+                let (elements, buffers) = match &self.quantization {
+                    None => (count, 1),
+                    Some(q) => match self.quantization_holds(q, quantization_at, dynamic) {
+                        Some((padded, params)) => (padded.or(count), 1 + params),
+                        None => return false,
+                    },
+                };
+                let needed = elements
                     .and_then(|n| packing.bytes_for(n))
                     .and_then(|bytes| offset.checked_add(bytes));
                 scalar_ok
-                    && b.len() == 1
+                    && b.len() == buffers
                     && offset <= size
                     && extent::is_multiple_of_pow2(offset, alignment)
                     && (dynamic || needed.is_some_and(|end| end <= size))
@@ -449,6 +456,70 @@ impl<'a> TensorDescriptor<'a> {
             }
             _ => false,
         }
+    }
+
+    /// For a quantized dense descriptor, whether the section's own rules
+    /// (the parser's function) and its parameter buffers' indices and
+    /// sizes hold: then the number of parameter buffers, and the element
+    /// count buffer 0 holds when the scheme pads to whole blocks. `None`
+    /// is no verdict (a private scheme's buffers are left to the general
+    /// path too). Over a dynamic shape no size is checked, as the parser's
+    /// `Parts::check` does.
+    #[inline(never)]
+    fn quantization_holds(
+        &self,
+        q: &Quantization<'_>,
+        at: u32,
+        dynamic: bool,
+    ) -> Option<(Option<u64>, usize)> {
+        let s = &q.scheme;
+        let ctx = QuantCtx {
+            shape: self.shape,
+            storage: self.element_type,
+            accept_private: true,
+            page_size: None,
+        };
+        if matches!(s, Scheme::Private { .. }) || !matches!(q.check(&ctx, at), Ok(true)) {
+            return None;
+        }
+        // Parameter buffers follow the data buffer.
+        let (b, (scale, zero)) = (self.buffers, s.parameter_buffers());
+        let in_table = |i: u32| i >= 1 && (i as usize) < b.len();
+        let params = match (scale, zero) {
+            (Some(s), Some(z)) if in_table(s) && in_table(z) => 1 + usize::from(s != z),
+            (Some(s), None) if in_table(s) => 1,
+            (None, None) => 0,
+            _ => return None,
+        };
+        let Some(scale) = scale.filter(|_| !dynamic) else {
+            return Some((None, params));
+        };
+        let (entries, padded) = match *s {
+            Scheme::PerChannel { axis, .. } => (self.shape.get(axis as usize)?, None),
+            _ => {
+                let (axis, k) = s.blocks()?;
+                let along = self.shape.get(axis as usize)?;
+                let others = match self.shape {
+                    Values::Native(d) => product_but(d.iter().copied(), axis)?,
+                    Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
+                };
+                let blocks = extent::div_ceil(along, u64::from(k)).checked_mul(others)?;
+                let padded = match s.pads_blocks() {
+                    true => Some(blocks.checked_mul(u64::from(k))?),
+                    false => None,
+                };
+                (blocks, padded)
+            }
+        };
+        let scale_bytes = entries.checked_mul(s.scale_width())?;
+        let zero_bytes = entries.checked_mul(4)?;
+        let size = |i: u32| b.byte_size(i as usize);
+        let sized = match zero {
+            Some(z) if z == scale => Some(size(scale)) == scale_bytes.checked_add(zero_bytes),
+            Some(z) => size(scale) == scale_bytes && size(z) == zero_bytes,
+            None => size(scale) == scale_bytes,
+        };
+        sized.then_some((padded, params))
     }
 
     /// Whether every handle lies where the first does (a parsed table was
@@ -658,6 +729,18 @@ fn count_or_dynamic(dims: impl Iterator<Item = u64>) -> (Option<u64>, bool) {
             dynamic | (n == DYNAMIC),
         )
     })
+}
+
+/// The product of every dimension but `axis` (`None` on overflow, as the
+/// parameter count rule has it).
+#[inline]
+fn product_but(dims: impl Iterator<Item = u64>, axis: u32) -> Option<u64> {
+    (0..)
+        .zip(dims)
+        .try_fold(1u64, |acc, (i, n)| match i == axis {
+            true => Some(acc),
+            false => acc.checked_mul(n),
+        })
 }
 
 /// Where [`TensorDescriptor::write`] put each part (offsets in the
