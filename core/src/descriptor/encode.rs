@@ -425,7 +425,7 @@ impl<'a> TensorDescriptor<'a> {
                 let (elements, buffers) = match &self.quantization {
                     None => (count, 1),
                     Some(q) => match self.quantization_holds(q, quantization_at, dynamic) {
-                        Some((padded, params)) => (padded.or(count), 1 + params),
+                        Some((padded, buffers)) => (padded.or(count), buffers),
                         None => return false,
                     },
                 };
@@ -460,7 +460,7 @@ impl<'a> TensorDescriptor<'a> {
 
     /// For a quantized dense descriptor, whether the section's own rules
     /// (the parser's function) and its parameter buffers' indices and
-    /// sizes hold: then the number of parameter buffers, and the element
+    /// sizes hold: then the descriptor's buffer count, and the element
     /// count buffer 0 holds when the scheme pads to whole blocks. `None`
     /// is no verdict (a private scheme's buffers are left to the general
     /// path too). Over a dynamic shape no size is checked, as the parser's
@@ -485,14 +485,15 @@ impl<'a> TensorDescriptor<'a> {
         // Parameter buffers follow the data buffer.
         let (b, (scale, zero)) = (self.buffers, s.parameter_buffers());
         let in_table = |i: u32| i >= 1 && (i as usize) < b.len();
-        let params = match (scale, zero) {
-            (Some(s), Some(z)) if in_table(s) && in_table(z) => 1 + usize::from(s != z),
-            (Some(s), None) if in_table(s) => 1,
-            (None, None) => 0,
+        let buffers = match (scale, zero) {
+            (Some(s), Some(z)) if in_table(s) && in_table(z) && s != z => 3,
+            (Some(s), Some(z)) if in_table(s) && in_table(z) => 2,
+            (Some(s), None) if in_table(s) => 2,
+            (None, None) => 1,
             _ => return None,
         };
         let Some(scale) = scale.filter(|_| !dynamic) else {
-            return Some((None, params));
+            return Some((None, buffers));
         };
         let (entries, padded) = match *s {
             Scheme::PerChannel { axis, .. } => (self.shape.get(axis as usize)?, None),
@@ -519,7 +520,7 @@ impl<'a> TensorDescriptor<'a> {
             Some(z) => size(scale) == scale_bytes && size(z) == zero_bytes,
             None => size(scale) == scale_bytes,
         };
-        sized.then_some((padded, params))
+        sized.then_some((padded, buffers))
     }
 
     /// Whether every handle lies where the first does (a parsed table was
