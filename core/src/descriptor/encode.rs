@@ -383,26 +383,17 @@ impl<'a> TensorDescriptor<'a> {
             return Ok(());
         }
         let element_type = self.check_front(header, at)?;
-        if header.flags.get() == 0 {
-            return self.check_plain(header, at, element_type);
-        }
-        self.check_sections(header, at, element_type)
+        self.check_rest(header, at, element_type)
     }
 
-    /// Whether every rule accepts this descriptor, for the commonest
-    /// families with no optional section and a public element type (a
-    /// native row-, column-major, CSR or CSC spec), decided in one pass
-    /// over the shape. For those the parser's rules come down to what is
-    /// compared here: the header was built from the values (magic, version,
-    /// flag word 0, a public type's own code, a known layout tag), so its
-    /// check is the rank bound; the layouts have no field rule but their
-    /// rank (column-major: not a scalar; compressed: rank 2); no section
-    /// means no section rule; and then colocation, the buffer count,
-    /// `byte_offset` and the layout's size rule, each the same comparison
-    /// as the general rule's. `false` is no verdict: the general path then
-    /// runs every rule and names the first one broken (an overflowing
-    /// element count, which a zero dimension may excuse, and a compressed
-    /// layout over a dynamic shape are left to it too).
+    /// Whether every rule holds, for a native row-, column-major (with or
+    /// without quantization), CSR or CSC descriptor with no other section
+    /// and a public type: one pass over the shape and the comparisons the
+    /// rules come down to when the header was built from these values (its
+    /// check is then the rank bound) and no section needs its own rule.
+    /// `false` is no verdict: the general path runs every rule and names
+    /// the first one broken (it also takes an overflowing element count,
+    /// which a zero may excuse, and a compressed tensor of dynamic shape).
     #[inline]
     fn plain_holds(&self, quantization_at: u32) -> bool {
         let Some(packing) = self.element_type.packing() else {
@@ -563,26 +554,10 @@ impl<'a> TensorDescriptor<'a> {
         Ok(element_type)
     }
 
-    /// The rest for a descriptor with no optional section (the commonest):
-    /// the same rules, compiled knowing there is none. A private type,
-    /// which needs its section, was refused by the header check.
-    #[inline(never)]
-    fn check_plain(
-        &self,
-        header: &FixedHeader,
-        at: &Written,
-        element_type: ElementType,
-    ) -> Result<(), EncodeError> {
-        let packing = element_type.packing().unwrap_or(Packing::Bytes(1));
-        Ok(self
-            .parts::<false>(header, element_type, packing)
-            .check(&at.parts)?)
-    }
-
     /// The rest: the sections' own rules, then the rules that tie the parts
     /// together.
     #[inline(never)]
-    fn check_sections(
+    fn check_rest(
         &self,
         header: &FixedHeader,
         at: &Written,
@@ -615,19 +590,17 @@ impl<'a> TensorDescriptor<'a> {
             // A private type without its section was refused above.
             (None, None) => Packing::Bytes(1),
         };
-        Ok(self
-            .parts::<true>(header, element_type, packing)
-            .check(&at.parts)?)
+        Ok(self.parts(header, element_type, packing).check(&at.parts)?)
     }
 
     /// The values as the rules that tie the parts together read them.
     #[inline]
-    const fn parts<const SECTIONS: bool>(
+    const fn parts(
         &self,
         header: &FixedHeader,
         element_type: ElementType,
         packing: Packing,
-    ) -> Checked<'_, 'a, SECTIONS> {
+    ) -> Checked<'_, 'a> {
         Checked {
             desc: self,
             layout_tag: header.layout_tag,
@@ -756,16 +729,15 @@ struct Written {
 }
 
 /// An encoder's values as the rules that tie the parts together read them
-/// (with what the header check derived from them); `SECTIONS` false: the
-/// descriptor has no optional section, and the rules are compiled knowing it.
-struct Checked<'d, 'a, const SECTIONS: bool> {
+/// (with what the header check derived from them).
+struct Checked<'d, 'a> {
     desc: &'d TensorDescriptor<'a>,
     layout_tag: u8,
     element_type: ElementType,
     packing: Packing,
 }
 
-impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
+impl<'a> Parts for Checked<'_, 'a> {
     type Dims = DimValues<'a>;
     type Sizes = Buffers<'a>;
     type Layout = LayoutSpec<'a>;
@@ -791,19 +763,15 @@ impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
         self.desc.buffers
     }
     fn scheme(&self) -> Option<&Scheme<'_>> {
-        let q = self.desc.quantization.as_ref().filter(|_| SECTIONS);
-        q.map(|q| &q.scheme)
+        self.desc.quantization.as_ref().map(|q| &q.scheme)
     }
     fn has_shard(&self) -> bool {
-        SECTIONS && self.desc.shard.is_some()
+        self.desc.shard.is_some()
     }
     fn has_member(&self) -> bool {
-        SECTIONS && self.desc.member_role.is_some()
+        self.desc.member_role.is_some()
     }
     fn stats_nnz(&self) -> Option<u64> {
-        self.desc
-            .statistics
-            .filter(|_| SECTIONS)
-            .and_then(|s| s.nnz())
+        self.desc.statistics.and_then(|s| s.nnz())
     }
 }
