@@ -1211,7 +1211,7 @@ fn md_roundtrip_1_encoder_verdict_on_the_plain_families() {
         BufferHandle::with_memory_class(size, 64, dev, sync, MemoryClass::Standard).unwrap()
     };
     let types: &[ElementType] = if cfg!(miri) {
-        &[ElementType::Float32, ElementType::Int4]
+        &[ElementType::Int4]
     } else {
         ElementType::BUILT_IN
     };
@@ -1229,11 +1229,16 @@ fn md_roundtrip_1_encoder_verdict_on_the_plain_families() {
         vec![1; 64],
         vec![1; 65],
     ];
+    let shapes = if cfg!(miri) {
+        &shapes[2..8]
+    } else {
+        &shapes[..]
+    };
     let (mut accepted, mut refused, mut seen) = (0, 0, 0u32);
     let mut judge = |d: &TensorDescriptor<'_>| {
-        // Miri interprets every 64th case.
+        // Miri interprets every 16th case.
         seen += 1;
-        if cfg!(miri) && seen % 64 != 0 {
+        if cfg!(miri) && seen % 16 != 0 {
             return;
         }
         let accepts = verdict_agrees(d, &EXT_IDS);
@@ -1255,7 +1260,7 @@ fn md_roundtrip_1_encoder_verdict_on_the_plain_families() {
     for &ty in types {
         let width = |n: u64| ty.storage_bytes(n).unwrap_or(u64::MAX);
         let align = u64::from(ty.natural_alignment());
-        for shape in &shapes {
+        for shape in shapes {
             let count = shape.iter().try_fold(1u64, |a, &n| a.checked_mul(n));
             let count = if shape.contains(&0) { Some(0) } else { count };
             let needed = count.map_or(64, width);

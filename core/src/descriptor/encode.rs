@@ -5,10 +5,14 @@
 //! [`TensorDescriptor::encode`] checks the values with the parser's own
 //! rules — the same functions, run on the values instead of on bytes read
 //! back — so it never emits a descriptor a reader must reject, and refuses
-//! exactly what a reader would refuse, with the reader's error. The proof
-//! is by test: `core/tests/encoder_verdict.rs` and the fuzz target
-//! `descriptor_structured` compare the encoder's verdict with the parser's
-//! on the written bytes.
+//! exactly what a reader would refuse, with the reader's error. The
+//! commonest families (row-, column-major with or without quantization,
+//! CSR, CSC) are first tried by a one-pass acceptance that can only say
+//! "every rule holds"; anything else, and every refusal, goes through the
+//! rules themselves (ADR-120). The proof is by test: the property tests of
+//! `core/tests/properties.rs` (generated descriptors, the fuzz corpus and
+//! the plain families' edges) and the fuzz target `descriptor_structured`
+//! compare the encoder's verdict with the parser's on the written bytes.
 
 use crate::element::ElementType;
 use crate::error::{DescriptorErrorKind, EncodeError};
