@@ -5,10 +5,14 @@
 //! [`TensorDescriptor::encode`] checks the values with the parser's own
 //! rules — the same functions, run on the values instead of on bytes read
 //! back — so it never emits a descriptor a reader must reject, and refuses
-//! exactly what a reader would refuse, with the reader's error. The proof
-//! is by test: `core/tests/encoder_verdict.rs` and the fuzz target
-//! `descriptor_structured` compare the encoder's verdict with the parser's
-//! on the written bytes.
+//! exactly what a reader would refuse, with the reader's error. The
+//! commonest families (row-, column-major with or without quantization,
+//! CSR, CSC) are first tried by a one-pass acceptance that can only say
+//! "every rule holds"; anything else, and every refusal, goes through the
+//! rules themselves (ADR-120). The proof is by test: the property tests of
+//! `core/tests/properties.rs` (generated descriptors, the fuzz corpus and
+//! the plain families' edges) and the fuzz target `descriptor_structured`
+//! compare the encoder's verdict with the parser's on the written bytes.
 
 use crate::element::ElementType;
 use crate::error::{DescriptorErrorKind, EncodeError};
@@ -19,7 +23,10 @@ use super::cursor::Writer;
 use crate::table::BufferTable;
 use zerocopy::little_endian::U32;
 
-use super::header::{self, DESCRIPTOR_MAGIC, FixedHeader, Flags, VERSION_MAJOR, VERSION_MINOR};
+use super::extent;
+use super::header::{
+    self, DESCRIPTOR_MAGIC, DYNAMIC, FixedHeader, Flags, MAX_RANK, VERSION_MAJOR, VERSION_MINOR,
+};
 use super::layout::{LayoutSpec, tag};
 use super::section::ext_type::ExtensionType;
 use super::section::member::MemberRole;
@@ -369,11 +376,159 @@ impl<'a> TensorDescriptor<'a> {
     /// where [`write`](Self::write) put each part, for the errors'
     /// offsets). Nothing is read back from the output.
     fn check(&self, header: &FixedHeader, at: &Written) -> Result<(), EncodeError> {
-        let element_type = self.check_front(header, at)?;
-        if header.flags.get() == 0 {
-            return self.check_plain(header, at, element_type);
+        // Dense may carry a quantization section; compressed, none.
+        let sections = match self.layout {
+            LayoutSpec::RowMajor | LayoutSpec::ColumnMajor => Some(Flags::HAS_QUANTIZATION.bits()),
+            LayoutSpec::Csr(_) | LayoutSpec::Csc(_) => Some(0),
+            _ => None,
+        };
+        let flags = header.flags.get();
+        if sections.is_some_and(|s| flags & !s == 0) && self.plain_holds(at.quantization) {
+            return Ok(());
         }
-        self.check_sections(header, at, element_type)
+        let element_type = self.check_front(header, at)?;
+        self.check_rest(header, at, element_type)
+    }
+
+    /// Whether every rule holds, for a native row-, column-major (with or
+    /// without quantization), CSR or CSC descriptor with no other section
+    /// and a public type: one pass over the shape and the comparisons the
+    /// rules come down to when the header was built from these values (its
+    /// check is then the rank bound) and no section needs its own rule.
+    /// `false` is no verdict: the general path runs every rule and names
+    /// the first one broken (it also takes an overflowing element count,
+    /// which a zero may excuse, and a compressed tensor of dynamic shape).
+    #[inline]
+    fn plain_holds(&self, quantization_at: u32) -> bool {
+        let Some(packing) = self.element_type.packing() else {
+            return false;
+        };
+        let (rank, b) = (self.shape.len(), self.buffers);
+        if rank > MAX_RANK as usize || !self.colocated() {
+            return false;
+        }
+        let (count, dynamic) = match self.shape {
+            Values::Native(d) => count_or_dynamic(d.iter().copied()),
+            Values::Wire(d) => count_or_dynamic(d.iter().map(|n| n.get())),
+        };
+        let offset = self.byte_offset;
+        match self.layout {
+            LayoutSpec::RowMajor | LayoutSpec::ColumnMajor => {
+                let scalar_ok = rank > 0 || matches!(self.layout, LayoutSpec::RowMajor);
+                let alignment = u64::from(self.element_type.natural_alignment());
+                let size = b.byte_size(0);
+                let (elements, buffers) = match &self.quantization {
+                    None => (count, 1),
+                    Some(q) => match self.quantization_holds(q, quantization_at, dynamic) {
+                        Some((padded, buffers)) => (padded.or(count), buffers),
+                        None => return false,
+                    },
+                };
+                let needed = elements
+                    .and_then(|n| packing.bytes_for(n))
+                    .and_then(|bytes| offset.checked_add(bytes));
+                scalar_ok
+                    && b.len() == buffers
+                    && offset <= size
+                    && extent::is_multiple_of_pow2(offset, alignment)
+                    && (dynamic || needed.is_some_and(|end| end <= size))
+            }
+            LayoutSpec::Csr(c) | LayoutSpec::Csc(c) => {
+                let major = self
+                    .shape
+                    .get(usize::from(matches!(self.layout, LayoutSpec::Csc(_))));
+                let pointers = major.and_then(|n| n.checked_add(1));
+                rank == 2
+                    && b.len() == 3
+                    && offset == 0
+                    && !dynamic
+                    && count.is_some()
+                    && packing
+                        .bytes_for(c.nnz)
+                        .is_some_and(|v| v <= b.byte_size(0))
+                    && c.nnz.checked_mul(8) == Some(b.byte_size(1))
+                    && pointers.and_then(|p| p.checked_mul(8)) == Some(b.byte_size(2))
+            }
+            _ => false,
+        }
+    }
+
+    /// For a quantized dense descriptor, whether the section's own rules
+    /// (the parser's function) and its parameter buffers' indices and
+    /// sizes hold: then the descriptor's buffer count, and the element
+    /// count buffer 0 holds when the scheme pads to whole blocks. `None`
+    /// is no verdict (a private scheme's buffers are left to the general
+    /// path too). Over a dynamic shape no size is checked, as the parser's
+    /// `Parts::check` does.
+    #[inline(never)]
+    fn quantization_holds(
+        &self,
+        q: &Quantization<'_>,
+        at: u32,
+        dynamic: bool,
+    ) -> Option<(Option<u64>, usize)> {
+        let s = &q.scheme;
+        let ctx = QuantCtx {
+            shape: self.shape,
+            storage: self.element_type,
+            accept_private: true,
+            page_size: None,
+        };
+        if matches!(s, Scheme::Private { .. }) || !matches!(q.check(&ctx, at), Ok(true)) {
+            return None;
+        }
+        // Parameter buffers follow the data buffer.
+        let (b, (scale, zero)) = (self.buffers, s.parameter_buffers());
+        let in_table = |i: u32| i >= 1 && (i as usize) < b.len();
+        let buffers = match (scale, zero) {
+            (Some(s), Some(z)) if in_table(s) && in_table(z) && s != z => 3,
+            (Some(s), Some(z)) if in_table(s) && in_table(z) => 2,
+            (Some(s), None) if in_table(s) => 2,
+            (None, None) => 1,
+            _ => return None,
+        };
+        let Some(scale) = scale.filter(|_| !dynamic) else {
+            return Some((None, buffers));
+        };
+        let (entries, padded) = match *s {
+            Scheme::PerChannel { axis, .. } => (self.shape.get(axis as usize)?, None),
+            _ => {
+                let (axis, k) = s.blocks()?;
+                let along = self.shape.get(axis as usize)?;
+                let others = match self.shape {
+                    Values::Native(d) => product_but(d.iter().copied(), axis)?,
+                    Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
+                };
+                let blocks = extent::div_ceil(along, u64::from(k)).checked_mul(others)?;
+                let padded = match s.pads_blocks() {
+                    true => Some(blocks.checked_mul(u64::from(k))?),
+                    false => None,
+                };
+                (blocks, padded)
+            }
+        };
+        let scale_bytes = entries.checked_mul(s.scale_width())?;
+        let zero_bytes = entries.checked_mul(4)?;
+        let size = |i: u32| b.byte_size(i as usize);
+        let sized = match zero {
+            Some(z) if z == scale => Some(size(scale)) == scale_bytes.checked_add(zero_bytes),
+            Some(z) => size(scale) == scale_bytes && size(z) == zero_bytes,
+            None => size(scale) == scale_bytes,
+        };
+        sized.then_some((padded, buffers))
+    }
+
+    /// Whether every handle lies where the first does (a parsed table was
+    /// checked when it was read).
+    #[inline]
+    fn colocated(&self) -> bool {
+        match self.buffers {
+            Buffers::Handles([first, rest @ ..]) => {
+                let first = table::handle_placement(first);
+                rest.iter().all(|h| table::handle_placement(h) == first)
+            }
+            _ => true,
+        }
     }
 
     /// The rules up to the buffer table: header, layout fields, colocation.
@@ -403,26 +558,10 @@ impl<'a> TensorDescriptor<'a> {
         Ok(element_type)
     }
 
-    /// The rest for a descriptor with no optional section (the commonest):
-    /// the same rules, compiled knowing there is none. A private type,
-    /// which needs its section, was refused by the header check.
-    #[inline(never)]
-    fn check_plain(
-        &self,
-        header: &FixedHeader,
-        at: &Written,
-        element_type: ElementType,
-    ) -> Result<(), EncodeError> {
-        let packing = element_type.packing().unwrap_or(Packing::Bytes(1));
-        Ok(self
-            .parts::<false>(header, element_type, packing)
-            .check(&at.parts)?)
-    }
-
     /// The rest: the sections' own rules, then the rules that tie the parts
     /// together.
     #[inline(never)]
-    fn check_sections(
+    fn check_rest(
         &self,
         header: &FixedHeader,
         at: &Written,
@@ -455,19 +594,17 @@ impl<'a> TensorDescriptor<'a> {
             // A private type without its section was refused above.
             (None, None) => Packing::Bytes(1),
         };
-        Ok(self
-            .parts::<true>(header, element_type, packing)
-            .check(&at.parts)?)
+        Ok(self.parts(header, element_type, packing).check(&at.parts)?)
     }
 
     /// The values as the rules that tie the parts together read them.
     #[inline]
-    const fn parts<const SECTIONS: bool>(
+    const fn parts(
         &self,
         header: &FixedHeader,
         element_type: ElementType,
         packing: Packing,
-    ) -> Checked<'_, 'a, SECTIONS> {
+    ) -> Checked<'_, 'a> {
         Checked {
             desc: self,
             layout_tag: header.layout_tag,
@@ -560,6 +697,30 @@ impl<'a> TensorDescriptor<'a> {
     }
 }
 
+/// The element count (`None` on overflow) and whether a dimension is
+/// dynamic, in one pass.
+#[inline]
+fn count_or_dynamic(dims: impl Iterator<Item = u64>) -> (Option<u64>, bool) {
+    dims.fold((Some(1u64), false), |(count, dynamic), n| {
+        (
+            count.and_then(|c| c.checked_mul(n)),
+            dynamic | (n == DYNAMIC),
+        )
+    })
+}
+
+/// The product of every dimension but `axis` (`None` on overflow, as the
+/// parameter count rule has it).
+#[inline]
+fn product_but(dims: impl Iterator<Item = u64>, axis: u32) -> Option<u64> {
+    (0..)
+        .zip(dims)
+        .try_fold(1u64, |acc, (i, n)| match i == axis {
+            true => Some(acc),
+            false => acc.checked_mul(n),
+        })
+}
+
 /// Where [`TensorDescriptor::write`] put each part (offsets in the
 /// descriptor), for the errors of its checks.
 #[derive(Debug, Clone, Copy, Default)]
@@ -572,16 +733,15 @@ struct Written {
 }
 
 /// An encoder's values as the rules that tie the parts together read them
-/// (with what the header check derived from them); `SECTIONS` false: the
-/// descriptor has no optional section, and the rules are compiled knowing it.
-struct Checked<'d, 'a, const SECTIONS: bool> {
+/// (with what the header check derived from them).
+struct Checked<'d, 'a> {
     desc: &'d TensorDescriptor<'a>,
     layout_tag: u8,
     element_type: ElementType,
     packing: Packing,
 }
 
-impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
+impl<'a> Parts for Checked<'_, 'a> {
     type Dims = DimValues<'a>;
     type Sizes = Buffers<'a>;
     type Layout = LayoutSpec<'a>;
@@ -607,19 +767,15 @@ impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
         self.desc.buffers
     }
     fn scheme(&self) -> Option<&Scheme<'_>> {
-        let q = self.desc.quantization.as_ref().filter(|_| SECTIONS);
-        q.map(|q| &q.scheme)
+        self.desc.quantization.as_ref().map(|q| &q.scheme)
     }
     fn has_shard(&self) -> bool {
-        SECTIONS && self.desc.shard.is_some()
+        self.desc.shard.is_some()
     }
     fn has_member(&self) -> bool {
-        SECTIONS && self.desc.member_role.is_some()
+        self.desc.member_role.is_some()
     }
     fn stats_nnz(&self) -> Option<u64> {
-        self.desc
-            .statistics
-            .filter(|_| SECTIONS)
-            .and_then(|s| s.nnz())
+        self.desc.statistics.and_then(|s| s.nnz())
     }
 }
