@@ -23,7 +23,7 @@ use super::header::{self, DESCRIPTOR_MAGIC, FixedHeader, Flags, VERSION_MAJOR, V
 use super::layout::{LayoutSpec, tag};
 use super::section::ext_type::ExtensionType;
 use super::section::member::MemberRole;
-use super::section::quantization::QuantCtx;
+use super::section::quantization::{Params, QuantCtx};
 use super::section::quantization::{Quantization, Scheme};
 use super::section::shard;
 use super::section::statistics::Statistics;
@@ -606,9 +606,9 @@ impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
     fn sizes(&self) -> Buffers<'a> {
         self.desc.buffers
     }
-    fn scheme(&self) -> Option<&Scheme<'_>> {
+    fn params(&self) -> Option<Params> {
         let q = self.desc.quantization.as_ref().filter(|_| SECTIONS);
-        q.map(|q| &q.scheme)
+        q.map(|q| q.scheme.params())
     }
     fn has_shard(&self) -> bool {
         SECTIONS && self.desc.shard.is_some()

@@ -196,6 +196,30 @@ pub struct Quantization<'a> {
     pub padding: u32,
 }
 
+/// What the rules that tie a descriptor's parts together read of its
+/// quantization scheme ([`Scheme::params`]): the parameter buffers and how
+/// the scheme blocks the tensor, as plain values. Both sides derive it from
+/// a [`Scheme`] (the parser's, decoded from the checked payload, or the
+/// encoder's), so the rules stay one set.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Params {
+    /// The scale buffer, where the scheme has one.
+    pub(crate) scale: Option<u32>,
+    /// The zero-point buffer, where the scheme has one.
+    pub(crate) zero: Option<u32>,
+    /// The quantized axis (per-channel and block schemes).
+    pub(crate) axis: u32,
+    /// Elements per block; 0 when the scheme does not block (per-channel:
+    /// one parameter per slice along `axis`).
+    pub(crate) block_size: u32,
+    /// Bytes per scale value.
+    pub(crate) scale_width: u8,
+    /// The data buffer holds whole blocks (per-block affine and NF4).
+    pub(crate) pads: bool,
+    /// A private scheme: nothing is known of its buffers.
+    pub(crate) private: bool,
+}
+
 /// What a reader must know to check a quantization section.
 pub(crate) struct QuantCtx<S> {
     pub(crate) shape: S,
@@ -297,10 +321,31 @@ impl<'a> Scheme<'a> {
         }
     }
 
-    /// Whether the data buffer holds whole blocks (partial trailing blocks
-    /// padded): per-block affine and NF4.
-    pub(crate) const fn pads_blocks(&self) -> bool {
-        matches!(self, Self::PerBlock { .. } | Self::Nf4 { .. })
+    /// What the rules that tie the parts together read of the scheme,
+    /// flat (one match here instead of one per rule).
+    #[inline]
+    pub(crate) const fn params(&self) -> Params {
+        let (scale, zero) = self.parameter_buffers();
+        let (axis, block_size) = match *self {
+            Self::PerChannel { axis, .. } => (axis, 0),
+            _ => match self.blocks() {
+                Some(blocks) => blocks,
+                None => (0, 0),
+            },
+        };
+        #[allow(clippy::cast_possible_truncation)] // 1, 2 or 4
+        let scale_width = self.scale_width() as u8;
+        Params {
+            scale,
+            zero,
+            axis,
+            block_size,
+            scale_width,
+            // Per-block affine and NF4 store whole blocks (partial
+            // trailing blocks padded).
+            pads: matches!(self, Self::PerBlock { .. } | Self::Nf4 { .. }),
+            private: matches!(self, Self::Private { .. }),
+        }
     }
 
     /// The scheme's own rules on its values (errors located relative to
@@ -403,16 +448,17 @@ impl<'a> Quantization<'a> {
     }
 
     /// Reads and checks the section (everything that does not need the
-    /// buffer table).
+    /// buffer table), and returns what the cross-part rules read of it (the
+    /// view decodes the scheme again on access: [`read`](Self::read)).
     pub(crate) fn parse(
         r: &mut Reader<'a>,
         ctx: &QuantCtx<impl Shape>,
-    ) -> Result<Self, DescriptorError> {
+    ) -> Result<Params, DescriptorError> {
         let len = r.u32()?;
         let at = r.pos();
         let payload = r.bytes(len as usize)?;
         let this = Self::parse_payload(payload, ctx.accept_private)
-            .and_then(|q| q.check_shape(ctx).map(|()| q).map_err(At))
+            .and_then(|q| q.check_shape(ctx).map(|()| q.scheme.params()).map_err(At))
             .map_err(|e| match e {
                 // A payload shorter than its fields: the length field (4
                 // bytes before the payload) is at fault.
@@ -428,8 +474,16 @@ impl<'a> Quantization<'a> {
         Ok(this)
     }
 
+    /// The section of a validated payload (a parsed view's accessor): the
+    /// same decoder as the parse, so the values cannot differ from what was
+    /// checked; `None` only for bytes no parse accepted.
+    pub(crate) fn read(payload: &'a [u8]) -> Option<Self> {
+        Self::parse_payload(payload, true).ok()
+    }
+
     /// The scheme's own rules, over its payload; errors are located
     /// relative to the payload.
+    #[inline(always)]
     fn parse_payload(payload: &'a [u8], accept_private: bool) -> Result<Self, PayloadError> {
         let (head, rest) = SchemeHeader::ref_from_prefix(payload).map_err(|_| Short)?;
         let err = |pos: u32, kind| At(DescriptorError::new(pos, kind));
