@@ -311,40 +311,80 @@ impl<'a> Scheme<'a> {
     /// Bytes per scale value.
     #[must_use]
     pub const fn scale_width(&self) -> u64 {
-        match self {
-            Self::PerBlock { scale_type, .. } => match scale_type {
-                ElementType::Float32 => 4,
-                _ => 2,
-            },
-            Self::Mxfp { .. } => 1,
-            _ => 4,
-        }
+        self.params().scale_width as u64
     }
 
     /// What the rules that tie the parts together read of the scheme,
     /// flat (one match here instead of one per rule).
     #[inline]
     pub(crate) const fn params(&self) -> Params {
-        let (scale, zero) = self.parameter_buffers();
-        let (axis, block_size) = match *self {
-            Self::PerChannel { axis, .. } => (axis, 0),
-            _ => match self.blocks() {
-                Some(blocks) => blocks,
-                None => (0, 0),
-            },
+        let none = Params {
+            scale: None,
+            zero: None,
+            axis: 0,
+            block_size: 0,
+            scale_width: 4,
+            pads: false,
+            private: false,
         };
-        #[allow(clippy::cast_possible_truncation)] // 1, 2 or 4
-        let scale_width = self.scale_width() as u8;
-        Params {
-            scale,
-            zero,
-            axis,
-            block_size,
-            scale_width,
-            // Per-block affine and NF4 store whole blocks (partial
-            // trailing blocks padded).
-            pads: matches!(self, Self::PerBlock { .. } | Self::Nf4 { .. }),
-            private: matches!(self, Self::Private { .. }),
+        match *self {
+            Self::PerTensor { .. } => none,
+            Self::Private { .. } => Params {
+                private: true,
+                ..none
+            },
+            Self::PerChannel {
+                axis,
+                scale_buffer,
+                zero_point_buffer,
+            } => Params {
+                scale: Some(scale_buffer),
+                zero: zero_point_buffer,
+                axis,
+                ..none
+            },
+            Self::PerBlock {
+                axis,
+                block_size,
+                scale_buffer,
+                zero_point_buffer,
+                scale_type,
+            } => Params {
+                scale: Some(scale_buffer),
+                zero: zero_point_buffer,
+                axis,
+                block_size,
+                scale_width: if matches!(scale_type, ElementType::Float32) {
+                    4
+                } else {
+                    2
+                },
+                // Whole blocks stored (partial trailing blocks padded).
+                pads: true,
+                private: false,
+            },
+            Self::Nf4 {
+                axis,
+                block_size,
+                scale_buffer,
+            } => Params {
+                scale: Some(scale_buffer),
+                axis,
+                block_size,
+                pads: true,
+                ..none
+            },
+            Self::Mxfp {
+                axis,
+                block_size,
+                scale_buffer,
+            } => Params {
+                scale: Some(scale_buffer),
+                axis,
+                block_size,
+                scale_width: 1,
+                ..none
+            },
         }
     }
 
