@@ -468,11 +468,16 @@ impl<'a> TensorDescriptor<'a> {
         element_type: ElementType,
         packing: Packing,
     ) -> Checked<'_, 'a, SECTIONS> {
+        let params = match &self.quantization {
+            Some(q) if SECTIONS => Some(q.scheme.params()),
+            _ => None,
+        };
         Checked {
             desc: self,
             layout_tag: header.layout_tag,
             element_type,
             packing,
+            params,
         }
     }
 
@@ -579,6 +584,8 @@ struct Checked<'d, 'a, const SECTIONS: bool> {
     layout_tag: u8,
     element_type: ElementType,
     packing: Packing,
+    /// What the rules read of the quantization scheme, derived once.
+    params: Option<Params>,
 }
 
 impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
@@ -606,9 +613,8 @@ impl<'a, const SECTIONS: bool> Parts for Checked<'_, 'a, SECTIONS> {
     fn sizes(&self) -> Buffers<'a> {
         self.desc.buffers
     }
-    fn params(&self) -> Option<Params> {
-        let q = self.desc.quantization.as_ref().filter(|_| SECTIONS);
-        q.map(|q| q.scheme.params())
+    fn params(&self) -> Option<&Params> {
+        self.params.as_ref().filter(|_| SECTIONS)
     }
     fn has_shard(&self) -> bool {
         SECTIONS && self.desc.shard.is_some()

@@ -731,7 +731,7 @@ pub(crate) trait Parts {
     /// The buffers.
     fn sizes(&self) -> Self::Sizes;
     /// What the rules read of the quantization scheme, if any.
-    fn params(&self) -> Option<Params>;
+    fn params(&self) -> Option<&Params>;
     /// Whether a shard section is present.
     fn has_shard(&self) -> bool;
     /// Whether a composite member section is present.
@@ -884,7 +884,7 @@ pub(crate) trait Parts {
     /// count including block padding where the scheme pads.
     fn check_parameters(
         &self,
-        p: Params,
+        p: &Params,
         ctx: &Ctx<Self::Dims, Self::Sizes>,
     ) -> Result<Option<u64>, DescriptorError> {
         let overflow = ctx.err(
@@ -982,8 +982,8 @@ impl<'a> Parts for Parsed<'a> {
     fn sizes(&self) -> BufferTable<'a> {
         self.buffers
     }
-    fn params(&self) -> Option<Params> {
-        self.quantization
+    fn params(&self) -> Option<&Params> {
+        self.quantization.as_ref()
     }
     fn has_shard(&self) -> bool {
         self.has_shard
