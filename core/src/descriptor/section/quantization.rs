@@ -290,22 +290,8 @@ impl<'a> Scheme<'a> {
     /// `(scale buffer, zero-point buffer)` indices, where the scheme has them.
     #[must_use]
     pub const fn parameter_buffers(&self) -> (Option<u32>, Option<u32>) {
-        match *self {
-            Self::PerChannel {
-                scale_buffer,
-                zero_point_buffer,
-                ..
-            }
-            | Self::PerBlock {
-                scale_buffer,
-                zero_point_buffer,
-                ..
-            } => (Some(scale_buffer), zero_point_buffer),
-            Self::Nf4 { scale_buffer, .. } | Self::Mxfp { scale_buffer, .. } => {
-                (Some(scale_buffer), None)
-            }
-            Self::PerTensor { .. } | Self::Private { .. } => (None, None),
-        }
+        let p = self.params();
+        (p.scale, p.zero)
     }
 
     /// Bytes per scale value.
