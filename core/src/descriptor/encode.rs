@@ -30,7 +30,7 @@ use super::header::{
 use super::layout::{LayoutSpec, tag};
 use super::section::ext_type::ExtensionType;
 use super::section::member::MemberRole;
-use super::section::quantization::QuantCtx;
+use super::section::quantization::{Params, QuantCtx};
 use super::section::quantization::{Quantization, Scheme};
 use super::section::shard;
 use super::section::statistics::Statistics;
@@ -500,7 +500,7 @@ impl<'a> TensorDescriptor<'a> {
                     Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
                 };
                 let blocks = extent::div_ceil(along, u64::from(k)).checked_mul(others)?;
-                let padded = match s.pads_blocks() {
+                let padded = match s.params().pads {
                     true => Some(blocks.checked_mul(u64::from(k))?),
                     false => None,
                 };
@@ -605,11 +605,16 @@ impl<'a> TensorDescriptor<'a> {
         element_type: ElementType,
         packing: Packing,
     ) -> Checked<'_, 'a> {
+        let params = match &self.quantization {
+            Some(q) => Some(q.scheme.params()),
+            None => None,
+        };
         Checked {
             desc: self,
             layout_tag: header.layout_tag,
             element_type,
             packing,
+            params,
         }
     }
 
@@ -739,6 +744,8 @@ struct Checked<'d, 'a> {
     layout_tag: u8,
     element_type: ElementType,
     packing: Packing,
+    /// What the rules read of the quantization scheme, derived once.
+    params: Option<Params>,
 }
 
 impl<'a> Parts for Checked<'_, 'a> {
@@ -766,8 +773,8 @@ impl<'a> Parts for Checked<'_, 'a> {
     fn sizes(&self) -> Buffers<'a> {
         self.desc.buffers
     }
-    fn scheme(&self) -> Option<&Scheme<'_>> {
-        self.desc.quantization.as_ref().map(|q| &q.scheme)
+    fn params(&self) -> Option<&Params> {
+        self.params.as_ref()
     }
     fn has_shard(&self) -> bool {
         self.desc.shard.is_some()

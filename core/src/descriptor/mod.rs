@@ -56,7 +56,7 @@ pub mod quantization {
 pub use section::shard::Shard;
 pub use section::statistics::{Statistics, StatisticsEntry};
 
-use zerocopy::little_endian::U64;
+use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use crate::element::{ElementType, Packing};
@@ -67,7 +67,7 @@ use crate::table::BufferTable;
 use cursor::Reader;
 use extent::{Ctx, Shape, Sizes};
 use layout::{Family, Rules};
-use section::quantization::QuantCtx;
+use section::quantization::{Params, QuantCtx};
 
 /// What a reader accepts beyond the format's public codes.
 ///
@@ -187,7 +187,6 @@ pub struct TensorView<'a> {
     /// table and the fixed-size sections are read from them on access.
     bytes: &'a [u8],
     layout: Layout<'a>,
-    quantization: Option<Quantization<'a>>,
     element_type: ElementType,
     packing: Packing,
     member_role: Option<MemberRole>,
@@ -207,6 +206,8 @@ const SHAPE_AT: u32 = HEADER_LEN as u32;
 struct SectionsAt {
     /// The buffer table's count byte.
     table: u32,
+    /// The quantization section's length field.
+    quantization: u32,
     shard: u32,
     statistics: u32,
     extension_type: u32,
@@ -223,7 +224,7 @@ struct Parsed<'a> {
     byte_offset: u64,
     layout: Layout<'a>,
     buffers: BufferTable<'a>,
-    quantization: Option<Quantization<'a>>,
+    quantization: Option<Params>,
     has_shard: bool,
     statistics: Option<&'a StatisticsEntry>,
     member_role: Option<MemberRole>,
@@ -324,6 +325,7 @@ impl<'a> TensorView<'a> {
             )
         })?;
 
+        let quantization_at = r.pos();
         let quantization = if flags.contains(Flags::HAS_QUANTIZATION) {
             let ctx = QuantCtx {
                 shape,
@@ -409,12 +411,16 @@ impl<'a> TensorView<'a> {
         Ok(Self {
             bytes: desc,
             layout,
-            quantization,
             element_type,
             packing,
             member_role,
             at: SectionsAt {
                 table: table_at,
+                quantization: if quantization.is_some() {
+                    quantization_at
+                } else {
+                    0
+                },
                 shard: shard_at,
                 statistics: if statistics.is_some() {
                     statistics_at
@@ -451,7 +457,7 @@ impl<'a> TensorView<'a> {
             byte_offset: self.byte_offset(),
             layout: LayoutSpec::Parsed(self.layout),
             buffers: encode::Buffers::Table(self.buffers()),
-            quantization: self.quantization,
+            quantization: self.quantization(),
             shard: self
                 .shard()
                 .map(|s| (s.parent_shape.into(), s.shard_offset.into())),
@@ -560,10 +566,17 @@ impl<'a> TensorView<'a> {
         BufferTable::validated(entries)
     }
 
-    /// The quantization section, if present.
+    /// The quantization section, if present (decoded from the validated
+    /// bytes on access: the view keeps only where it lies).
     #[must_use]
-    pub const fn quantization(&self) -> Option<Quantization<'a>> {
-        self.quantization
+    pub fn quantization(&self) -> Option<Quantization<'a>> {
+        let at = self.at.quantization;
+        if at == 0 {
+            return None;
+        }
+        let len = self.value_at::<U32>(at)?.get();
+        let payload = self.bytes.get(at.saturating_add(4) as usize..)?;
+        Quantization::read(payload.get(..len as usize)?)
     }
 
     /// The shard section, if present.
@@ -717,8 +730,8 @@ pub(crate) trait Parts {
     fn layout(&self) -> &Self::Layout;
     /// The buffers.
     fn sizes(&self) -> Self::Sizes;
-    /// The quantization scheme, if any.
-    fn scheme(&self) -> Option<&Scheme<'_>>;
+    /// What the rules read of the quantization scheme, if any.
+    fn params(&self) -> Option<&Params>;
     /// Whether a shard section is present.
     fn has_shard(&self) -> bool;
     /// Whether a composite member section is present.
@@ -755,8 +768,8 @@ pub(crate) trait Parts {
             table_at: at.table,
             padded_elements: None,
         };
-        if let Some(s) = self.scheme() {
-            ctx.padded_elements = self.check_parameters(s, &ctx)?;
+        if let Some(p) = self.params() {
+            ctx.padded_elements = self.check_parameters(p, &ctx)?;
         }
         let Some(count) = ctx.element_count() else {
             return Err(ctx.err(
@@ -773,7 +786,7 @@ pub(crate) trait Parts {
     /// member; a CSF or block-paged tensor is never a shard.
     fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
         let refused = match family {
-            Family::Virtual if self.scheme().is_some() => "quantization",
+            Family::Virtual if self.params().is_some() => "quantization",
             Family::Virtual if self.has_member() => "composite member",
             _ if self.has_shard()
                 && matches!(
@@ -803,8 +816,8 @@ pub(crate) trait Parts {
         #[allow(clippy::cast_possible_truncation)]
         let found = count as u8; // at most 255 entries
         let (mut params, mut private_scheme) = (0, false);
-        if let Some(scheme) = self.scheme() {
-            let (scale, zero) = scheme.parameter_buffers();
+        if let Some(p) = self.params() {
+            let (scale, zero) = (p.scale, p.zero);
             for index in [scale, zero].into_iter().flatten() {
                 if index < own || index as usize >= count {
                     let first = own;
@@ -820,7 +833,7 @@ pub(crate) trait Parts {
                 (Some(_), _) => 1,
                 _ => 0,
             };
-            private_scheme = matches!(scheme, Scheme::Private { .. });
+            private_scheme = p.private;
         }
         let expected = own.saturating_add(params);
         let count_ok = match family {
@@ -871,7 +884,7 @@ pub(crate) trait Parts {
     /// count including block padding where the scheme pads.
     fn check_parameters(
         &self,
-        s: &Scheme<'_>,
+        p: &Params,
         ctx: &Ctx<Self::Dims, Self::Sizes>,
     ) -> Result<Option<u64>, DescriptorError> {
         let overflow = ctx.err(
@@ -880,7 +893,7 @@ pub(crate) trait Parts {
                 what: "quantization parameter count",
             },
         );
-        let (scale, zero) = s.parameter_buffers();
+        let (scale, zero) = (p.scale, p.zero);
         let Some(scale) = scale else {
             return Ok(None);
         };
@@ -892,13 +905,14 @@ pub(crate) trait Parts {
         } else {
             None
         };
-        let entries = match (*s, paged) {
-            (Scheme::PerChannel { axis, .. }, _) => ctx.shape.dim(axis as usize).ok_or(overflow)?,
+        let (axis, k) = (p.axis, p.block_size);
+        let entries = match paged {
+            // Per-channel: one parameter per slice along the axis.
+            _ if k == 0 => ctx.shape.dim(axis as usize).ok_or(overflow)?,
             // Per-page-slot parameters, paged through the block table (the
             // axis and block size were checked with the section).
-            (_, Some(b)) => b.slots().ok_or(overflow)?,
-            _ => {
-                let (axis, k) = s.blocks().ok_or(overflow)?;
+            Some(b) => b.slots().ok_or(overflow)?,
+            None => {
                 let along = ctx.shape.dim(axis as usize).ok_or(overflow)?;
                 let per_axis = extent::div_ceil(along, u64::from(k));
                 let others = ctx
@@ -913,13 +927,13 @@ pub(crate) trait Parts {
                     self.layout_tag(),
                     layout::tag::ROW_MAJOR | layout::tag::COLUMN_MAJOR
                 );
-                if s.pads_blocks() && dense_order {
+                if p.pads && dense_order {
                     padded = Some(blocks.checked_mul(u64::from(k)).ok_or(overflow)?);
                 }
                 blocks
             }
         };
-        let scale_bytes = ctx.array_bytes(scale, entries, s.scale_width())?;
+        let scale_bytes = ctx.array_bytes(scale, entries, u64::from(p.scale_width))?;
         match zero {
             Some(z) if z == scale => {
                 let zero_bytes = ctx.array_bytes(z, entries, 4)?;
@@ -968,8 +982,8 @@ impl<'a> Parts for Parsed<'a> {
     fn sizes(&self) -> BufferTable<'a> {
         self.buffers
     }
-    fn scheme(&self) -> Option<&Scheme<'_>> {
-        self.quantization.as_ref().map(|q| &q.scheme)
+    fn params(&self) -> Option<&Params> {
+        self.quantization.as_ref()
     }
     fn has_shard(&self) -> bool {
         self.has_shard
@@ -979,5 +993,22 @@ impl<'a> Parts for Parsed<'a> {
     }
     fn stats_nnz(&self) -> Option<u64> {
         self.statistics.and_then(section::statistics::nnz_of)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Layout, TensorView};
+
+    /// The view keeps offsets, not decoded sections (ADR-119, ADR-121): it
+    /// stays small enough that returning it is a few stores, not a
+    /// `memcpy`: 88 bytes on a 64-bit target, of which the layout is 40
+    /// (112 while the view held the decoded quantization section).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_view_holds_offsets_not_sections() {
+        let view = core::mem::size_of::<TensorView<'_>>();
+        let layout = core::mem::size_of::<Layout<'_>>();
+        assert!(view <= 88, "TensorView is {view} bytes (Layout {layout})");
     }
 }

@@ -196,6 +196,30 @@ pub struct Quantization<'a> {
     pub padding: u32,
 }
 
+/// What the rules that tie a descriptor's parts together read of its
+/// quantization scheme ([`Scheme::params`]): the parameter buffers and how
+/// the scheme blocks the tensor, as plain values. Both sides derive it from
+/// a [`Scheme`] (the parser's, decoded from the checked payload, or the
+/// encoder's), so the rules stay one set.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Params {
+    /// The scale buffer, where the scheme has one.
+    pub(crate) scale: Option<u32>,
+    /// The zero-point buffer, where the scheme has one.
+    pub(crate) zero: Option<u32>,
+    /// The quantized axis (per-channel and block schemes).
+    pub(crate) axis: u32,
+    /// Elements per block; 0 when the scheme does not block (per-channel:
+    /// one parameter per slice along `axis`).
+    pub(crate) block_size: u32,
+    /// Bytes per scale value.
+    pub(crate) scale_width: u8,
+    /// The data buffer holds whole blocks (per-block affine and NF4).
+    pub(crate) pads: bool,
+    /// A private scheme: nothing is known of its buffers.
+    pub(crate) private: bool,
+}
+
 /// What a reader must know to check a quantization section.
 pub(crate) struct QuantCtx<S> {
     pub(crate) shape: S,
@@ -266,41 +290,88 @@ impl<'a> Scheme<'a> {
     /// `(scale buffer, zero-point buffer)` indices, where the scheme has them.
     #[must_use]
     pub const fn parameter_buffers(&self) -> (Option<u32>, Option<u32>) {
-        match *self {
-            Self::PerChannel {
-                scale_buffer,
-                zero_point_buffer,
-                ..
-            }
-            | Self::PerBlock {
-                scale_buffer,
-                zero_point_buffer,
-                ..
-            } => (Some(scale_buffer), zero_point_buffer),
-            Self::Nf4 { scale_buffer, .. } | Self::Mxfp { scale_buffer, .. } => {
-                (Some(scale_buffer), None)
-            }
-            Self::PerTensor { .. } | Self::Private { .. } => (None, None),
-        }
+        let p = self.params();
+        (p.scale, p.zero)
     }
 
     /// Bytes per scale value.
     #[must_use]
     pub const fn scale_width(&self) -> u64 {
-        match self {
-            Self::PerBlock { scale_type, .. } => match scale_type {
-                ElementType::Float32 => 4,
-                _ => 2,
-            },
-            Self::Mxfp { .. } => 1,
-            _ => 4,
-        }
+        self.params().scale_width as u64
     }
 
-    /// Whether the data buffer holds whole blocks (partial trailing blocks
-    /// padded): per-block affine and NF4.
-    pub(crate) const fn pads_blocks(&self) -> bool {
-        matches!(self, Self::PerBlock { .. } | Self::Nf4 { .. })
+    /// What the rules that tie the parts together read of the scheme,
+    /// flat (one match here instead of one per rule).
+    #[inline]
+    pub(crate) const fn params(&self) -> Params {
+        let none = Params {
+            scale: None,
+            zero: None,
+            axis: 0,
+            block_size: 0,
+            scale_width: 4,
+            pads: false,
+            private: false,
+        };
+        match *self {
+            Self::PerTensor { .. } => none,
+            Self::Private { .. } => Params {
+                private: true,
+                ..none
+            },
+            Self::PerChannel {
+                axis,
+                scale_buffer,
+                zero_point_buffer,
+            } => Params {
+                scale: Some(scale_buffer),
+                zero: zero_point_buffer,
+                axis,
+                ..none
+            },
+            Self::PerBlock {
+                axis,
+                block_size,
+                scale_buffer,
+                zero_point_buffer,
+                scale_type,
+            } => Params {
+                scale: Some(scale_buffer),
+                zero: zero_point_buffer,
+                axis,
+                block_size,
+                scale_width: if matches!(scale_type, ElementType::Float32) {
+                    4
+                } else {
+                    2
+                },
+                // Whole blocks stored (partial trailing blocks padded).
+                pads: true,
+                private: false,
+            },
+            Self::Nf4 {
+                axis,
+                block_size,
+                scale_buffer,
+            } => Params {
+                scale: Some(scale_buffer),
+                axis,
+                block_size,
+                pads: true,
+                ..none
+            },
+            Self::Mxfp {
+                axis,
+                block_size,
+                scale_buffer,
+            } => Params {
+                scale: Some(scale_buffer),
+                axis,
+                block_size,
+                scale_width: 1,
+                ..none
+            },
+        }
     }
 
     /// The scheme's own rules on its values (errors located relative to
@@ -403,16 +474,17 @@ impl<'a> Quantization<'a> {
     }
 
     /// Reads and checks the section (everything that does not need the
-    /// buffer table).
+    /// buffer table), and returns what the cross-part rules read of it (the
+    /// view decodes the scheme again on access: [`read`](Self::read)).
     pub(crate) fn parse(
         r: &mut Reader<'a>,
         ctx: &QuantCtx<impl Shape>,
-    ) -> Result<Self, DescriptorError> {
+    ) -> Result<Params, DescriptorError> {
         let len = r.u32()?;
         let at = r.pos();
         let payload = r.bytes(len as usize)?;
         let this = Self::parse_payload(payload, ctx.accept_private)
-            .and_then(|q| q.check_shape(ctx).map(|()| q).map_err(At))
+            .and_then(|q| q.check_shape(ctx).map(|()| q.scheme.params()).map_err(At))
             .map_err(|e| match e {
                 // A payload shorter than its fields: the length field (4
                 // bytes before the payload) is at fault.
@@ -428,8 +500,16 @@ impl<'a> Quantization<'a> {
         Ok(this)
     }
 
+    /// The section of a validated payload (a parsed view's accessor): the
+    /// same decoder as the parse, so the values cannot differ from what was
+    /// checked; `None` only for bytes no parse accepted.
+    pub(crate) fn read(payload: &'a [u8]) -> Option<Self> {
+        Self::parse_payload(payload, true).ok()
+    }
+
     /// The scheme's own rules, over its payload; errors are located
     /// relative to the payload.
+    #[inline(always)]
     fn parse_payload(payload: &'a [u8], accept_private: bool) -> Result<Self, PayloadError> {
         let (head, rest) = SchemeHeader::ref_from_prefix(payload).map_err(|_| Short)?;
         let err = |pos: u32, kind| At(DescriptorError::new(pos, kind));
