@@ -393,9 +393,23 @@ pub struct LoadTimes {
     pub allocate: Duration,
     /// Moving the bytes, until the GPU holds every one. [`load_file`]
     /// overlaps allocation with the copies: this is the rest of the load
-    /// once the calling thread stopped allocating (so the three phases add
-    /// up to the whole).
+    /// once the calling thread stopped allocating (so the three phases and
+    /// [`build`](Self::build) add up to the whole).
     pub copy: Duration,
+    /// Building the [`LoadedTensor`]s once the GPU has every byte (outside
+    /// the three phases above; zero when nothing is left to build then).
+    pub build: Duration,
+    /// Part of `allocate`: listing the tensors to load (file order, or the
+    /// names of [`LoadOptions::only`] looked up).
+    pub list: Duration,
+    /// Part of `allocate`: re-tagging every descriptor for the device.
+    pub retag: Duration,
+    /// Part of `allocate`: planning the GPU buffers (slabs, buffers of their
+    /// own) and taking over those of [`LoadOptions::reuse`].
+    pub plan: Duration,
+    /// Part of `allocate`: creating the GPU buffers (`create_buffer`, the
+    /// driver's memory allocation), summed over the threads that do it.
+    pub gpu_allocate: Duration,
 }
 
 impl Loaded {
@@ -753,9 +767,10 @@ pub fn load_file(
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
-        let allocating = load_dma_threads(&shared, &queue, &prepared, &mut options)?;
+        let (allocating, creating) = load_dma_threads(&shared, &queue, &prepared, &mut options)?;
         // Allocation overlapped the copies: the copy phase is what remains.
-        prepared.allocate += allocating;
+        prepared.times.allocate += allocating;
+        prepared.times.gpu_allocate += creating;
         let copy = copy_started.elapsed().saturating_sub(allocating);
         return prepared.finish(validate, copy);
     }
@@ -820,8 +835,9 @@ struct Prepared<'f> {
     reused: usize,
     slabs: usize,
     packed: usize,
-    /// Time spent resolving, re-tagging and taking over buffers.
-    allocate: Duration,
+    /// Time spent so far: `allocate` (resolving, re-tagging, planning and
+    /// taking over buffers, then allocating) and its parts.
+    times: LoadTimes,
     dma: bool,
 }
 
@@ -855,17 +871,24 @@ struct RunInfo {
 }
 
 impl Prepared<'_> {
-    /// Allocates target `i` unless it holds a buffer already.
-    fn allocate_slot(&self, shared: &Arc<DeviceShared>, i: usize) -> Result<(), BackendError> {
+    /// Allocates target `i` unless it holds a buffer already; returns the
+    /// time spent creating the buffer (zero when it held one).
+    fn allocate_slot(
+        &self,
+        shared: &Arc<DeviceShared>,
+        i: usize,
+    ) -> Result<Duration, BackendError> {
         let Some(t) = self.targets.get(i) else {
             return Err(BackendError::Bug("load slot index"));
         };
-        if t.slot.get().is_none() {
-            let _ = t
-                .slot
-                .set(GpuBufferHandle::alloc_on(shared, t.size, self.usage)?);
+        if t.slot.get().is_some() {
+            return Ok(Duration::ZERO);
         }
-        Ok(())
+        let started = Instant::now();
+        let _ = t
+            .slot
+            .set(GpuBufferHandle::alloc_on(shared, t.size, self.usage)?);
+        Ok(started.elapsed())
     }
 
     /// Allocates every buffer now (the paths that do not overlap allocation
@@ -873,9 +896,9 @@ impl Prepared<'_> {
     fn allocate_all(&mut self, shared: &Arc<DeviceShared>) -> Result<(), BackendError> {
         let started = Instant::now();
         for i in 0..self.targets.len() {
-            self.allocate_slot(shared, i)?;
+            self.times.gpu_allocate += self.allocate_slot(shared, i)?;
         }
-        self.allocate += started.elapsed();
+        self.times.allocate += started.elapsed();
         Ok(())
     }
 
@@ -885,6 +908,7 @@ impl Prepared<'_> {
     }
 
     fn finish(self, validate: Duration, copy: Duration) -> Result<Loaded, LoadError> {
+        let started = Instant::now();
         let never = || BackendError::Bug("a loaded buffer was never allocated");
         let handles = self
             .targets
@@ -925,8 +949,9 @@ impl Prepared<'_> {
             reused: self.reused,
             times: LoadTimes {
                 validate,
-                allocate: self.allocate,
                 copy,
+                build: started.elapsed(),
+                ..self.times
             },
             slabs: self.slabs,
             packed: self.packed,
@@ -958,6 +983,7 @@ fn prepare<'f>(
     let started = Instant::now();
     let device = &shared.device;
     let tag = device_tag(device)?;
+    let mut times = LoadTimes::default();
     // Resolve and check everything before allocating.
     let chosen: Vec<hurray_core::file::Tensor<'f>> = match &options.names {
         Some(names) => names
@@ -966,6 +992,7 @@ fn prepare<'f>(
             .collect::<Result<_, _>>()?,
         None => view.iter_file_order().collect(),
     };
+    times.list = started.elapsed();
     let max = shared.limits.max_buffer_size;
     let mut descriptors = Vec::with_capacity(chosen.len());
     let mut count = 0;
@@ -991,6 +1018,8 @@ fn prepare<'f>(
         )?);
     }
     let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
+    times.retag = started.elapsed().saturating_sub(times.list);
+    let planning = Instant::now();
 
     // Every buffer: (file offset, bytes, part index, tensor index, its
     // descriptor alignment).
@@ -1230,7 +1259,11 @@ fn prepare<'f>(
         reused,
         slabs,
         packed,
-        allocate: started.elapsed(),
+        times: LoadTimes {
+            plan: planning.elapsed(),
+            allocate: started.elapsed(),
+            ..times
+        },
         dma,
     })
 }
@@ -1501,14 +1534,15 @@ async fn load_dma(
 /// load order (a worker waits only until its chunk's buffers exist), then
 /// polls the device and reports progress. No thread waits for another's
 /// chunk: the only waits are for a free slot (the GPU is behind), or a
-/// buffer (allocation is behind). Returns the time spent allocating.
+/// buffer (allocation is behind). Returns the time this thread spent
+/// allocating, and the part of it spent creating GPU buffers.
 #[cfg(target_os = "linux")]
 fn load_dma_threads(
     shared: &Arc<DeviceShared>,
     queue: &wgpu::Queue,
     p: &Prepared<'_>,
     options: &mut LoadOptions<'_>,
-) -> Result<Duration, LoadError> {
+) -> Result<(Duration, Duration), LoadError> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, RecvTimeoutError};
 
@@ -1535,6 +1569,7 @@ fn load_dma_threads(
     let stop = AtomicBool::new(false);
     let mut tally = Tally::for_chunks(p, &chunks);
     let mut allocating = Duration::ZERO;
+    let mut creating = Duration::ZERO;
     let result = std::thread::scope(|s| {
         for _ in 0..threads.min(n) {
             let (sent_tx, free_tx, done_tx) = (sent_tx.clone(), free_tx.clone(), done_tx.clone());
@@ -1611,7 +1646,7 @@ fn load_dma_threads(
                 if stop.load(Ordering::Acquire) {
                     break;
                 }
-                p.allocate_slot(shared, i)?;
+                creating += p.allocate_slot(shared, i)?;
                 allocated.store(i + 1, Ordering::Release);
             }
             allocating = started.elapsed();
@@ -1669,7 +1704,7 @@ fn load_dma_threads(
     for st in free_rx.try_iter() {
         shared.dma.give(st);
     }
-    result.map(|()| allocating)
+    result.map(|()| (allocating, creating))
 }
 
 /// Writes GPU tensors into a `.hrry` file at `path` (see the module

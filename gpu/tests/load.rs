@@ -657,3 +657,45 @@ fn slabs_are_reused_packed_tensors_save_and_copy_out() {
         assert!(u.buffers().eq(t.buffers()), "tensor {}", t.name());
     }
 }
+
+#[test]
+fn a_load_reports_its_phases_and_their_parts_fit_inside_allocate() {
+    let test = "a_load_reports_its_phases_and_their_parts_fit_inside_allocate";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    let sizes: Vec<usize> = (0..400).map(|i| 4 + (i * 13) % 700).collect();
+    let f = Temp::new("phases");
+    write_seeded(&f.0, &sizes, 5);
+    let cold = load_file(&c.device, &c.queue, &f.0, LoadOptions::default()).unwrap();
+    let t = cold.times;
+    for (name, d) in [
+        ("validate", t.validate),
+        ("list", t.list),
+        ("retag", t.retag),
+        ("plan", t.plan),
+        ("gpu_allocate", t.gpu_allocate),
+        ("copy", t.copy),
+        ("build", t.build),
+    ] {
+        assert!(d > std::time::Duration::ZERO, "{name} was not timed: {t:?}");
+    }
+    // The parts of `allocate` are measured inside it.
+    assert!(
+        t.list + t.retag + t.plan + t.gpu_allocate <= t.allocate,
+        "{t:?}"
+    );
+    // Into reused buffers nothing is created on the GPU.
+    let again = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().reuse(cold),
+    )
+    .unwrap();
+    assert_eq!(again.reused, again.tensors.len());
+    assert_eq!(again.times.gpu_allocate, std::time::Duration::ZERO);
+    assert!(again.times.build > std::time::Duration::ZERO);
+}
