@@ -80,6 +80,7 @@
 //!   Descriptors are re-tagged back to host memory (`cpu`).
 
 use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -226,11 +227,62 @@ impl<'a> LoadOptions<'a> {
 /// buffers live) and, per entry of its buffer table, the GPU bytes that hold
 /// it: a whole buffer, or a range of a slab shared with other tensors
 /// ([`LoadOptions::pack_below`]).
-#[derive(Debug, Clone)]
+///
+/// The tensors of one load share one allocation for their names and one for
+/// their descriptors (a tensor keeps both alive); a tensor of one buffer
+/// holds its slice inline.
+#[derive(Clone)]
 pub struct LoadedTensor {
-    name: String,
-    descriptor: Vec<u8>,
-    buffers: Vec<GpuSlice>,
+    texts: Arc<Texts>,
+    name: Range<usize>,
+    descriptor: Range<usize>,
+    buffers: Slices,
+}
+
+impl std::fmt::Debug for LoadedTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTensor")
+            .field("name", &self.name())
+            .field("descriptor", &self.descriptor_bytes())
+            .field("buffers", &self.buffers())
+            .finish()
+    }
+}
+
+/// The names and descriptors of tensors, each a range of one text: a
+/// load's tensors share one (no allocation per tensor).
+#[derive(Debug, Default)]
+struct Texts {
+    names: String,
+    descriptors: Vec<u8>,
+}
+
+/// A tensor's GPU bytes: one slice inline (the common case: no allocation
+/// per tensor), or a table of them.
+#[derive(Debug, Clone)]
+enum Slices {
+    One(GpuSlice),
+    Many(Vec<GpuSlice>),
+}
+
+impl Slices {
+    fn as_slice(&self) -> &[GpuSlice] {
+        match self {
+            Self::One(s) => std::slice::from_ref(s),
+            Self::Many(v) => v,
+        }
+    }
+
+    fn from_vec(mut v: Vec<GpuSlice>) -> Self {
+        match v.pop() {
+            Some(s) if v.is_empty() => Self::One(s),
+            Some(s) => {
+                v.push(s);
+                Self::Many(v)
+            }
+            None => Self::Many(v),
+        }
+    }
 }
 
 impl LoadedTensor {
@@ -277,10 +329,15 @@ impl LoadedTensor {
         {
             return Err(LoadError::BufferMismatch { name });
         }
+        let texts = Texts {
+            names: name,
+            descriptors: descriptor.to_vec(),
+        };
         Ok(Self {
-            name,
-            descriptor: descriptor.to_vec(),
-            buffers,
+            name: 0..texts.names.len(),
+            descriptor: 0..texts.descriptors.len(),
+            texts: Arc::new(texts),
+            buffers: Slices::from_vec(buffers),
         })
     }
 
@@ -320,13 +377,16 @@ impl LoadedTensor {
     /// The tensor's name in the file.
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.name
+        self.texts.names.get(self.name.clone()).unwrap_or_default()
     }
 
     /// The descriptor's bytes.
     #[must_use]
     pub fn descriptor_bytes(&self) -> &[u8] {
-        &self.descriptor
+        self.texts
+            .descriptors
+            .get(self.descriptor.clone())
+            .unwrap_or_default()
     }
 
     /// The descriptor (validated when the tensor was made).
@@ -334,7 +394,7 @@ impl LoadedTensor {
     /// # Errors
     /// Never in practice: the bytes were validated and are immutable.
     pub fn descriptor(&self) -> Result<TensorView<'_>, DescriptorError> {
-        TensorView::parse(&self.descriptor)
+        TensorView::parse(self.descriptor_bytes())
     }
 
     /// The GPU bytes of each buffer, in buffer-table order: a whole
@@ -344,14 +404,14 @@ impl LoadedTensor {
     /// its own.
     #[must_use]
     pub fn buffers(&self) -> &[GpuSlice] {
-        &self.buffers
+        self.buffers.as_slice()
     }
 
     /// Whether any buffer of the tensor is a range of a larger GPU buffer
     /// (a slab shared with other buffers) rather than a whole one.
     #[must_use]
     pub fn is_packed(&self) -> bool {
-        self.buffers.iter().any(|b| !b.is_whole())
+        self.buffers().iter().any(|b| !b.is_whole())
     }
 }
 
@@ -416,7 +476,7 @@ impl Loaded {
     /// The tensor named `name`.
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&LoadedTensor> {
-        self.tensors.iter().find(|t| t.name == name)
+        self.tensors.iter().find(|t| t.name() == name)
     }
 }
 
@@ -527,6 +587,20 @@ fn retag(
     class: MemoryClass,
     sync: SyncMode,
 ) -> Result<Vec<u8>, LoadError> {
+    let mut out = vec![0u8; view.as_bytes().len()];
+    retag_into(&mut out, name, view, tag, class, sync)?;
+    Ok(out)
+}
+
+/// [`retag`] into `out`, which has the descriptor's length.
+fn retag_into(
+    out: &mut [u8],
+    name: &str,
+    view: &TensorView<'_>,
+    tag: DeviceTag,
+    class: MemoryClass,
+    sync: SyncMode,
+) -> Result<(), LoadError> {
     let whole = view.as_bytes();
     let table = view.buffers();
     let bad = |error| LoadError::Descriptor {
@@ -536,7 +610,12 @@ fn retag(
     // The table is a sub-slice of the descriptor (zero-copy views): its
     // position is the difference of the two addresses.
     let at = (table.as_bytes().as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
-    let mut out = whole.to_vec();
+    if out.len() != whole.len() {
+        return Err(LoadError::Backend(BackendError::Bug(
+            "a re-tagged descriptor's room has another length",
+        )));
+    }
+    out.copy_from_slice(whole);
     for (i, h) in table.iter().enumerate() {
         let new = if h.is_empty() {
             BufferHandle::empty(tag)
@@ -553,8 +632,8 @@ fn retag(
             )))?
             .copy_from_slice(&new.to_bytes());
     }
-    TensorView::parse(&out).map_err(bad)?;
-    Ok(out)
+    TensorView::parse(out).map_err(bad)?;
+    Ok(())
 }
 
 /// One piece of a chunk: bytes of the file for `[at, at + len)` of chunk
@@ -760,19 +839,35 @@ pub fn load_file(
     let started = Instant::now();
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
-    let mut file = hurray_io::file::open(path)?;
-    let view = file.view()?;
+    let file = hurray_io::file::open(path)?;
+    let bytes = file.bytes();
+    let mut table = vec![0u32; hurray_core::file::FileIndex::table_len(bytes)?];
+    // Loading the whole file: keep each tensor as the validation hands it
+    // out (in file order, its descriptor parsed once).
+    let mut listed = options.names.is_none().then(Vec::new);
+    let view = hurray_core::file::FileView::parse_with_each(
+        bytes,
+        &hurray_io::file::options(),
+        &mut table,
+        |t| {
+            if let Some(l) = listed.as_mut() {
+                l.push(t);
+            }
+        },
+    )?;
     let validate = started.elapsed();
-    let mut prepared = prepare(&shared, &view, &mut options)?;
+    let mut prepared = prepare(&shared, &view, listed, &mut options)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
-        let (allocating, creating) = load_dma_threads(&shared, &queue, &prepared, &mut options)?;
-        // Allocation overlapped the copies: the copy phase is what remains.
-        prepared.times.allocate += allocating;
-        prepared.times.gpu_allocate += creating;
-        let copy = copy_started.elapsed().saturating_sub(allocating);
-        return prepared.finish(validate, copy);
+        let run = load_dma_threads(&shared, &queue, &prepared, &mut options)?;
+        // Allocation and building overlapped the copies: the copy phase is
+        // what remains.
+        prepared.times.allocate += run.allocating;
+        prepared.times.gpu_allocate += run.creating;
+        let beside = run.allocating + run.built.as_ref().map_or(Duration::ZERO, |b| b.1);
+        let copy = copy_started.elapsed().saturating_sub(beside);
+        return prepared.finish(validate, copy, run.built);
     }
     prepared.allocate_all(&shared)?;
     let copy_started = Instant::now();
@@ -781,7 +876,7 @@ pub fn load_file(
         load_mapped(&shared, &queue, &prepared, &mut options),
     )?;
     let copy = copy_started.elapsed();
-    prepared.finish(validate, copy)
+    prepared.finish(validate, copy, None)
 }
 
 /// Loads the tensors of an already validated [`FileView`](hurray_core::file::FileView)
@@ -800,24 +895,28 @@ pub async fn load_view_async(
 ) -> Result<Loaded, LoadError> {
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
-    let mut prepared = prepare(&shared, view, &mut options)?;
+    let mut prepared = prepare(&shared, view, None, &mut options)?;
     prepared.allocate_all(&shared)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
         load_dma(&shared, &queue, &prepared, &mut options).await?;
         let copy = copy_started.elapsed();
-        return prepared.finish(Duration::ZERO, copy);
+        return prepared.finish(Duration::ZERO, copy, None);
     }
     load_mapped(&shared, &queue, &prepared, &mut options).await?;
     let copy = copy_started.elapsed();
-    prepared.finish(Duration::ZERO, copy)
+    prepared.finish(Duration::ZERO, copy, None)
 }
 
 /// A load with every check passed: the buffers to fill, allocated or not.
 struct Prepared<'f> {
-    chosen: Vec<hurray_core::file::Tensor<'f>>,
-    descriptors: Vec<Vec<u8>>,
+    /// How many tensors are loaded.
+    tensors: usize,
+    /// Their names and re-tagged descriptors.
+    texts: Arc<Texts>,
+    /// Per tensor: its ranges of `texts` and of `parts`.
+    items: Vec<Item>,
     /// The GPU buffers to fill, in allocation order: first one per run (in
     /// load order: run `i` fills target `i`), then the empty buffers.
     targets: Vec<Target>,
@@ -839,6 +938,14 @@ struct Prepared<'f> {
     /// taking over buffers, then allocating) and its parts.
     times: LoadTimes,
     dma: bool,
+}
+
+/// One loaded tensor's name and descriptor (ranges of the load's
+/// [`Texts`]) and its buffers (a range of [`Prepared::parts`]).
+struct Item {
+    name: Range<usize>,
+    descriptor: Range<usize>,
+    parts: Range<usize>,
 }
 
 /// A GPU buffer a load fills: its logical size, whether it is a slab, and
@@ -907,40 +1014,64 @@ impl Prepared<'_> {
         self.targets.get(i).and_then(|t| t.slot.get())
     }
 
-    fn finish(self, validate: Duration, copy: Duration) -> Result<Loaded, LoadError> {
-        let started = Instant::now();
+    /// The loaded tensors, once every target is allocated (before or after
+    /// the copies: they are handed out only once the GPU has every byte).
+    fn build(&self) -> Result<Vec<LoadedTensor>, BackendError> {
         let never = || BackendError::Bug("a loaded buffer was never allocated");
         let handles = self
             .targets
-            .into_iter()
-            .map(|t| t.slot.into_inner().map(|h| (h, t.slab)))
+            .iter()
+            .map(|t| t.slot.get())
             .collect::<Option<Vec<_>>>()
             .ok_or_else(never)?;
-        let mut parts = self.parts.iter();
-        let mut tensors = Vec::with_capacity(self.chosen.len());
-        for (t, descriptor) in self.chosen.iter().zip(self.descriptors) {
-            let n = t.descriptor().buffers().len();
-            let mut buffers = Vec::with_capacity(n);
-            for _ in 0..n {
-                let part = parts.next().ok_or_else(never)?;
-                let (h, _) = handles.get(part.target).ok_or_else(never)?;
-                // Own buffers are whole; a packed part lies inside its slab
-                // by construction (the slab spans every part placed in it).
-                buffers.push(if part.offset == 0 && part.len == h.byte_len() {
-                    GpuSlice::whole(h.clone())
-                } else {
-                    GpuSlice::new(h.clone(), part.offset, part.len)?
-                });
+        let slice = |part: &Part| -> Result<GpuSlice, BackendError> {
+            let h = *handles.get(part.target).ok_or_else(never)?;
+            // Own buffers are whole; a packed part lies inside its slab by
+            // construction (the slab spans every part placed in it).
+            if part.offset == 0 && part.len == h.byte_len() {
+                Ok(GpuSlice::whole(h.clone()))
+            } else {
+                GpuSlice::new(h.clone(), part.offset, part.len)
             }
+        };
+        let mut tensors = Vec::with_capacity(self.tensors);
+        for item in &self.items {
+            let parts = self.parts.get(item.parts.clone()).ok_or_else(never)?;
+            let buffers = match parts {
+                [one] => Slices::One(slice(one)?),
+                many => Slices::Many(many.iter().map(slice).collect::<Result<_, _>>()?),
+            };
             tensors.push(LoadedTensor {
-                name: t.name().to_owned(),
-                descriptor,
+                texts: Arc::clone(&self.texts),
+                name: item.name.clone(),
+                descriptor: item.descriptor.clone(),
                 buffers,
             });
         }
-        let slab_buffers = handles
+        Ok(tensors)
+    }
+
+    /// The result: `built` (with the time it took) when the tensors were
+    /// built beside the copies, else built now.
+    fn finish(
+        self,
+        validate: Duration,
+        copy: Duration,
+        built: Option<(Vec<LoadedTensor>, Duration)>,
+    ) -> Result<Loaded, LoadError> {
+        let (tensors, build) = match built {
+            Some(b) => b,
+            None => {
+                let started = Instant::now();
+                let tensors = self.build()?;
+                (tensors, started.elapsed())
+            }
+        };
+        let slab_buffers = self
+            .targets
             .into_iter()
-            .filter_map(|(h, slab)| slab.then_some(h))
+            .filter(|t| t.slab)
+            .filter_map(|t| t.slot.into_inner())
             .collect();
         Ok(Loaded {
             tensors,
@@ -950,7 +1081,7 @@ impl Prepared<'_> {
             times: LoadTimes {
                 validate,
                 copy,
-                build: started.elapsed(),
+                build,
                 ..self.times
             },
             slabs: self.slabs,
@@ -972,12 +1103,16 @@ struct OpenSlab {
 /// alignment is at least this): larger ones get a buffer of their own.
 const MAX_PACKED_ALIGN: u64 = 4096;
 
-/// Resolves the names, checks every size, re-tags every descriptor, plans
-/// the GPU buffers (own buffers and slabs), and takes over the fitting
-/// buffers of [`LoadOptions::reuse`]; allocates nothing.
+/// Resolves the names, checks every size, plans the GPU buffers (own
+/// buffers and slabs), re-tags every descriptor (over the worker pool), and
+/// takes over the fitting buffers of [`LoadOptions::reuse`]; allocates
+/// nothing. `listed`: every tensor of `view` in file order, as its
+/// validation handed them out ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each)),
+/// for a load of the whole file (else listed here).
 fn prepare<'f>(
     shared: &Arc<DeviceShared>,
     view: &hurray_core::file::FileView<'f>,
+    listed: Option<Vec<hurray_core::file::Tensor<'f>>>,
     options: &mut LoadOptions<'_>,
 ) -> Result<Prepared<'f>, LoadError> {
     let started = Instant::now();
@@ -985,21 +1120,28 @@ fn prepare<'f>(
     let tag = device_tag(device)?;
     let mut times = LoadTimes::default();
     // Resolve and check everything before allocating.
-    let chosen: Vec<hurray_core::file::Tensor<'f>> = match &options.names {
-        Some(names) => names
+    let chosen: Vec<hurray_core::file::Tensor<'f>> = match (&options.names, listed) {
+        (Some(names), _) => names
             .iter()
             .map(|n| view.get(n).ok_or_else(|| LoadError::NotFound(n.clone())))
             .collect::<Result<_, _>>()?,
-        None => view.iter_file_order().collect(),
+        (None, Some(listed)) => listed,
+        (None, None) => view.iter_file_order().collect(),
     };
     times.list = started.elapsed();
+    let planning = Instant::now();
     let max = shared.limits.max_buffer_size;
-    let mut descriptors = Vec::with_capacity(chosen.len());
-    let mut count = 0;
-    for t in &chosen {
-        let table = t.descriptor().buffers();
-        count += table.len();
-        for (i, h) in table.iter().enumerate() {
+    let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
+
+    // Every buffer: (file offset, bytes, part index, tensor index, its
+    // descriptor alignment); every size checked.
+    let file = view.as_bytes();
+    let base = file.as_ptr() as usize;
+    let mut entries: Vec<(usize, &'f [u8], usize, usize, u64)> = Vec::with_capacity(chosen.len());
+    let mut tensor_parts = Vec::with_capacity(chosen.len());
+    for (ti, t) in chosen.iter().enumerate() {
+        let first = entries.len();
+        for (i, (bytes, h)) in t.buffers().zip(t.descriptor().buffers().iter()).enumerate() {
             if h.byte_size() > max {
                 return Err(LoadError::TooLarge {
                     name: t.name().to_owned(),
@@ -1008,32 +1150,14 @@ fn prepare<'f>(
                     max,
                 });
             }
-        }
-        descriptors.push(retag(
-            t.name(),
-            t.descriptor(),
-            tag,
-            MemoryClass::Standard,
-            SyncMode::ProducerSynced,
-        )?);
-    }
-    let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
-    times.retag = started.elapsed().saturating_sub(times.list);
-    let planning = Instant::now();
-
-    // Every buffer: (file offset, bytes, part index, tensor index, its
-    // descriptor alignment).
-    let file = view.as_bytes();
-    let base = file.as_ptr() as usize;
-    let mut entries: Vec<(usize, &'f [u8], usize, usize, u64)> = Vec::with_capacity(count);
-    for (ti, t) in chosen.iter().enumerate() {
-        for (bytes, h) in t.buffers().zip(t.descriptor().buffers().iter()) {
             // The buffers are sub-slices of the file (zero-copy views):
             // their offset is the difference of the two addresses.
             let at = (bytes.as_ptr() as usize).wrapping_sub(base);
             entries.push((at, bytes, entries.len(), ti, u64::from(h.alignment())));
         }
+        tensor_parts.push(first..entries.len());
     }
+    let count = entries.len();
     // Load order: file order (the order of `only` may differ), for the
     // page cache's read-ahead.
     if !entries.is_sorted_by_key(|e| e.0) {
@@ -1199,17 +1323,35 @@ fn prepare<'f>(
                 _ => break,
             }
         }
-        let mut by_name: HashMap<String, Vec<GpuSlice>> = previous
-            .tensors
-            .into_iter()
-            .map(|t| (t.name, t.buffers))
-            .collect();
-        let mut at = 0;
-        for t in &chosen {
-            let n = t.descriptor().buffers().len();
-            let mine = parts.get(at..at + n).unwrap_or(&[]);
-            at += n;
-            let Some(old) = by_name.remove(t.name()) else {
+        // By name: the previous load's tensor at the same place when the
+        // names agree (a reload of the same file), else looked up (once).
+        let mut by_name: Option<HashMap<&str, usize>> = None;
+        let mut taken = vec![false; previous.tensors.len()];
+        for (ti, (t, range)) in chosen.iter().zip(&tensor_parts).enumerate() {
+            let n = range.len();
+            let mine = parts.get(range.clone()).unwrap_or(&[]);
+            let same_place = previous.tensors.get(ti).filter(|o| o.name() == t.name());
+            let found = match same_place {
+                Some(_) => Some(ti),
+                None => by_name
+                    .get_or_insert_with(|| {
+                        previous
+                            .tensors
+                            .iter()
+                            .enumerate()
+                            .map(|(i, o)| (o.name(), i))
+                            .collect()
+                    })
+                    .get(t.name())
+                    .copied(),
+            };
+            let Some(oi) = found.filter(|&i| taken.get(i) == Some(&false)) else {
+                continue;
+            };
+            if let Some(flag) = taken.get_mut(oi) {
+                *flag = true;
+            }
+            let Some(old) = previous.tensors.get(oi).map(LoadedTensor::buffers) else {
                 continue;
             };
             let mut all = old.len() == n;
@@ -1243,13 +1385,28 @@ fn prepare<'f>(
             }
         }
     }
+    times.plan = planning.elapsed();
+    // Every name and re-tagged descriptor, into one text each.
+    let retagging = Instant::now();
+    let (texts, spans) = retag_all(&chosen, tag)?;
+    times.retag = retagging.elapsed();
+    let items = spans
+        .into_iter()
+        .zip(tensor_parts)
+        .map(|((name, descriptor), parts)| Item {
+            name,
+            descriptor,
+            parts,
+        })
+        .collect();
     #[cfg(target_os = "linux")]
     let dma = crate::transfer::dma::use_for(shared, crate::transfer::dma::DMA_MIN);
     #[cfg(not(target_os = "linux"))]
     let dma = false;
     Ok(Prepared {
-        chosen,
-        descriptors,
+        tensors: chosen.len(),
+        texts: Arc::new(texts),
+        items,
         targets,
         parts,
         flat,
@@ -1260,12 +1417,115 @@ fn prepare<'f>(
         slabs,
         packed,
         times: LoadTimes {
-            plan: planning.elapsed(),
             allocate: started.elapsed(),
             ..times
         },
         dma,
     })
+}
+
+/// A tensor's name and descriptor: ranges of its [`Texts`].
+type Spans = (Range<usize>, Range<usize>);
+
+/// The fewest tensors one piece of the parallel re-tag takes: below this,
+/// handing a piece to the pool costs more than it saves.
+const RETAG_PIECE: usize = 512;
+
+/// Each tensor's name and re-tagged descriptor ([`retag`]: the device's
+/// `tag`, standard memory, producer-synced), in order, in one [`Texts`],
+/// with each tensor's ranges of it; pieces of tensors re-tagged over the
+/// worker pool, each into its own rooms of the two texts. On errors, the
+/// first tensor's.
+fn retag_all(
+    chosen: &[hurray_core::file::Tensor<'_>],
+    tag: DeviceTag,
+) -> Result<(Texts, Vec<Spans>), LoadError> {
+    let bug = |what| LoadError::Backend(BackendError::Bug(what));
+    let mut spans = Vec::with_capacity(chosen.len());
+    let (mut names_len, mut descriptors_len) = (0usize, 0usize);
+    for t in chosen {
+        let (n, d) = (t.name().len(), t.descriptor().as_bytes().len());
+        spans.push((
+            names_len..names_len + n,
+            descriptors_len..descriptors_len + d,
+        ));
+        names_len += n;
+        descriptors_len += d;
+    }
+    let mut names = vec![0u8; names_len];
+    let mut descriptors = vec![0u8; descriptors_len];
+    let pieces = crate::pool::worker_threads()
+        .min(chosen.len().div_ceil(RETAG_PIECE))
+        .max(1);
+    let per = chosen.len().div_ceil(pieces).max(1);
+    // Each piece: its first tensor, its tensors, its rooms of the texts.
+    type Work<'t, 'f> = (
+        &'t [hurray_core::file::Tensor<'f>],
+        &'t [Spans],
+        &'t mut [u8],
+        &'t mut [u8],
+    );
+    let mut work: Vec<Mutex<Option<Work<'_, '_>>>> = Vec::with_capacity(pieces);
+    let (mut names_rest, mut descriptors_rest) = (&mut names[..], &mut descriptors[..]);
+    for (ts, sp) in chosen.chunks(per).zip(spans.chunks(per)) {
+        let (Some(first), Some(last)) = (sp.first(), sp.last()) else {
+            continue;
+        };
+        let (n, d) = (last.0.end - first.0.start, last.1.end - first.1.start);
+        let (n_room, n_rest) = std::mem::take(&mut names_rest)
+            .split_at_mut_checked(n)
+            .ok_or(bug("re-tag rooms"))?;
+        let (d_room, d_rest) = std::mem::take(&mut descriptors_rest)
+            .split_at_mut_checked(d)
+            .ok_or(bug("re-tag rooms"))?;
+        names_rest = n_rest;
+        descriptors_rest = d_rest;
+        work.push(Mutex::new(Some((ts, sp, n_room, d_room))));
+    }
+    // The first failing tensor (by its place in `chosen`), and its error.
+    let failed: Mutex<Option<(usize, LoadError)>> = Mutex::new(None);
+    crate::pool::run(work.len(), |i| {
+        let Some((ts, sp, n_room, d_room)) = work
+            .get(i)
+            .and_then(|m| m.lock().ok().and_then(|mut w| w.take()))
+        else {
+            return;
+        };
+        let (Some(n0), Some(d0)) = (sp.first().map(|s| s.0.start), sp.first().map(|s| s.1.start))
+        else {
+            return;
+        };
+        for (k, (t, (n, d))) in ts.iter().zip(sp).enumerate() {
+            let done = n_room
+                .get_mut(n.start - n0..n.end - n0)
+                .zip(d_room.get_mut(d.start - d0..d.end - d0))
+                .ok_or(bug("re-tag rooms"))
+                .and_then(|(n_out, d_out)| {
+                    n_out.copy_from_slice(t.name().as_bytes());
+                    retag_into(
+                        d_out,
+                        t.name(),
+                        t.descriptor(),
+                        tag,
+                        MemoryClass::Standard,
+                        SyncMode::ProducerSynced,
+                    )
+                });
+            if let Err(e) = done {
+                let at = i * per + k;
+                let mut f = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                if f.as_ref().is_none_or(|(j, _)| at < *j) {
+                    *f = Some((at, e));
+                }
+                return;
+            }
+        }
+    })?;
+    if let Some((_, e)) = failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        return Err(e);
+    }
+    let names = String::from_utf8(names).map_err(|_| bug("a tensor name is not UTF-8"))?;
+    Ok((Texts { names, descriptors }, spans))
 }
 
 /// The path without DMA staging: each buffer of its own written by the
@@ -1397,7 +1657,7 @@ struct Tally {
 impl Tally {
     /// `pieces(run)`: how many pieces run `run` was cut into.
     fn new(p: &Prepared<'_>, pieces: impl Fn(usize) -> usize) -> Self {
-        let tensors_total = p.chosen.len();
+        let tensors_total = p.tensors;
         let mut tensor_left = vec![0usize; tensors_total];
         for &t in p.runs.iter().flat_map(|r| &r.tensors) {
             if let Some(l) = tensor_left.get_mut(t) {
@@ -1525,6 +1785,19 @@ async fn load_dma(
     Ok(())
 }
 
+/// What [`load_dma_threads`] did beside the copies.
+#[cfg(target_os = "linux")]
+struct DmaRun {
+    /// Time the calling thread spent allocating (in order, while the
+    /// copies ran).
+    allocating: Duration,
+    /// The part of it spent creating GPU buffers.
+    creating: Duration,
+    /// The loaded tensors, built while the copies ran, and how long that
+    /// took.
+    built: Option<(Vec<LoadedTensor>, Duration)>,
+}
+
 /// The DMA path of [`load_file`]: a ring of imported staging chunks;
 /// worker threads (`std::thread::scope`) each take the next chunk of the
 /// plan and a free slot of the ring, copy the file's pages into it, record
@@ -1534,15 +1807,15 @@ async fn load_dma(
 /// load order (a worker waits only until its chunk's buffers exist), then
 /// polls the device and reports progress. No thread waits for another's
 /// chunk: the only waits are for a free slot (the GPU is behind), or a
-/// buffer (allocation is behind). Returns the time this thread spent
-/// allocating, and the part of it spent creating GPU buffers.
+/// buffer (allocation is behind). Once every buffer exists, this thread
+/// builds the loaded tensors while the copies run.
 #[cfg(target_os = "linux")]
 fn load_dma_threads(
     shared: &Arc<DeviceShared>,
     queue: &wgpu::Queue,
     p: &Prepared<'_>,
     options: &mut LoadOptions<'_>,
-) -> Result<(Duration, Duration), LoadError> {
+) -> Result<DmaRun, LoadError> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, RecvTimeoutError};
 
@@ -1570,6 +1843,7 @@ fn load_dma_threads(
     let mut tally = Tally::for_chunks(p, &chunks);
     let mut allocating = Duration::ZERO;
     let mut creating = Duration::ZERO;
+    let mut built = None;
     let result = std::thread::scope(|s| {
         for _ in 0..threads.min(n) {
             let (sent_tx, free_tx, done_tx) = (sent_tx.clone(), free_tx.clone(), done_tx.clone());
@@ -1650,6 +1924,13 @@ fn load_dma_threads(
                 allocated.store(i + 1, Ordering::Release);
             }
             allocating = started.elapsed();
+            // Every buffer exists (unless a worker stopped the load): the
+            // tensors can be built while the copies run.
+            if !stop.load(Ordering::Acquire) {
+                let building = Instant::now();
+                let tensors = p.build()?;
+                built = Some((tensors, building.elapsed()));
+            }
             if n == 0 {
                 report(options, tally.progress);
             }
@@ -1704,7 +1985,11 @@ fn load_dma_threads(
     for st in free_rx.try_iter() {
         shared.dma.give(st);
     }
-    result.map(|()| (allocating, creating))
+    result.map(|()| DmaRun {
+        allocating,
+        creating,
+        built,
+    })
 }
 
 /// Writes GPU tensors into a `.hrry` file at `path` (see the module
@@ -1725,22 +2010,22 @@ pub fn save_file(
     let mut out = Vec::new();
     for t in tensors {
         let view = t.descriptor().map_err(|error| LoadError::Descriptor {
-            name: t.name.clone(),
+            name: t.name().to_owned(),
             error,
         })?;
         let host = retag(
-            &t.name,
+            t.name(),
             &view,
             DeviceTag::Cpu,
             MemoryClass::Standard,
             SyncMode::ProducerSynced,
         )?;
         let host_view = TensorView::parse(&host).map_err(|error| LoadError::Descriptor {
-            name: t.name.clone(),
+            name: t.name().to_owned(),
             error,
         })?;
-        let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(t.buffers.len());
-        for b in &t.buffers {
+        let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(t.buffers().len());
+        for b in t.buffers() {
             if b.byte_len() == 0 {
                 bytes.push(Vec::new());
             } else {
@@ -1749,7 +2034,7 @@ pub fn save_file(
             }
         }
         let slices: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-        writer.write_tensor(&t.name, &host_view, &slices)?;
+        writer.write_tensor(t.name(), &host_view, &slices)?;
     }
     writer.finish(&[])?;
     Ok(())
