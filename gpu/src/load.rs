@@ -449,26 +449,37 @@ pub struct LoadTimes {
     /// caller did that).
     pub validate: Duration,
     /// Resolving names, re-tagging descriptors, allocating GPU buffers (or
-    /// taking them over from [`LoadOptions::reuse`]).
+    /// taking them over from [`LoadOptions::reuse`]): the calling thread's
+    /// time between the validation and the copies, plus its time
+    /// allocating beside the copies.
     pub allocate: Duration,
     /// Moving the bytes, until the GPU holds every one. [`load_file`]
     /// overlaps allocation with the copies: this is the rest of the load
     /// once the calling thread stopped allocating (so the three phases and
     /// [`build`](Self::build) add up to the whole).
     pub copy: Duration,
-    /// Building the [`LoadedTensor`]s once the GPU has every byte (outside
-    /// the three phases above; zero when nothing is left to build then).
+    /// Building the [`LoadedTensor`]s once every GPU buffer exists: beside
+    /// the copies ([`load_file`] with DMA staging) or after them; outside
+    /// the three phases above, so that the four add up to the whole.
     pub build: Duration,
-    /// Part of `allocate`: listing the tensors to load (file order, or the
-    /// names of [`LoadOptions::only`] looked up).
+    /// Listing the tensors to load: the names of [`LoadOptions::only`]
+    /// looked up, or the file walked in file order. Zero for a whole file
+    /// through [`load_file`], whose validation hands its tensors out
+    /// ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each)).
+    /// Part of `allocate`.
     pub list: Duration,
-    /// Part of `allocate`: re-tagging every descriptor for the device.
+    /// Re-tagging every descriptor for the device. For a whole file
+    /// through [`load_file`], a helper thread's time beside the validation
+    /// (inside `validate`, not `allocate`); otherwise part of `allocate`
+    /// (over the worker pool).
     pub retag: Duration,
-    /// Part of `allocate`: planning the GPU buffers (slabs, buffers of their
-    /// own) and taking over those of [`LoadOptions::reuse`].
+    /// Planning the GPU buffers (slabs, buffers of their own) and taking
+    /// over those of [`LoadOptions::reuse`]. For a whole file through
+    /// [`load_file`], the planning is a helper thread's time beside the
+    /// validation; the take-over is always part of `allocate`.
     pub plan: Duration,
     /// Part of `allocate`: creating the GPU buffers (`create_buffer`, the
-    /// driver's memory allocation), summed over the threads that do it.
+    /// driver's memory allocation); zero when every buffer was reused.
     pub gpu_allocate: Duration,
 }
 
@@ -842,21 +853,24 @@ pub fn load_file(
     let file = hurray_io::file::open(path)?;
     let bytes = file.bytes();
     let mut table = vec![0u32; hurray_core::file::FileIndex::table_len(bytes)?];
-    // Loading the whole file: keep each tensor as the validation hands it
-    // out (in file order, its descriptor parsed once).
-    let mut listed = options.names.is_none().then(Vec::new);
-    let view = hurray_core::file::FileView::parse_with_each(
-        bytes,
-        &hurray_io::file::options(),
-        &mut table,
-        |t| {
-            if let Some(l) = listed.as_mut() {
-                l.push(t);
-            }
-        },
-    )?;
+    // Loading the whole file: each tensor as the validation hands it out
+    // (in file order, its descriptor parsed once) is planned and re-tagged
+    // by helpers while the validation goes on.
+    // (A device without a tag fails in `prepare`, after the file's checks.)
+    let tag = device_tag(device).ok().filter(|_| options.names.is_none());
+    let (view, early) = if let Some(tag) = tag {
+        let (view, early) = plan_beside_validation(&shared, bytes, &mut table, tag, &options)?;
+        (view, Some(early))
+    } else {
+        let view = hurray_core::file::FileView::parse_with(
+            bytes,
+            &hurray_io::file::options(),
+            &mut table,
+        )?;
+        (view, None)
+    };
     let validate = started.elapsed();
-    let mut prepared = prepare(&shared, &view, listed, &mut options)?;
+    let mut prepared = prepare(&shared, &view, early, &mut options)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
@@ -1103,107 +1117,119 @@ struct OpenSlab {
 /// alignment is at least this): larger ones get a buffer of their own.
 const MAX_PACKED_ALIGN: u64 = 4096;
 
-/// Resolves the names, checks every size, plans the GPU buffers (own
-/// buffers and slabs), re-tags every descriptor (over the worker pool), and
-/// takes over the fitting buffers of [`LoadOptions::reuse`]; allocates
-/// nothing. `listed`: every tensor of `view` in file order, as its
-/// validation handed them out ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each)),
-/// for a load of the whole file (else listed here).
-fn prepare<'f>(
-    shared: &Arc<DeviceShared>,
-    view: &hurray_core::file::FileView<'f>,
-    listed: Option<Vec<hurray_core::file::Tensor<'f>>>,
-    options: &mut LoadOptions<'_>,
-) -> Result<Prepared<'f>, LoadError> {
-    let started = Instant::now();
-    let device = &shared.device;
-    let tag = device_tag(device)?;
-    let mut times = LoadTimes::default();
-    // Resolve and check everything before allocating.
-    let chosen: Vec<hurray_core::file::Tensor<'f>> = match (&options.names, listed) {
-        (Some(names), _) => names
-            .iter()
-            .map(|n| view.get(n).ok_or_else(|| LoadError::NotFound(n.clone())))
-            .collect::<Result<_, _>>()?,
-        (None, Some(listed)) => listed,
-        (None, None) => view.iter_file_order().collect(),
-    };
-    times.list = started.elapsed();
-    let planning = Instant::now();
-    let max = shared.limits.max_buffer_size;
-    let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
+/// One buffer to place: (file offset, bytes, part index, tensor index, its
+/// descriptor's alignment).
+type Entry<'f> = (usize, &'f [u8], usize, usize, u64);
 
-    // Every buffer: (file offset, bytes, part index, tensor index, its
-    // descriptor alignment); every size checked.
-    let file = view.as_bytes();
-    let base = file.as_ptr() as usize;
-    let mut entries: Vec<(usize, &'f [u8], usize, usize, u64)> = Vec::with_capacity(chosen.len());
-    let mut tensor_parts = Vec::with_capacity(chosen.len());
-    for (ti, t) in chosen.iter().enumerate() {
-        let first = entries.len();
+/// The GPU buffers of a load (own buffers and slabs), planned tensor by
+/// tensor in load order; allocates nothing.
+struct Planner<'f> {
+    /// The file's first byte's address (buffers are sub-slices of it).
+    base: usize,
+    max: u64,
+    slab_cap: u64,
+    pack_below: u64,
+    /// Where a packed buffer may start in a slab: its descriptor's
+    /// alignment, and never less than a storage binding's offset alignment
+    /// (so a slice can be bound as a range of its slab).
+    min_align: u64,
+    targets: Vec<Target>,
+    parts: Vec<Part>,
+    flat: Vec<Flat<'f>>,
+    runs: Vec<RunInfo>,
+    open: Option<OpenSlab>,
+    empties: Vec<usize>,
+    packed: usize,
+    slabs: usize,
+    total: u64,
+    /// Per tensor, its range of `parts`.
+    tensor_parts: Vec<Range<usize>>,
+}
+
+impl<'f> Planner<'f> {
+    fn new(shared: &DeviceShared, file: &'f [u8], options: &LoadOptions<'_>) -> Self {
+        let max = shared.limits.max_buffer_size;
+        let slab_cap = options.slab_size.min(max);
+        Self {
+            base: file.as_ptr() as usize,
+            max,
+            slab_cap,
+            pack_below: if slab_cap == 0 { 0 } else { options.pack_below },
+            min_align: u64::from(shared.limits.min_storage_buffer_offset_alignment).max(4),
+            targets: Vec::new(),
+            parts: Vec::new(),
+            flat: Vec::new(),
+            runs: Vec::new(),
+            open: None,
+            empties: Vec::new(),
+            packed: 0,
+            slabs: 0,
+            total: 0,
+            tensor_parts: Vec::new(),
+        }
+    }
+
+    /// The next tensor: its sizes checked, a part per buffer; its buffers
+    /// placed now (`later` is `None`: tensors arrive in file order) or
+    /// pushed to `later` (sorted into file order, then [`place`](Self::place)d).
+    fn add(
+        &mut self,
+        t: &hurray_core::file::Tensor<'f>,
+        mut later: Option<&mut Vec<Entry<'f>>>,
+    ) -> Result<(), LoadError> {
+        let ti = self.tensor_parts.len();
+        let first = self.parts.len();
         for (i, (bytes, h)) in t.buffers().zip(t.descriptor().buffers().iter()).enumerate() {
-            if h.byte_size() > max {
+            if h.byte_size() > self.max {
                 return Err(LoadError::TooLarge {
                     name: t.name().to_owned(),
                     buffer: i,
                     bytes: h.byte_size(),
-                    max,
+                    max: self.max,
                 });
             }
             // The buffers are sub-slices of the file (zero-copy views):
             // their offset is the difference of the two addresses.
-            let at = (bytes.as_ptr() as usize).wrapping_sub(base);
-            entries.push((at, bytes, entries.len(), ti, u64::from(h.alignment())));
+            let at = (bytes.as_ptr() as usize).wrapping_sub(self.base);
+            let pi = self.parts.len();
+            self.parts.push(Part {
+                target: usize::MAX,
+                offset: 0,
+                len: 0,
+            });
+            let entry = (at, bytes, pi, ti, u64::from(h.alignment()));
+            match later.as_mut() {
+                Some(l) => l.push(entry),
+                None => self.place(entry)?,
+            }
         }
-        tensor_parts.push(first..entries.len());
+        self.tensor_parts.push(first..self.parts.len());
+        Ok(())
     }
-    let count = entries.len();
-    // Load order: file order (the order of `only` may differ), for the
-    // page cache's read-ahead.
-    if !entries.is_sorted_by_key(|e| e.0) {
-        entries.sort_by_key(|e| e.0);
-    }
-    let slab_cap = options.slab_size.min(max);
-    let pack_below = if slab_cap == 0 { 0 } else { options.pack_below };
-    // Where a packed buffer may start in a slab: its descriptor's
-    // alignment, and never less than a storage binding's offset alignment
-    // (so a slice can be bound as a range of its slab).
-    let min_align = u64::from(shared.limits.min_storage_buffer_offset_alignment).max(4);
-    let mut targets: Vec<Target> = Vec::new();
-    let mut parts = vec![
-        Part {
-            target: usize::MAX,
-            offset: 0,
-            len: 0,
-        };
-        count
-    ];
-    let mut flat: Vec<Flat<'f>> = Vec::with_capacity(count);
-    let mut runs: Vec<RunInfo> = Vec::new();
-    let mut open: Option<OpenSlab> = None;
-    let mut empties: Vec<usize> = Vec::new();
-    let mut packed = 0;
-    let mut slabs = 0;
-    let mut total = 0u64;
-    for &(_, bytes, pi, ti, align) in &entries {
+
+    /// Places one buffer, in load order: in the open slab, a new slab, or a
+    /// buffer of its own.
+    fn place(&mut self, (_, bytes, pi, ti, align): Entry<'f>) -> Result<(), LoadError> {
         let len = bytes.len() as u64;
-        total += len;
-        let Some(part) = parts.get_mut(pi) else {
+        self.total += len;
+        let Some(part) = self.parts.get_mut(pi) else {
             return Err(BackendError::Bug("load part index").into());
         };
         part.len = len;
         if bytes.is_empty() {
-            empties.push(pi);
-            continue;
+            self.empties.push(pi);
+            return Ok(());
         }
-        if pack_below > 0 && len < pack_below && align <= MAX_PACKED_ALIGN {
-            let align = align.max(min_align);
+        let (targets, runs, flat) = (&mut self.targets, &mut self.runs, &mut self.flat);
+        if self.pack_below > 0 && len < self.pack_below && align <= MAX_PACKED_ALIGN {
+            let align = align.max(self.min_align);
+            let slab_cap = self.slab_cap;
             // Its place in the open slab, or a new slab.
-            let place = open.as_ref().and_then(|s| {
+            let place = self.open.as_ref().and_then(|s| {
                 let at = s.fill.checked_next_multiple_of(align)?;
                 (at.checked_add(len)? <= slab_cap).then_some(at)
             });
-            let at = match (place, open.as_mut()) {
+            let at = match (place, self.open.as_mut()) {
                 (Some(at), Some(s)) => {
                     // The previous buffer's zero padding runs up to here.
                     if let Some(prev) = flat.get_mut(s.last) {
@@ -1216,7 +1242,7 @@ fn prepare<'f>(
                     if len > slab_cap {
                         return Err(BackendError::Bug("a packed buffer larger than a slab").into());
                     }
-                    open = Some(OpenSlab {
+                    self.open = Some(OpenSlab {
                         target: targets.len(),
                         fill: 0,
                         last: 0,
@@ -1231,11 +1257,11 @@ fn prepare<'f>(
                         payload: 0,
                         tensors: Vec::new(),
                     });
-                    slabs += 1;
+                    self.slabs += 1;
                     0
                 }
             };
-            let Some(s) = open.as_mut() else {
+            let Some(s) = self.open.as_mut() else {
                 return Err(BackendError::Bug("no open slab").into());
             };
             s.fill = at + len;
@@ -1254,7 +1280,7 @@ fn prepare<'f>(
                 to: at,
                 span: bytes.len().next_multiple_of(4),
             });
-            packed += 1;
+            self.packed += 1;
         } else {
             part.target = targets.len();
             targets.push(Target {
@@ -1275,11 +1301,17 @@ fn prepare<'f>(
                 tensors: vec![ti],
             });
         }
+        Ok(())
     }
-    // Empty buffers: one shared empty buffer when packing, else one each
-    // (as a buffer of their own, reusable by name).
-    if !empties.is_empty() {
-        let shared_empty = (pack_below > 0).then(|| {
+
+    /// Empty buffers: one shared empty buffer when packing, else one each
+    /// (as a buffer of their own, reusable by name).
+    fn close(&mut self) {
+        if self.empties.is_empty() {
+            return;
+        }
+        let targets = &mut self.targets;
+        let shared_empty = (self.pack_below > 0).then(|| {
             targets.push(Target {
                 size: 0,
                 slab: false,
@@ -1287,7 +1319,7 @@ fn prepare<'f>(
             });
             targets.len() - 1
         });
-        for pi in empties {
+        for pi in std::mem::take(&mut self.empties) {
             let target = shared_empty.unwrap_or_else(|| {
                 targets.push(Target {
                     size: 0,
@@ -1296,15 +1328,239 @@ fn prepare<'f>(
                 });
                 targets.len() - 1
             });
-            if let Some(p) = parts.get_mut(pi) {
+            if let Some(p) = self.parts.get_mut(pi) {
                 p.target = target;
             }
         }
     }
+}
 
+/// Each tensor's name and re-tagged descriptor, appended tensor by tensor
+/// into one text each (the helper of a load planned beside its validation).
+struct Retagger {
+    tag: DeviceTag,
+    names: String,
+    descriptors: Vec<u8>,
+    spans: Vec<Spans>,
+}
+
+impl Retagger {
+    fn add(&mut self, t: &hurray_core::file::Tensor<'_>) -> Result<(), LoadError> {
+        let n = self.names.len();
+        self.names.push_str(t.name());
+        let d = self.descriptors.len();
+        let len = t.descriptor().as_bytes().len();
+        self.descriptors.resize(d + len, 0);
+        let room = self
+            .descriptors
+            .get_mut(d..)
+            .ok_or(LoadError::Backend(BackendError::Bug("re-tag room")))?;
+        retag_into(
+            room,
+            t.name(),
+            t.descriptor(),
+            self.tag,
+            MemoryClass::Standard,
+            SyncMode::ProducerSynced,
+        )?;
+        self.spans.push((n..self.names.len(), d..d + len));
+        Ok(())
+    }
+}
+
+/// What a load of a whole file listed, planned and re-tagged beside the
+/// file's validation ([`plan_beside_validation`]).
+struct Early<'f> {
+    chosen: Vec<hurray_core::file::Tensor<'f>>,
+    planner: Planner<'f>,
+    texts: Texts,
+    spans: Vec<Spans>,
+    /// Time the helpers spent planning, and re-tagging.
+    plan: Duration,
+    retag: Duration,
+}
+
+/// Tensors handed from the validation to the helpers at a time.
+const BATCH: usize = 256;
+
+/// Validates `bytes` as a file ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each))
+/// while two helper threads plan the GPU buffers and re-tag the
+/// descriptors of the tensors it hands out, in batches: for a load of the
+/// whole file, the per-tensor host work then hides behind the validation
+/// (which must finish first: its error wins over the helpers').
+fn plan_beside_validation<'f>(
+    shared: &DeviceShared,
+    bytes: &'f [u8],
+    table: &'f mut [u32],
+    tag: DeviceTag,
+    options: &LoadOptions<'_>,
+) -> Result<(hurray_core::file::FileView<'f>, Early<'f>), LoadError> {
+    use std::sync::mpsc;
+    type Batch<'f> = Arc<Vec<hurray_core::file::Tensor<'f>>>;
+    let (plan_tx, plan_rx) = mpsc::channel::<Batch<'f>>();
+    let (tag_tx, tag_rx) = mpsc::channel::<Batch<'f>>();
+    let mut planner = Planner::new(shared, bytes, options);
+    let mut retagger = Retagger {
+        tag,
+        names: String::new(),
+        descriptors: Vec::new(),
+        spans: Vec::new(),
+    };
+    std::thread::scope(|s| {
+        let planning = s.spawn(move || {
+            let mut chosen = Vec::new();
+            let mut busy = Duration::ZERO;
+            let mut failed = None;
+            for batch in plan_rx {
+                let started = Instant::now();
+                for t in batch.iter() {
+                    if failed.is_none() {
+                        failed = planner.add(t, None).err();
+                    }
+                }
+                chosen.extend_from_slice(&batch);
+                busy += started.elapsed();
+            }
+            let started = Instant::now();
+            planner.close();
+            busy += started.elapsed();
+            (chosen, planner, busy, failed)
+        });
+        let retagging = s.spawn(move || {
+            let mut busy = Duration::ZERO;
+            let mut failed = None;
+            for batch in tag_rx {
+                let started = Instant::now();
+                for t in batch.iter() {
+                    if failed.is_none() {
+                        failed = retagger.add(t).err();
+                    }
+                }
+                busy += started.elapsed();
+            }
+            (retagger, busy, failed)
+        });
+        let mut batch = Vec::with_capacity(BATCH);
+        let send = |batch: Vec<_>| {
+            let b = Arc::new(batch);
+            let _ = plan_tx.send(Arc::clone(&b));
+            let _ = tag_tx.send(b);
+        };
+        let view = hurray_core::file::FileView::parse_with_each(
+            bytes,
+            &hurray_io::file::options(),
+            table,
+            |t| {
+                batch.push(t);
+                if batch.len() == BATCH {
+                    send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                }
+            },
+        );
+        if !batch.is_empty() {
+            send(batch);
+        }
+        drop((plan_tx, tag_tx));
+        let planned = planning.join();
+        let retagged = retagging.join();
+        let view = view?;
+        let bug = |_| LoadError::Backend(BackendError::Bug("a load helper panicked"));
+        let (chosen, planner, plan, failed) = planned.map_err(bug)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let (retagger, retag, failed) = retagged.map_err(bug)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok((
+            view,
+            Early {
+                chosen,
+                planner,
+                texts: Texts {
+                    names: retagger.names,
+                    descriptors: retagger.descriptors,
+                },
+                spans: retagger.spans,
+                plan,
+                retag,
+            },
+        ))
+    })
+}
+
+/// Resolves the names, checks every size, plans the GPU buffers (own
+/// buffers and slabs), re-tags every descriptor (over the worker pool), and
+/// takes over the fitting buffers of [`LoadOptions::reuse`]; allocates
+/// nothing. `early`: all of that but the take-over, done beside the
+/// validation ([`plan_beside_validation`]) for a load of the whole file.
+fn prepare<'f>(
+    shared: &Arc<DeviceShared>,
+    view: &hurray_core::file::FileView<'f>,
+    early: Option<Early<'f>>,
+    options: &mut LoadOptions<'_>,
+) -> Result<Prepared<'f>, LoadError> {
+    let started = Instant::now();
+    let device = &shared.device;
+    let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
+    let mut times = LoadTimes::default();
+    let (chosen, planner, texts, spans) = match early {
+        Some(e) => {
+            times.plan = e.plan;
+            times.retag = e.retag;
+            (e.chosen, e.planner, e.texts, e.spans)
+        }
+        None => {
+            let tag = device_tag(device)?;
+            // Resolve and check everything before allocating.
+            let chosen: Vec<hurray_core::file::Tensor<'f>> = match &options.names {
+                Some(names) => names
+                    .iter()
+                    .map(|n| view.get(n).ok_or_else(|| LoadError::NotFound(n.clone())))
+                    .collect::<Result<_, _>>()?,
+                None => view.iter_file_order().collect(),
+            };
+            times.list = started.elapsed();
+            let planning = Instant::now();
+            let mut planner = Planner::new(shared, view.as_bytes(), options);
+            let mut entries = Vec::with_capacity(chosen.len());
+            for t in &chosen {
+                planner.add(t, Some(&mut entries))?;
+            }
+            // Load order: file order (the order of `only` may differ), for
+            // the page cache's read-ahead.
+            if !entries.is_sorted_by_key(|e| e.0) {
+                entries.sort_by_key(|e| e.0);
+            }
+            for e in entries {
+                planner.place(e)?;
+            }
+            planner.close();
+            times.plan = planning.elapsed();
+            // Every name and re-tagged descriptor, into one text each.
+            let retagging = Instant::now();
+            let (texts, spans) = retag_all(&chosen, tag)?;
+            times.retag = retagging.elapsed();
+            (chosen, planner, texts, spans)
+        }
+    };
+    let taking_over = Instant::now();
+    let Planner {
+        mut targets,
+        parts,
+        flat,
+        runs,
+        packed,
+        slabs,
+        total,
+        tensor_parts,
+        pack_below,
+        ..
+    } = planner;
+    let mut reused = 0;
     // Take over the fitting buffers of a previous load: its slabs in order
     // (the same size), its own buffers by tensor name and table index.
-    let mut reused = 0;
     if let Some(previous) = options.reuse.take() {
         let fits = |h: &GpuBufferHandle, size: u64| {
             h.byte_len() == size && h.usage().contains(usage) && h.device() == device
@@ -1385,11 +1641,7 @@ fn prepare<'f>(
             }
         }
     }
-    times.plan = planning.elapsed();
-    // Every name and re-tagged descriptor, into one text each.
-    let retagging = Instant::now();
-    let (texts, spans) = retag_all(&chosen, tag)?;
-    times.retag = retagging.elapsed();
+    times.plan += taking_over.elapsed();
     let items = spans
         .into_iter()
         .zip(tensor_parts)
