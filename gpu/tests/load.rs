@@ -276,6 +276,27 @@ fn chosen_tensors_missing_names_and_oversized_buffers_are_typed() {
         ),
         "{err}"
     );
+    // The file's own errors come first, even when the planning beside the
+    // validation met the oversized buffer before the validation met a bad
+    // descriptor after it.
+    let mut bytes = std::fs::read(&f.0).unwrap();
+    let last = {
+        let view = hurray_core::file::FileView::parse(&bytes).unwrap();
+        let t = view.iter_file_order().last().unwrap();
+        assert_eq!(t.name(), "sparse");
+        usize::try_from(t.entry().descriptor_offset).unwrap()
+    };
+    bytes[last + 14] = 0x3F; // no such element type
+    let broken = Temp::new("load-broken");
+    std::fs::write(&broken.0, &bytes).unwrap();
+    let err = load_file(
+        &small.device,
+        &small.queue,
+        &broken.0,
+        LoadOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, LoadError::File(_)), "{err}");
 }
 
 #[test]
