@@ -851,6 +851,23 @@ pub fn load_file(
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
     let file = hurray_io::file::open(path)?;
+    let result = load_mapped_file(&shared, &queue, &file, started, &mut options);
+    // Unmapping costs about a microsecond per mapped page (every page of a
+    // whole-file load): done on the worker pool, once the result is ready.
+    crate::pool::detach(move || drop(file));
+    result
+}
+
+/// [`load_file`] of the mapped `file`, from its validation on; `started`
+/// when the load began.
+fn load_mapped_file(
+    shared: &Arc<DeviceShared>,
+    queue: &wgpu::Queue,
+    file: &hurray_io::file::MappedFile,
+    started: Instant,
+    options: &mut LoadOptions<'_>,
+) -> Result<Loaded, LoadError> {
+    let device = &shared.device;
     let bytes = file.bytes();
     let mut table = vec![0u32; hurray_core::file::FileIndex::table_len(bytes)?];
     // Loading the whole file: each tensor as the validation hands it out
@@ -859,7 +876,7 @@ pub fn load_file(
     // (A device without a tag fails in `prepare`, after the file's checks.)
     let tag = device_tag(device).ok().filter(|_| options.names.is_none());
     let (view, early) = if let Some(tag) = tag {
-        let (view, early) = plan_beside_validation(&shared, bytes, &mut table, tag, &options)?;
+        let (view, early) = plan_beside_validation(shared, bytes, &mut table, tag, options)?;
         (view, Some(early))
     } else {
         let view = hurray_core::file::FileView::parse_with(
@@ -870,11 +887,11 @@ pub fn load_file(
         (view, None)
     };
     let validate = started.elapsed();
-    let mut prepared = prepare(&shared, &view, early, &mut options)?;
+    let mut prepared = prepare(shared, &view, early, options)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
-        let run = load_dma_threads(&shared, &queue, &prepared, &mut options)?;
+        let run = load_dma_threads(shared, queue, &prepared, options)?;
         // Allocation and building overlapped the copies: the copy phase is
         // what remains.
         prepared.times.allocate += run.allocating;
@@ -883,12 +900,9 @@ pub fn load_file(
         let copy = copy_started.elapsed().saturating_sub(beside);
         return prepared.finish(validate, copy, run.built);
     }
-    prepared.allocate_all(&shared)?;
+    prepared.allocate_all(shared)?;
     let copy_started = Instant::now();
-    block_on(
-        device,
-        load_mapped(&shared, &queue, &prepared, &mut options),
-    )?;
+    block_on(device, load_mapped(shared, queue, &prepared, options))?;
     let copy = copy_started.elapsed();
     prepared.finish(validate, copy, None)
 }
@@ -1380,6 +1394,22 @@ struct Early<'f> {
     retag: Duration,
 }
 
+/// The page size the prefault steps by (the smallest of the hosts').
+const PAGE: usize = 4096;
+
+/// The fewest prefault threads worth starting (see [`plan_beside_validation`]).
+const MIN_PREFAULT_THREADS: usize = 2;
+
+/// Reads one byte of every page of `part`, so that the mapping's pages are
+/// faulted in here rather than by the validation or the copies.
+fn touch_pages(part: &[u8]) {
+    let mut acc = 0u8;
+    for b in part.iter().step_by(PAGE) {
+        acc ^= *b;
+    }
+    std::hint::black_box(acc);
+}
+
 /// Tensors handed from the validation to the helpers at a time.
 const BATCH: usize = 256;
 
@@ -1407,6 +1437,17 @@ fn plan_beside_validation<'f>(
         spans: Vec::new(),
     };
     std::thread::scope(|s| {
+        // The mapping's pages, touched in parallel ahead of the validation
+        // and the copies (a first touch of a mapped page is a page fault:
+        // hundreds of nanoseconds each, on whichever thread meets it).
+        // Only with threads to spare beside the validation and the two
+        // helpers: on a host of a few cores they would slow the validation.
+        let spare = crate::pool::worker_threads().saturating_sub(3);
+        if spare >= MIN_PREFAULT_THREADS {
+            for part in bytes.chunks(bytes.len().div_ceil(spare).max(PAGE)) {
+                s.spawn(move || touch_pages(part));
+            }
+        }
         let planning = s.spawn(move || {
             let mut chosen = Vec::new();
             let mut busy = Duration::ZERO;
