@@ -41,6 +41,21 @@
 //!   [`SyncMode::ProducerSynced`] (the load returns after the GPU has every
 //!   byte), sizes and alignments unchanged; the result is parsed again
 //!   (validated) before it is returned.
+//! * **Per-tensor host work off the critical path** (ADR-122). A whole
+//!   file's validation hands each tensor out as it checks it
+//!   ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each):
+//!   no second parse), and two helper threads (`std::thread::scope`) plan
+//!   the GPU buffers and re-tag the descriptors while the validation goes
+//!   on; their errors (a buffer too large) wait for the validation's, which
+//!   come first. On hosts of five or more worker threads, the spare ones
+//!   read one byte of every page of the mapping meanwhile, so that page
+//!   faults leave the validation and the copies. [`LoadOptions::only`]
+//!   looks its names up after the validation and re-tags over the worker
+//!   pool. A load's names and descriptors live in one text each, shared by
+//!   its [`LoadedTensor`]s (no allocation per tensor); with DMA staging
+//!   they are built while the copies run. The mapping is unmapped on the
+//!   worker pool once the result is ready. [`LoadTimes`] says how long each
+//!   part took.
 //! * **Pipelined.** With DMA staging (Linux, Vulkan with
 //!   `VK_EXT_external_memory_host`) the bytes of consecutive buffers are
 //!   packed into 8 MiB chunks of imported host memory (small tensors share
