@@ -1412,6 +1412,10 @@ struct Early<'f> {
 /// The page size the prefault steps by (the smallest of the hosts').
 const PAGE: usize = 4096;
 
+/// What one prefault thread touches at a time: one page-table page's worth
+/// (so two threads rarely share a page-table lock).
+const PREFAULT_PIECE: usize = 2 << 20;
+
 /// The fewest prefault threads worth starting (see [`plan_beside_validation`]).
 const MIN_PREFAULT_THREADS: usize = 2;
 
@@ -1457,10 +1461,17 @@ fn plan_beside_validation<'f>(
         // hundreds of nanoseconds each, on whichever thread meets it).
         // Only with threads to spare beside the validation and the two
         // helpers: on a host of a few cores they would slow the validation.
+        // Pieces of 2 MiB dealt round-robin: every thread starts at the
+        // front of the file, so they stay ahead of the validation, which
+        // walks it from there.
         let spare = crate::pool::worker_threads().saturating_sub(3);
         if spare >= MIN_PREFAULT_THREADS {
-            for part in bytes.chunks(bytes.len().div_ceil(spare).max(PAGE)) {
-                s.spawn(move || touch_pages(part));
+            for k in 0..spare {
+                s.spawn(move || {
+                    for piece in bytes.chunks(PREFAULT_PIECE).skip(k).step_by(spare) {
+                        touch_pages(piece);
+                    }
+                });
             }
         }
         let planning = s.spawn(move || {
