@@ -889,17 +889,37 @@ fn load_mapped_file(
     // (in file order, its descriptor parsed once) is planned and re-tagged
     // by helpers while the validation goes on.
     // (A device without a tag fails in `prepare`, after the file's checks.)
-    let tag = device_tag(device).ok().filter(|_| options.names.is_none());
-    let (view, early) = if let Some(tag) = tag {
-        let (view, early) = plan_beside_validation(shared, bytes, &mut table, tag, options)?;
-        (view, Some(early))
-    } else {
-        let view = hurray_core::file::FileView::parse_with(
-            bytes,
-            &hurray_io::file::options(),
-            &mut table,
-        )?;
-        (view, None)
+    // On hosts of few cores, the validation lists them, and the calling
+    // thread plans and re-tags after it.
+    let whole = options.names.is_none();
+    let tag = device_tag(device).ok().filter(|_| whole);
+    let beside = crate::pool::worker_threads() >= BESIDE_MIN_THREADS;
+    let (view, early) = match tag {
+        Some(tag) if beside => {
+            let (view, early) = plan_beside_validation(shared, bytes, &mut table, tag, options)?;
+            (view, Before::Planned(Box::new(early)))
+        }
+        _ => {
+            let mut listed = Vec::new();
+            let view = hurray_core::file::FileView::parse_with_each(
+                bytes,
+                &hurray_io::file::options(),
+                &mut table,
+                |t| {
+                    if whole {
+                        listed.push(t);
+                    }
+                },
+            )?;
+            (
+                view,
+                if whole {
+                    Before::Listed(listed)
+                } else {
+                    Before::Nothing
+                },
+            )
+        }
     };
     let validate = started.elapsed();
     let mut prepared = prepare(shared, &view, early, options)?;
@@ -938,7 +958,7 @@ pub async fn load_view_async(
 ) -> Result<Loaded, LoadError> {
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
-    let mut prepared = prepare(&shared, view, None, &mut options)?;
+    let mut prepared = prepare(&shared, view, Before::Nothing, &mut options)?;
     prepared.allocate_all(&shared)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
@@ -1557,6 +1577,24 @@ fn plan_beside_validation<'f>(
     })
 }
 
+/// What a load did beside or right after the validation.
+enum Before<'f> {
+    /// Nothing: [`prepare`] lists the tensors.
+    Nothing,
+    /// Every tensor of the file, in file order, as the validation handed
+    /// them out.
+    Listed(Vec<hurray_core::file::Tensor<'f>>),
+    /// Listed, planned and re-tagged beside the validation.
+    Planned(Box<Early<'f>>),
+}
+
+/// The fewest worker threads with which [`load_file`] plans and re-tags a
+/// whole file on helper threads beside its validation: on fewer cores the
+/// helpers only take the validation's (measured on the 2-core CI box: the
+/// validation's wall time doubled, the load gained nothing), so the
+/// calling thread does that work after it.
+const BESIDE_MIN_THREADS: usize = 4;
+
 /// Resolves the names, checks every size, plans the GPU buffers (own
 /// buffers and slabs), re-tags every descriptor (over the worker pool), and
 /// takes over the fitting buffers of [`LoadOptions::reuse`]; allocates
@@ -1565,7 +1603,7 @@ fn plan_beside_validation<'f>(
 fn prepare<'f>(
     shared: &Arc<DeviceShared>,
     view: &hurray_core::file::FileView<'f>,
-    early: Option<Early<'f>>,
+    early: Before<'f>,
     options: &mut LoadOptions<'_>,
 ) -> Result<Prepared<'f>, LoadError> {
     let started = Instant::now();
@@ -1573,22 +1611,28 @@ fn prepare<'f>(
     let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
     let mut times = LoadTimes::default();
     let (chosen, planner, texts, spans) = match early {
-        Some(e) => {
+        Before::Planned(e) => {
+            let e = *e;
             times.plan = e.plan;
             times.retag = e.retag;
             (e.chosen, e.planner, e.texts, e.spans)
         }
-        None => {
+        before => {
             let tag = device_tag(device)?;
             // Resolve and check everything before allocating.
-            let chosen: Vec<hurray_core::file::Tensor<'f>> = match &options.names {
-                Some(names) => names
+            let handed = matches!(before, Before::Listed(_));
+            let chosen: Vec<hurray_core::file::Tensor<'f>> = match (&options.names, before) {
+                (Some(names), _) => names
                     .iter()
                     .map(|n| view.get(n).ok_or_else(|| LoadError::NotFound(n.clone())))
                     .collect::<Result<_, _>>()?,
-                None => view.iter_file_order().collect(),
+                (None, Before::Listed(listed)) => listed,
+                (None, _) => view.iter_file_order().collect(),
             };
-            times.list = started.elapsed();
+            // (Nothing to list when the validation handed them out.)
+            if !handed {
+                times.list = started.elapsed();
+            }
             let planning = Instant::now();
             let mut planner = Planner::new(shared, view.as_bytes(), options);
             let mut entries = Vec::with_capacity(chosen.len());
