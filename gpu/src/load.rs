@@ -44,10 +44,11 @@
 //! * **Per-tensor host work off the critical path** (ADR-122). A whole
 //!   file's validation hands each tensor out as it checks it
 //!   ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each):
-//!   no second parse), and two helper threads (`std::thread::scope`) plan
-//!   the GPU buffers and re-tag the descriptors while the validation goes
-//!   on; their errors (a buffer too large) wait for the validation's, which
-//!   come first. On hosts of five or more worker threads, the spare ones
+//!   no second parse). With four or more worker threads, two helper
+//!   threads (`std::thread::scope`) plan the GPU buffers and re-tag the
+//!   descriptors while the validation goes on; their errors (a buffer too
+//!   large) wait for the validation's, which come first. With fewer, the
+//!   calling thread does that work after the validation. On hosts of five or more worker threads, the spare ones
 //!   read one byte of every page of the mapping meanwhile, so that page
 //!   faults leave the validation and the copies. [`LoadOptions::only`]
 //!   looks its names up after the validation and re-tags over the worker
@@ -484,14 +485,15 @@ pub struct LoadTimes {
     /// Part of `allocate`.
     pub list: Duration,
     /// Re-tagging every descriptor for the device. For a whole file
-    /// through [`load_file`], a helper thread's time beside the validation
-    /// (inside `validate`, not `allocate`); otherwise part of `allocate`
-    /// (over the worker pool).
+    /// through [`load_file`] with four or more worker threads, a helper
+    /// thread's time beside the validation (inside `validate`, not
+    /// `allocate`); otherwise part of `allocate` (over the worker pool).
     pub retag: Duration,
     /// Planning the GPU buffers (slabs, buffers of their own) and taking
     /// over those of [`LoadOptions::reuse`]. For a whole file through
-    /// [`load_file`], the planning is a helper thread's time beside the
-    /// validation; the take-over is always part of `allocate`.
+    /// [`load_file`] with four or more worker threads, the planning is a
+    /// helper thread's time beside the validation; the take-over is always
+    /// part of `allocate`.
     pub plan: Duration,
     /// Part of `allocate`: creating the GPU buffers (`create_buffer`, the
     /// driver's memory allocation); zero when every buffer was reused.
