@@ -884,6 +884,59 @@ fn ff_desc_1_descriptors_are_strict() {
     assert!(idx.verify().is_err());
 }
 
+#[test]
+fn verify_each_hands_out_every_tensor_once_in_file_order_with_its_checked_descriptor() {
+    // An index out of file order (sorted by name), a composite, a plain one.
+    let ts: Vec<Tensor> = (0..LARGE).map(|i| t(&format!("t{i}"), 1 + i % 9)).collect();
+    let mut fx = Fixture::new(ts);
+    fx.flags = 0b110;
+    let mut order: Vec<usize> = (0..LARGE as usize).collect();
+    order.sort_by_key(|&i| format!("t{i}"));
+    fx.order = Some(order);
+    let composite = Fixture::new(vec![
+        head(CompositionRule::Partition, 2, &[4, 4]),
+        shard("l", &[4, 2], &[4, 4], &[0, 0]),
+        shard("r", &[4, 2], &[4, 4], &[0, 2]),
+    ]);
+    for f in [fx.bytes(), composite.bytes(), two().bytes()] {
+        let mut table = vec![0u32; FileIndex::table_len(&f).unwrap()];
+        let mut seen = Vec::new();
+        let view = FileView::parse_with_each(&f, &FileOptions::STRICT, &mut table, |t| {
+            seen.push(t);
+        })
+        .unwrap();
+        let walked: Vec<_> = view.iter_file_order().collect();
+        assert_eq!(seen.len(), walked.len());
+        assert_eq!(seen.len(), view.len() as usize);
+        for (a, b) in seen.iter().zip(&walked) {
+            assert_eq!(a.name(), b.name());
+            assert_eq!(a.entry(), b.entry());
+            assert_eq!(a.descriptor(), b.descriptor());
+            assert!(a.buffers().eq(b.buffers()));
+        }
+        // The index-only open's verify hands out the same (small indexes).
+        if view.len() as u64 <= SMALL_INDEX {
+            let mut names = Vec::new();
+            FileIndex::parse(&f)
+                .unwrap()
+                .verify_each(|t| names.push(t.name()))
+                .unwrap();
+            assert!(names.iter().copied().eq(walked.iter().map(|t| t.name())));
+        }
+    }
+    // A bad second descriptor: the first was handed out, then the error.
+    let mut bad = two();
+    bad.tensors[1].desc[14] = 0x3F;
+    let f = bad.bytes();
+    let mut names = Vec::new();
+    let e = FileIndex::parse(&f)
+        .unwrap()
+        .verify_each(|t| names.push(t.name()))
+        .unwrap_err();
+    assert!(matches!(e.kind(), K::Descriptor(_)));
+    assert_eq!(names, ["a"]);
+}
+
 fn enc(d: &TensorDescriptor<'_>) -> Vec<u8> {
     let mut b = vec![0u8; 512];
     let n = d.encode(&mut b).unwrap();

@@ -41,6 +41,22 @@
 //!   [`SyncMode::ProducerSynced`] (the load returns after the GPU has every
 //!   byte), sizes and alignments unchanged; the result is parsed again
 //!   (validated) before it is returned.
+//! * **Per-tensor host work off the critical path** (ADR-122). A whole
+//!   file's validation hands each tensor out as it checks it
+//!   ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each):
+//!   no second parse). With four or more worker threads, two helper
+//!   threads (`std::thread::scope`) plan the GPU buffers and re-tag the
+//!   descriptors while the validation goes on; their errors (a buffer too
+//!   large) wait for the validation's, which come first. With fewer, the
+//!   calling thread does that work after the validation. On hosts of five or more worker threads, the spare ones
+//!   read one byte of every page of the mapping meanwhile, so that page
+//!   faults leave the validation and the copies. [`LoadOptions::only`]
+//!   looks its names up after the validation and re-tags over the worker
+//!   pool. A load's names and descriptors live in one text each, shared by
+//!   its [`LoadedTensor`]s (no allocation per tensor); with DMA staging
+//!   they are built while the copies run. The mapping is unmapped on the
+//!   worker pool once the result is ready. [`LoadTimes`] says how long each
+//!   part took.
 //! * **Pipelined.** With DMA staging (Linux, Vulkan with
 //!   `VK_EXT_external_memory_host`) the bytes of consecutive buffers are
 //!   packed into 8 MiB chunks of imported host memory (small tensors share
@@ -80,6 +96,7 @@
 //!   Descriptors are re-tagged back to host memory (`cpu`).
 
 use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -226,11 +243,62 @@ impl<'a> LoadOptions<'a> {
 /// buffers live) and, per entry of its buffer table, the GPU bytes that hold
 /// it: a whole buffer, or a range of a slab shared with other tensors
 /// ([`LoadOptions::pack_below`]).
-#[derive(Debug, Clone)]
+///
+/// The tensors of one load share one allocation for their names and one for
+/// their descriptors (a tensor keeps both alive); a tensor of one buffer
+/// holds its slice inline.
+#[derive(Clone)]
 pub struct LoadedTensor {
-    name: String,
-    descriptor: Vec<u8>,
-    buffers: Vec<GpuSlice>,
+    texts: Arc<Texts>,
+    name: Range<usize>,
+    descriptor: Range<usize>,
+    buffers: Slices,
+}
+
+impl std::fmt::Debug for LoadedTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTensor")
+            .field("name", &self.name())
+            .field("descriptor", &self.descriptor_bytes())
+            .field("buffers", &self.buffers())
+            .finish()
+    }
+}
+
+/// The names and descriptors of tensors, each a range of one text: a
+/// load's tensors share one (no allocation per tensor).
+#[derive(Debug, Default)]
+struct Texts {
+    names: String,
+    descriptors: Vec<u8>,
+}
+
+/// A tensor's GPU bytes: one slice inline (the common case: no allocation
+/// per tensor), or a table of them.
+#[derive(Debug, Clone)]
+enum Slices {
+    One(GpuSlice),
+    Many(Vec<GpuSlice>),
+}
+
+impl Slices {
+    fn as_slice(&self) -> &[GpuSlice] {
+        match self {
+            Self::One(s) => std::slice::from_ref(s),
+            Self::Many(v) => v,
+        }
+    }
+
+    fn from_vec(mut v: Vec<GpuSlice>) -> Self {
+        match v.pop() {
+            Some(s) if v.is_empty() => Self::One(s),
+            Some(s) => {
+                v.push(s);
+                Self::Many(v)
+            }
+            None => Self::Many(v),
+        }
+    }
 }
 
 impl LoadedTensor {
@@ -277,10 +345,15 @@ impl LoadedTensor {
         {
             return Err(LoadError::BufferMismatch { name });
         }
+        let texts = Texts {
+            names: name,
+            descriptors: descriptor.to_vec(),
+        };
         Ok(Self {
-            name,
-            descriptor: descriptor.to_vec(),
-            buffers,
+            name: 0..texts.names.len(),
+            descriptor: 0..texts.descriptors.len(),
+            texts: Arc::new(texts),
+            buffers: Slices::from_vec(buffers),
         })
     }
 
@@ -320,13 +393,16 @@ impl LoadedTensor {
     /// The tensor's name in the file.
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.name
+        self.texts.names.get(self.name.clone()).unwrap_or_default()
     }
 
     /// The descriptor's bytes.
     #[must_use]
     pub fn descriptor_bytes(&self) -> &[u8] {
-        &self.descriptor
+        self.texts
+            .descriptors
+            .get(self.descriptor.clone())
+            .unwrap_or_default()
     }
 
     /// The descriptor (validated when the tensor was made).
@@ -334,7 +410,7 @@ impl LoadedTensor {
     /// # Errors
     /// Never in practice: the bytes were validated and are immutable.
     pub fn descriptor(&self) -> Result<TensorView<'_>, DescriptorError> {
-        TensorView::parse(&self.descriptor)
+        TensorView::parse(self.descriptor_bytes())
     }
 
     /// The GPU bytes of each buffer, in buffer-table order: a whole
@@ -344,14 +420,14 @@ impl LoadedTensor {
     /// its own.
     #[must_use]
     pub fn buffers(&self) -> &[GpuSlice] {
-        &self.buffers
+        self.buffers.as_slice()
     }
 
     /// Whether any buffer of the tensor is a range of a larger GPU buffer
     /// (a slab shared with other buffers) rather than a whole one.
     #[must_use]
     pub fn is_packed(&self) -> bool {
-        self.buffers.iter().any(|b| !b.is_whole())
+        self.buffers().iter().any(|b| !b.is_whole())
     }
 }
 
@@ -389,20 +465,46 @@ pub struct LoadTimes {
     /// caller did that).
     pub validate: Duration,
     /// Resolving names, re-tagging descriptors, allocating GPU buffers (or
-    /// taking them over from [`LoadOptions::reuse`]).
+    /// taking them over from [`LoadOptions::reuse`]): the calling thread's
+    /// time between the validation and the copies, plus its time
+    /// allocating beside the copies.
     pub allocate: Duration,
     /// Moving the bytes, until the GPU holds every one. [`load_file`]
     /// overlaps allocation with the copies: this is the rest of the load
-    /// once the calling thread stopped allocating (so the three phases add
-    /// up to the whole).
+    /// once the calling thread stopped allocating (so the three phases and
+    /// [`build`](Self::build) add up to the whole).
     pub copy: Duration,
+    /// Building the [`LoadedTensor`]s once every GPU buffer exists: beside
+    /// the copies ([`load_file`] with DMA staging) or after them; outside
+    /// the three phases above, so that the four add up to the whole.
+    pub build: Duration,
+    /// Listing the tensors to load: the names of [`LoadOptions::only`]
+    /// looked up, or the file walked in file order. Zero for a whole file
+    /// through [`load_file`], whose validation hands its tensors out
+    /// ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each)).
+    /// Part of `allocate`.
+    pub list: Duration,
+    /// Re-tagging every descriptor for the device. For a whole file
+    /// through [`load_file`] with four or more worker threads, a helper
+    /// thread's time beside the validation (inside `validate`, not
+    /// `allocate`); otherwise part of `allocate` (over the worker pool).
+    pub retag: Duration,
+    /// Planning the GPU buffers (slabs, buffers of their own) and taking
+    /// over those of [`LoadOptions::reuse`]. For a whole file through
+    /// [`load_file`] with four or more worker threads, the planning is a
+    /// helper thread's time beside the validation; the take-over is always
+    /// part of `allocate`.
+    pub plan: Duration,
+    /// Part of `allocate`: creating the GPU buffers (`create_buffer`, the
+    /// driver's memory allocation); zero when every buffer was reused.
+    pub gpu_allocate: Duration,
 }
 
 impl Loaded {
     /// The tensor named `name`.
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&LoadedTensor> {
-        self.tensors.iter().find(|t| t.name == name)
+        self.tensors.iter().find(|t| t.name() == name)
     }
 }
 
@@ -513,6 +615,20 @@ fn retag(
     class: MemoryClass,
     sync: SyncMode,
 ) -> Result<Vec<u8>, LoadError> {
+    let mut out = vec![0u8; view.as_bytes().len()];
+    retag_into(&mut out, name, view, tag, class, sync)?;
+    Ok(out)
+}
+
+/// [`retag`] into `out`, which has the descriptor's length.
+fn retag_into(
+    out: &mut [u8],
+    name: &str,
+    view: &TensorView<'_>,
+    tag: DeviceTag,
+    class: MemoryClass,
+    sync: SyncMode,
+) -> Result<(), LoadError> {
     let whole = view.as_bytes();
     let table = view.buffers();
     let bad = |error| LoadError::Descriptor {
@@ -522,7 +638,12 @@ fn retag(
     // The table is a sub-slice of the descriptor (zero-copy views): its
     // position is the difference of the two addresses.
     let at = (table.as_bytes().as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
-    let mut out = whole.to_vec();
+    if out.len() != whole.len() {
+        return Err(LoadError::Backend(BackendError::Bug(
+            "a re-tagged descriptor's room has another length",
+        )));
+    }
+    out.copy_from_slice(whole);
     for (i, h) in table.iter().enumerate() {
         let new = if h.is_empty() {
             BufferHandle::empty(tag)
@@ -539,8 +660,8 @@ fn retag(
             )))?
             .copy_from_slice(&new.to_bytes());
     }
-    TensorView::parse(&out).map_err(bad)?;
-    Ok(out)
+    TensorView::parse(out).map_err(bad)?;
+    Ok(())
 }
 
 /// One piece of a chunk: bytes of the file for `[at, at + len)` of chunk
@@ -746,27 +867,81 @@ pub fn load_file(
     let started = Instant::now();
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
-    let mut file = hurray_io::file::open(path)?;
-    let view = file.view()?;
+    let file = hurray_io::file::open(path)?;
+    let result = load_mapped_file(&shared, &queue, &file, started, &mut options);
+    // Unmapping costs about a microsecond per mapped page (every page of a
+    // whole-file load): done on the worker pool, once the result is ready.
+    crate::pool::detach(move || drop(file));
+    result
+}
+
+/// [`load_file`] of the mapped `file`, from its validation on; `started`
+/// when the load began.
+fn load_mapped_file(
+    shared: &Arc<DeviceShared>,
+    queue: &wgpu::Queue,
+    file: &hurray_io::file::MappedFile,
+    started: Instant,
+    options: &mut LoadOptions<'_>,
+) -> Result<Loaded, LoadError> {
+    let device = &shared.device;
+    let bytes = file.bytes();
+    let mut table = vec![0u32; hurray_core::file::FileIndex::table_len(bytes)?];
+    // Loading the whole file: each tensor as the validation hands it out
+    // (in file order, its descriptor parsed once) is planned and re-tagged
+    // by helpers while the validation goes on.
+    // (A device without a tag fails in `prepare`, after the file's checks.)
+    // On hosts of few cores, the validation lists them, and the calling
+    // thread plans and re-tags after it.
+    let whole = options.names.is_none();
+    let tag = device_tag(device).ok().filter(|_| whole);
+    let beside = crate::pool::worker_threads() >= BESIDE_MIN_THREADS;
+    let (view, early) = match tag {
+        Some(tag) if beside => {
+            let (view, early) = plan_beside_validation(shared, bytes, &mut table, tag, options)?;
+            (view, Before::Planned(Box::new(early)))
+        }
+        _ => {
+            let mut listed = Vec::new();
+            let view = hurray_core::file::FileView::parse_with_each(
+                bytes,
+                &hurray_io::file::options(),
+                &mut table,
+                |t| {
+                    if whole {
+                        listed.push(t);
+                    }
+                },
+            )?;
+            (
+                view,
+                if whole {
+                    Before::Listed(listed)
+                } else {
+                    Before::Nothing
+                },
+            )
+        }
+    };
     let validate = started.elapsed();
-    let mut prepared = prepare(&shared, &view, &mut options)?;
+    let mut prepared = prepare(shared, &view, early, options)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
-        let allocating = load_dma_threads(&shared, &queue, &prepared, &mut options)?;
-        // Allocation overlapped the copies: the copy phase is what remains.
-        prepared.allocate += allocating;
-        let copy = copy_started.elapsed().saturating_sub(allocating);
-        return prepared.finish(validate, copy);
+        let run = load_dma_threads(shared, queue, &prepared, options)?;
+        // Allocation and building overlapped the copies: the copy phase is
+        // what remains.
+        prepared.times.allocate += run.allocating;
+        prepared.times.gpu_allocate += run.creating;
+        let beside = run.allocating + run.built.as_ref().map_or(Duration::ZERO, |b| b.1);
+        let copy = copy_started.elapsed().saturating_sub(beside);
+        return prepared.finish(validate, copy, run.built);
     }
-    prepared.allocate_all(&shared)?;
+    prepared.allocate_all(shared)?;
     let copy_started = Instant::now();
-    block_on(
-        device,
-        load_mapped(&shared, &queue, &prepared, &mut options),
-    )?;
+    block_on(device, load_mapped(shared, queue, &prepared, options))?;
     let copy = copy_started.elapsed();
-    prepared.finish(validate, copy)
+    prepared.finish(validate, copy, None)
 }
 
 /// Loads the tensors of an already validated [`FileView`](hurray_core::file::FileView)
@@ -785,24 +960,28 @@ pub async fn load_view_async(
 ) -> Result<Loaded, LoadError> {
     let shared = device::shared(device, Some(queue));
     let queue = shared.check(device, queue)?.clone();
-    let mut prepared = prepare(&shared, view, &mut options)?;
+    let mut prepared = prepare(&shared, view, Before::Nothing, &mut options)?;
     prepared.allocate_all(&shared)?;
     let copy_started = Instant::now();
     #[cfg(target_os = "linux")]
     if prepared.dma {
         load_dma(&shared, &queue, &prepared, &mut options).await?;
         let copy = copy_started.elapsed();
-        return prepared.finish(Duration::ZERO, copy);
+        return prepared.finish(Duration::ZERO, copy, None);
     }
     load_mapped(&shared, &queue, &prepared, &mut options).await?;
     let copy = copy_started.elapsed();
-    prepared.finish(Duration::ZERO, copy)
+    prepared.finish(Duration::ZERO, copy, None)
 }
 
 /// A load with every check passed: the buffers to fill, allocated or not.
 struct Prepared<'f> {
-    chosen: Vec<hurray_core::file::Tensor<'f>>,
-    descriptors: Vec<Vec<u8>>,
+    /// How many tensors are loaded.
+    tensors: usize,
+    /// Their names and re-tagged descriptors.
+    texts: Arc<Texts>,
+    /// Per tensor: its ranges of `texts` and of `parts`.
+    items: Vec<Item>,
     /// The GPU buffers to fill, in allocation order: first one per run (in
     /// load order: run `i` fills target `i`), then the empty buffers.
     targets: Vec<Target>,
@@ -820,9 +999,18 @@ struct Prepared<'f> {
     reused: usize,
     slabs: usize,
     packed: usize,
-    /// Time spent resolving, re-tagging and taking over buffers.
-    allocate: Duration,
+    /// Time spent so far: `allocate` (resolving, re-tagging, planning and
+    /// taking over buffers, then allocating) and its parts.
+    times: LoadTimes,
     dma: bool,
+}
+
+/// One loaded tensor's name and descriptor (ranges of the load's
+/// [`Texts`]) and its buffers (a range of [`Prepared::parts`]).
+struct Item {
+    name: Range<usize>,
+    descriptor: Range<usize>,
+    parts: Range<usize>,
 }
 
 /// A GPU buffer a load fills: its logical size, whether it is a slab, and
@@ -855,17 +1043,24 @@ struct RunInfo {
 }
 
 impl Prepared<'_> {
-    /// Allocates target `i` unless it holds a buffer already.
-    fn allocate_slot(&self, shared: &Arc<DeviceShared>, i: usize) -> Result<(), BackendError> {
+    /// Allocates target `i` unless it holds a buffer already; returns the
+    /// time spent creating the buffer (zero when it held one).
+    fn allocate_slot(
+        &self,
+        shared: &Arc<DeviceShared>,
+        i: usize,
+    ) -> Result<Duration, BackendError> {
         let Some(t) = self.targets.get(i) else {
             return Err(BackendError::Bug("load slot index"));
         };
-        if t.slot.get().is_none() {
-            let _ = t
-                .slot
-                .set(GpuBufferHandle::alloc_on(shared, t.size, self.usage)?);
+        if t.slot.get().is_some() {
+            return Ok(Duration::ZERO);
         }
-        Ok(())
+        let started = Instant::now();
+        let _ = t
+            .slot
+            .set(GpuBufferHandle::alloc_on(shared, t.size, self.usage)?);
+        Ok(started.elapsed())
     }
 
     /// Allocates every buffer now (the paths that do not overlap allocation
@@ -873,9 +1068,9 @@ impl Prepared<'_> {
     fn allocate_all(&mut self, shared: &Arc<DeviceShared>) -> Result<(), BackendError> {
         let started = Instant::now();
         for i in 0..self.targets.len() {
-            self.allocate_slot(shared, i)?;
+            self.times.gpu_allocate += self.allocate_slot(shared, i)?;
         }
-        self.allocate += started.elapsed();
+        self.times.allocate += started.elapsed();
         Ok(())
     }
 
@@ -884,39 +1079,64 @@ impl Prepared<'_> {
         self.targets.get(i).and_then(|t| t.slot.get())
     }
 
-    fn finish(self, validate: Duration, copy: Duration) -> Result<Loaded, LoadError> {
+    /// The loaded tensors, once every target is allocated (before or after
+    /// the copies: they are handed out only once the GPU has every byte).
+    fn build(&self) -> Result<Vec<LoadedTensor>, BackendError> {
         let never = || BackendError::Bug("a loaded buffer was never allocated");
         let handles = self
             .targets
-            .into_iter()
-            .map(|t| t.slot.into_inner().map(|h| (h, t.slab)))
+            .iter()
+            .map(|t| t.slot.get())
             .collect::<Option<Vec<_>>>()
             .ok_or_else(never)?;
-        let mut parts = self.parts.iter();
-        let mut tensors = Vec::with_capacity(self.chosen.len());
-        for (t, descriptor) in self.chosen.iter().zip(self.descriptors) {
-            let n = t.descriptor().buffers().len();
-            let mut buffers = Vec::with_capacity(n);
-            for _ in 0..n {
-                let part = parts.next().ok_or_else(never)?;
-                let (h, _) = handles.get(part.target).ok_or_else(never)?;
-                // Own buffers are whole; a packed part lies inside its slab
-                // by construction (the slab spans every part placed in it).
-                buffers.push(if part.offset == 0 && part.len == h.byte_len() {
-                    GpuSlice::whole(h.clone())
-                } else {
-                    GpuSlice::new(h.clone(), part.offset, part.len)?
-                });
+        let slice = |part: &Part| -> Result<GpuSlice, BackendError> {
+            let h = *handles.get(part.target).ok_or_else(never)?;
+            // Own buffers are whole; a packed part lies inside its slab by
+            // construction (the slab spans every part placed in it).
+            if part.offset == 0 && part.len == h.byte_len() {
+                Ok(GpuSlice::whole(h.clone()))
+            } else {
+                GpuSlice::new(h.clone(), part.offset, part.len)
             }
+        };
+        let mut tensors = Vec::with_capacity(self.tensors);
+        for item in &self.items {
+            let parts = self.parts.get(item.parts.clone()).ok_or_else(never)?;
+            let buffers = match parts {
+                [one] => Slices::One(slice(one)?),
+                many => Slices::Many(many.iter().map(slice).collect::<Result<_, _>>()?),
+            };
             tensors.push(LoadedTensor {
-                name: t.name().to_owned(),
-                descriptor,
+                texts: Arc::clone(&self.texts),
+                name: item.name.clone(),
+                descriptor: item.descriptor.clone(),
                 buffers,
             });
         }
-        let slab_buffers = handles
+        Ok(tensors)
+    }
+
+    /// The result: `built` (with the time it took) when the tensors were
+    /// built beside the copies, else built now.
+    fn finish(
+        self,
+        validate: Duration,
+        copy: Duration,
+        built: Option<(Vec<LoadedTensor>, Duration)>,
+    ) -> Result<Loaded, LoadError> {
+        let (tensors, build) = match built {
+            Some(b) => b,
+            None => {
+                let started = Instant::now();
+                let tensors = self.build()?;
+                (tensors, started.elapsed())
+            }
+        };
+        let slab_buffers = self
+            .targets
             .into_iter()
-            .filter_map(|(h, slab)| slab.then_some(h))
+            .filter(|t| t.slab)
+            .filter_map(|t| t.slot.into_inner())
             .collect();
         Ok(Loaded {
             tensors,
@@ -925,8 +1145,9 @@ impl Prepared<'_> {
             reused: self.reused,
             times: LoadTimes {
                 validate,
-                allocate: self.allocate,
                 copy,
+                build,
+                ..self.times
             },
             slabs: self.slabs,
             packed: self.packed,
@@ -947,110 +1168,119 @@ struct OpenSlab {
 /// alignment is at least this): larger ones get a buffer of their own.
 const MAX_PACKED_ALIGN: u64 = 4096;
 
-/// Resolves the names, checks every size, re-tags every descriptor, plans
-/// the GPU buffers (own buffers and slabs), and takes over the fitting
-/// buffers of [`LoadOptions::reuse`]; allocates nothing.
-fn prepare<'f>(
-    shared: &Arc<DeviceShared>,
-    view: &hurray_core::file::FileView<'f>,
-    options: &mut LoadOptions<'_>,
-) -> Result<Prepared<'f>, LoadError> {
-    let started = Instant::now();
-    let device = &shared.device;
-    let tag = device_tag(device)?;
-    // Resolve and check everything before allocating.
-    let chosen: Vec<hurray_core::file::Tensor<'f>> = match &options.names {
-        Some(names) => names
-            .iter()
-            .map(|n| view.get(n).ok_or_else(|| LoadError::NotFound(n.clone())))
-            .collect::<Result<_, _>>()?,
-        None => view.iter_file_order().collect(),
-    };
-    let max = shared.limits.max_buffer_size;
-    let mut descriptors = Vec::with_capacity(chosen.len());
-    let mut count = 0;
-    for t in &chosen {
-        let table = t.descriptor().buffers();
-        count += table.len();
-        for (i, h) in table.iter().enumerate() {
-            if h.byte_size() > max {
+/// One buffer to place: (file offset, bytes, part index, tensor index, its
+/// descriptor's alignment).
+type Entry<'f> = (usize, &'f [u8], usize, usize, u64);
+
+/// The GPU buffers of a load (own buffers and slabs), planned tensor by
+/// tensor in load order; allocates nothing.
+struct Planner<'f> {
+    /// The file's first byte's address (buffers are sub-slices of it).
+    base: usize,
+    max: u64,
+    slab_cap: u64,
+    pack_below: u64,
+    /// Where a packed buffer may start in a slab: its descriptor's
+    /// alignment, and never less than a storage binding's offset alignment
+    /// (so a slice can be bound as a range of its slab).
+    min_align: u64,
+    targets: Vec<Target>,
+    parts: Vec<Part>,
+    flat: Vec<Flat<'f>>,
+    runs: Vec<RunInfo>,
+    open: Option<OpenSlab>,
+    empties: Vec<usize>,
+    packed: usize,
+    slabs: usize,
+    total: u64,
+    /// Per tensor, its range of `parts`.
+    tensor_parts: Vec<Range<usize>>,
+}
+
+impl<'f> Planner<'f> {
+    fn new(shared: &DeviceShared, file: &'f [u8], options: &LoadOptions<'_>) -> Self {
+        let max = shared.limits.max_buffer_size;
+        let slab_cap = options.slab_size.min(max);
+        Self {
+            base: file.as_ptr() as usize,
+            max,
+            slab_cap,
+            pack_below: if slab_cap == 0 { 0 } else { options.pack_below },
+            min_align: u64::from(shared.limits.min_storage_buffer_offset_alignment).max(4),
+            targets: Vec::new(),
+            parts: Vec::new(),
+            flat: Vec::new(),
+            runs: Vec::new(),
+            open: None,
+            empties: Vec::new(),
+            packed: 0,
+            slabs: 0,
+            total: 0,
+            tensor_parts: Vec::new(),
+        }
+    }
+
+    /// The next tensor: its sizes checked, a part per buffer; its buffers
+    /// placed now (`later` is `None`: tensors arrive in file order) or
+    /// pushed to `later` (sorted into file order, then [`place`](Self::place)d).
+    fn add(
+        &mut self,
+        t: &hurray_core::file::Tensor<'f>,
+        mut later: Option<&mut Vec<Entry<'f>>>,
+    ) -> Result<(), LoadError> {
+        let ti = self.tensor_parts.len();
+        let first = self.parts.len();
+        for (i, (bytes, h)) in t.buffers().zip(t.descriptor().buffers().iter()).enumerate() {
+            if h.byte_size() > self.max {
                 return Err(LoadError::TooLarge {
                     name: t.name().to_owned(),
                     buffer: i,
                     bytes: h.byte_size(),
-                    max,
+                    max: self.max,
                 });
             }
-        }
-        descriptors.push(retag(
-            t.name(),
-            t.descriptor(),
-            tag,
-            MemoryClass::Standard,
-            SyncMode::ProducerSynced,
-        )?);
-    }
-    let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
-
-    // Every buffer: (file offset, bytes, part index, tensor index, its
-    // descriptor alignment).
-    let file = view.as_bytes();
-    let base = file.as_ptr() as usize;
-    let mut entries: Vec<(usize, &'f [u8], usize, usize, u64)> = Vec::with_capacity(count);
-    for (ti, t) in chosen.iter().enumerate() {
-        for (bytes, h) in t.buffers().zip(t.descriptor().buffers().iter()) {
             // The buffers are sub-slices of the file (zero-copy views):
             // their offset is the difference of the two addresses.
-            let at = (bytes.as_ptr() as usize).wrapping_sub(base);
-            entries.push((at, bytes, entries.len(), ti, u64::from(h.alignment())));
+            let at = (bytes.as_ptr() as usize).wrapping_sub(self.base);
+            let pi = self.parts.len();
+            self.parts.push(Part {
+                target: usize::MAX,
+                offset: 0,
+                len: 0,
+            });
+            let entry = (at, bytes, pi, ti, u64::from(h.alignment()));
+            match later.as_mut() {
+                Some(l) => l.push(entry),
+                None => self.place(entry)?,
+            }
         }
+        self.tensor_parts.push(first..self.parts.len());
+        Ok(())
     }
-    // Load order: file order (the order of `only` may differ), for the
-    // page cache's read-ahead.
-    if !entries.is_sorted_by_key(|e| e.0) {
-        entries.sort_by_key(|e| e.0);
-    }
-    let slab_cap = options.slab_size.min(max);
-    let pack_below = if slab_cap == 0 { 0 } else { options.pack_below };
-    // Where a packed buffer may start in a slab: its descriptor's
-    // alignment, and never less than a storage binding's offset alignment
-    // (so a slice can be bound as a range of its slab).
-    let min_align = u64::from(shared.limits.min_storage_buffer_offset_alignment).max(4);
-    let mut targets: Vec<Target> = Vec::new();
-    let mut parts = vec![
-        Part {
-            target: usize::MAX,
-            offset: 0,
-            len: 0,
-        };
-        count
-    ];
-    let mut flat: Vec<Flat<'f>> = Vec::with_capacity(count);
-    let mut runs: Vec<RunInfo> = Vec::new();
-    let mut open: Option<OpenSlab> = None;
-    let mut empties: Vec<usize> = Vec::new();
-    let mut packed = 0;
-    let mut slabs = 0;
-    let mut total = 0u64;
-    for &(_, bytes, pi, ti, align) in &entries {
+
+    /// Places one buffer, in load order: in the open slab, a new slab, or a
+    /// buffer of its own.
+    fn place(&mut self, (_, bytes, pi, ti, align): Entry<'f>) -> Result<(), LoadError> {
         let len = bytes.len() as u64;
-        total += len;
-        let Some(part) = parts.get_mut(pi) else {
+        self.total += len;
+        let Some(part) = self.parts.get_mut(pi) else {
             return Err(BackendError::Bug("load part index").into());
         };
         part.len = len;
         if bytes.is_empty() {
-            empties.push(pi);
-            continue;
+            self.empties.push(pi);
+            return Ok(());
         }
-        if pack_below > 0 && len < pack_below && align <= MAX_PACKED_ALIGN {
-            let align = align.max(min_align);
+        let (targets, runs, flat) = (&mut self.targets, &mut self.runs, &mut self.flat);
+        if self.pack_below > 0 && len < self.pack_below && align <= MAX_PACKED_ALIGN {
+            let align = align.max(self.min_align);
+            let slab_cap = self.slab_cap;
             // Its place in the open slab, or a new slab.
-            let place = open.as_ref().and_then(|s| {
+            let place = self.open.as_ref().and_then(|s| {
                 let at = s.fill.checked_next_multiple_of(align)?;
                 (at.checked_add(len)? <= slab_cap).then_some(at)
             });
-            let at = match (place, open.as_mut()) {
+            let at = match (place, self.open.as_mut()) {
                 (Some(at), Some(s)) => {
                     // The previous buffer's zero padding runs up to here.
                     if let Some(prev) = flat.get_mut(s.last) {
@@ -1063,7 +1293,7 @@ fn prepare<'f>(
                     if len > slab_cap {
                         return Err(BackendError::Bug("a packed buffer larger than a slab").into());
                     }
-                    open = Some(OpenSlab {
+                    self.open = Some(OpenSlab {
                         target: targets.len(),
                         fill: 0,
                         last: 0,
@@ -1078,11 +1308,11 @@ fn prepare<'f>(
                         payload: 0,
                         tensors: Vec::new(),
                     });
-                    slabs += 1;
+                    self.slabs += 1;
                     0
                 }
             };
-            let Some(s) = open.as_mut() else {
+            let Some(s) = self.open.as_mut() else {
                 return Err(BackendError::Bug("no open slab").into());
             };
             s.fill = at + len;
@@ -1101,7 +1331,7 @@ fn prepare<'f>(
                 to: at,
                 span: bytes.len().next_multiple_of(4),
             });
-            packed += 1;
+            self.packed += 1;
         } else {
             part.target = targets.len();
             targets.push(Target {
@@ -1122,11 +1352,17 @@ fn prepare<'f>(
                 tensors: vec![ti],
             });
         }
+        Ok(())
     }
-    // Empty buffers: one shared empty buffer when packing, else one each
-    // (as a buffer of their own, reusable by name).
-    if !empties.is_empty() {
-        let shared_empty = (pack_below > 0).then(|| {
+
+    /// Empty buffers: one shared empty buffer when packing, else one each
+    /// (as a buffer of their own, reusable by name).
+    fn close(&mut self) {
+        if self.empties.is_empty() {
+            return;
+        }
+        let targets = &mut self.targets;
+        let shared_empty = (self.pack_below > 0).then(|| {
             targets.push(Target {
                 size: 0,
                 slab: false,
@@ -1134,7 +1370,7 @@ fn prepare<'f>(
             });
             targets.len() - 1
         });
-        for pi in empties {
+        for pi in std::mem::take(&mut self.empties) {
             let target = shared_empty.unwrap_or_else(|| {
                 targets.push(Target {
                     size: 0,
@@ -1143,15 +1379,301 @@ fn prepare<'f>(
                 });
                 targets.len() - 1
             });
-            if let Some(p) = parts.get_mut(pi) {
+            if let Some(p) = self.parts.get_mut(pi) {
                 p.target = target;
             }
         }
     }
+}
 
+/// Each tensor's name and re-tagged descriptor, appended tensor by tensor
+/// into one text each (the helper of a load planned beside its validation).
+struct Retagger {
+    tag: DeviceTag,
+    names: String,
+    descriptors: Vec<u8>,
+    spans: Vec<Spans>,
+}
+
+impl Retagger {
+    fn add(&mut self, t: &hurray_core::file::Tensor<'_>) -> Result<(), LoadError> {
+        let n = self.names.len();
+        self.names.push_str(t.name());
+        let d = self.descriptors.len();
+        let len = t.descriptor().as_bytes().len();
+        self.descriptors.resize(d + len, 0);
+        let room = self
+            .descriptors
+            .get_mut(d..)
+            .ok_or(LoadError::Backend(BackendError::Bug("re-tag room")))?;
+        retag_into(
+            room,
+            t.name(),
+            t.descriptor(),
+            self.tag,
+            MemoryClass::Standard,
+            SyncMode::ProducerSynced,
+        )?;
+        self.spans.push((n..self.names.len(), d..d + len));
+        Ok(())
+    }
+}
+
+/// What a load of a whole file listed, planned and re-tagged beside the
+/// file's validation ([`plan_beside_validation`]).
+struct Early<'f> {
+    chosen: Vec<hurray_core::file::Tensor<'f>>,
+    planner: Planner<'f>,
+    texts: Texts,
+    spans: Vec<Spans>,
+    /// Time the helpers spent planning, and re-tagging.
+    plan: Duration,
+    retag: Duration,
+}
+
+/// The page size the prefault steps by (the smallest of the hosts').
+const PAGE: usize = 4096;
+
+/// What one prefault thread touches at a time: one page-table page's worth
+/// (so two threads rarely share a page-table lock).
+const PREFAULT_PIECE: usize = 2 << 20;
+
+/// The fewest prefault threads worth starting (see [`plan_beside_validation`]).
+const MIN_PREFAULT_THREADS: usize = 2;
+
+/// Reads one byte of every page of `part`, so that the mapping's pages are
+/// faulted in here rather than by the validation or the copies.
+fn touch_pages(part: &[u8]) {
+    let mut acc = 0u8;
+    for b in part.iter().step_by(PAGE) {
+        acc ^= *b;
+    }
+    std::hint::black_box(acc);
+}
+
+/// Tensors handed from the validation to the helpers at a time.
+const BATCH: usize = 256;
+
+/// Validates `bytes` as a file ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each))
+/// while two helper threads plan the GPU buffers and re-tag the
+/// descriptors of the tensors it hands out, in batches: for a load of the
+/// whole file, the per-tensor host work then hides behind the validation
+/// (which must finish first: its error wins over the helpers').
+fn plan_beside_validation<'f>(
+    shared: &DeviceShared,
+    bytes: &'f [u8],
+    table: &'f mut [u32],
+    tag: DeviceTag,
+    options: &LoadOptions<'_>,
+) -> Result<(hurray_core::file::FileView<'f>, Early<'f>), LoadError> {
+    use std::sync::mpsc;
+    type Batch<'f> = Arc<Vec<hurray_core::file::Tensor<'f>>>;
+    let (plan_tx, plan_rx) = mpsc::channel::<Batch<'f>>();
+    let (tag_tx, tag_rx) = mpsc::channel::<Batch<'f>>();
+    let mut planner = Planner::new(shared, bytes, options);
+    let mut retagger = Retagger {
+        tag,
+        names: String::new(),
+        descriptors: Vec::new(),
+        spans: Vec::new(),
+    };
+    std::thread::scope(|s| {
+        // The mapping's pages, touched in parallel ahead of the validation
+        // and the copies (a first touch of a mapped page is a page fault:
+        // hundreds of nanoseconds each, on whichever thread meets it).
+        // Only with threads to spare beside the validation and the two
+        // helpers: on a host of a few cores they would slow the validation.
+        // Pieces of 2 MiB dealt round-robin: every thread starts at the
+        // front of the file, so they stay ahead of the validation, which
+        // walks it from there.
+        let spare = crate::pool::worker_threads().saturating_sub(3);
+        if spare >= MIN_PREFAULT_THREADS {
+            for k in 0..spare {
+                s.spawn(move || {
+                    for piece in bytes.chunks(PREFAULT_PIECE).skip(k).step_by(spare) {
+                        touch_pages(piece);
+                    }
+                });
+            }
+        }
+        let planning = s.spawn(move || {
+            let mut chosen = Vec::new();
+            let mut busy = Duration::ZERO;
+            let mut failed = None;
+            for batch in plan_rx {
+                let started = Instant::now();
+                for t in batch.iter() {
+                    if failed.is_none() {
+                        failed = planner.add(t, None).err();
+                    }
+                }
+                chosen.extend_from_slice(&batch);
+                busy += started.elapsed();
+            }
+            let started = Instant::now();
+            planner.close();
+            busy += started.elapsed();
+            (chosen, planner, busy, failed)
+        });
+        let retagging = s.spawn(move || {
+            let mut busy = Duration::ZERO;
+            let mut failed = None;
+            for batch in tag_rx {
+                let started = Instant::now();
+                for t in batch.iter() {
+                    if failed.is_none() {
+                        failed = retagger.add(t).err();
+                    }
+                }
+                busy += started.elapsed();
+            }
+            (retagger, busy, failed)
+        });
+        let mut batch = Vec::with_capacity(BATCH);
+        let send = |batch: Vec<_>| {
+            let b = Arc::new(batch);
+            let _ = plan_tx.send(Arc::clone(&b));
+            let _ = tag_tx.send(b);
+        };
+        let view = hurray_core::file::FileView::parse_with_each(
+            bytes,
+            &hurray_io::file::options(),
+            table,
+            |t| {
+                batch.push(t);
+                if batch.len() == BATCH {
+                    send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                }
+            },
+        );
+        if !batch.is_empty() {
+            send(batch);
+        }
+        drop((plan_tx, tag_tx));
+        let planned = planning.join();
+        let retagged = retagging.join();
+        let view = view?;
+        let bug = |_| LoadError::Backend(BackendError::Bug("a load helper panicked"));
+        let (chosen, planner, plan, failed) = planned.map_err(bug)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let (retagger, retag, failed) = retagged.map_err(bug)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok((
+            view,
+            Early {
+                chosen,
+                planner,
+                texts: Texts {
+                    names: retagger.names,
+                    descriptors: retagger.descriptors,
+                },
+                spans: retagger.spans,
+                plan,
+                retag,
+            },
+        ))
+    })
+}
+
+/// What a load did beside or right after the validation.
+enum Before<'f> {
+    /// Nothing: [`prepare`] lists the tensors.
+    Nothing,
+    /// Every tensor of the file, in file order, as the validation handed
+    /// them out.
+    Listed(Vec<hurray_core::file::Tensor<'f>>),
+    /// Listed, planned and re-tagged beside the validation.
+    Planned(Box<Early<'f>>),
+}
+
+/// The fewest worker threads with which [`load_file`] plans and re-tags a
+/// whole file on helper threads beside its validation: on fewer cores the
+/// helpers only take the validation's (measured on the 2-core CI box: the
+/// validation's wall time doubled, the load gained nothing), so the
+/// calling thread does that work after it.
+const BESIDE_MIN_THREADS: usize = 4;
+
+/// Resolves the names, checks every size, plans the GPU buffers (own
+/// buffers and slabs), re-tags every descriptor (over the worker pool), and
+/// takes over the fitting buffers of [`LoadOptions::reuse`]; allocates
+/// nothing. `early`: all of that but the take-over, done beside the
+/// validation ([`plan_beside_validation`]) for a load of the whole file.
+fn prepare<'f>(
+    shared: &Arc<DeviceShared>,
+    view: &hurray_core::file::FileView<'f>,
+    early: Before<'f>,
+    options: &mut LoadOptions<'_>,
+) -> Result<Prepared<'f>, LoadError> {
+    let started = Instant::now();
+    let device = &shared.device;
+    let usage = options.usage | BufferUsages::COPY_SRC | BufferUsages::COPY_DST;
+    let mut times = LoadTimes::default();
+    let (chosen, planner, texts, spans) = match early {
+        Before::Planned(e) => {
+            let e = *e;
+            times.plan = e.plan;
+            times.retag = e.retag;
+            (e.chosen, e.planner, e.texts, e.spans)
+        }
+        before => {
+            let tag = device_tag(device)?;
+            // Resolve and check everything before allocating.
+            let handed = matches!(before, Before::Listed(_));
+            let chosen: Vec<hurray_core::file::Tensor<'f>> = match (&options.names, before) {
+                (Some(names), _) => names
+                    .iter()
+                    .map(|n| view.get(n).ok_or_else(|| LoadError::NotFound(n.clone())))
+                    .collect::<Result<_, _>>()?,
+                (None, Before::Listed(listed)) => listed,
+                (None, _) => view.iter_file_order().collect(),
+            };
+            // (Nothing to list when the validation handed them out.)
+            if !handed {
+                times.list = started.elapsed();
+            }
+            let planning = Instant::now();
+            let mut planner = Planner::new(shared, view.as_bytes(), options);
+            let mut entries = Vec::with_capacity(chosen.len());
+            for t in &chosen {
+                planner.add(t, Some(&mut entries))?;
+            }
+            // Load order: file order (the order of `only` may differ), for
+            // the page cache's read-ahead.
+            if !entries.is_sorted_by_key(|e| e.0) {
+                entries.sort_by_key(|e| e.0);
+            }
+            for e in entries {
+                planner.place(e)?;
+            }
+            planner.close();
+            times.plan = planning.elapsed();
+            // Every name and re-tagged descriptor, into one text each.
+            let retagging = Instant::now();
+            let (texts, spans) = retag_all(&chosen, tag)?;
+            times.retag = retagging.elapsed();
+            (chosen, planner, texts, spans)
+        }
+    };
+    let taking_over = Instant::now();
+    let Planner {
+        mut targets,
+        parts,
+        flat,
+        runs,
+        packed,
+        slabs,
+        total,
+        tensor_parts,
+        pack_below,
+        ..
+    } = planner;
+    let mut reused = 0;
     // Take over the fitting buffers of a previous load: its slabs in order
     // (the same size), its own buffers by tensor name and table index.
-    let mut reused = 0;
     if let Some(previous) = options.reuse.take() {
         let fits = |h: &GpuBufferHandle, size: u64| {
             h.byte_len() == size && h.usage().contains(usage) && h.device() == device
@@ -1170,17 +1692,35 @@ fn prepare<'f>(
                 _ => break,
             }
         }
-        let mut by_name: HashMap<String, Vec<GpuSlice>> = previous
-            .tensors
-            .into_iter()
-            .map(|t| (t.name, t.buffers))
-            .collect();
-        let mut at = 0;
-        for t in &chosen {
-            let n = t.descriptor().buffers().len();
-            let mine = parts.get(at..at + n).unwrap_or(&[]);
-            at += n;
-            let Some(old) = by_name.remove(t.name()) else {
+        // By name: the previous load's tensor at the same place when the
+        // names agree (a reload of the same file), else looked up (once).
+        let mut by_name: Option<HashMap<&str, usize>> = None;
+        let mut taken = vec![false; previous.tensors.len()];
+        for (ti, (t, range)) in chosen.iter().zip(&tensor_parts).enumerate() {
+            let n = range.len();
+            let mine = parts.get(range.clone()).unwrap_or(&[]);
+            let same_place = previous.tensors.get(ti).filter(|o| o.name() == t.name());
+            let found = match same_place {
+                Some(_) => Some(ti),
+                None => by_name
+                    .get_or_insert_with(|| {
+                        previous
+                            .tensors
+                            .iter()
+                            .enumerate()
+                            .map(|(i, o)| (o.name(), i))
+                            .collect()
+                    })
+                    .get(t.name())
+                    .copied(),
+            };
+            let Some(oi) = found.filter(|&i| taken.get(i) == Some(&false)) else {
+                continue;
+            };
+            if let Some(flag) = taken.get_mut(oi) {
+                *flag = true;
+            }
+            let Some(old) = previous.tensors.get(oi).map(LoadedTensor::buffers) else {
                 continue;
             };
             let mut all = old.len() == n;
@@ -1214,13 +1754,24 @@ fn prepare<'f>(
             }
         }
     }
+    times.plan += taking_over.elapsed();
+    let items = spans
+        .into_iter()
+        .zip(tensor_parts)
+        .map(|((name, descriptor), parts)| Item {
+            name,
+            descriptor,
+            parts,
+        })
+        .collect();
     #[cfg(target_os = "linux")]
     let dma = crate::transfer::dma::use_for(shared, crate::transfer::dma::DMA_MIN);
     #[cfg(not(target_os = "linux"))]
     let dma = false;
     Ok(Prepared {
-        chosen,
-        descriptors,
+        tensors: chosen.len(),
+        texts: Arc::new(texts),
+        items,
         targets,
         parts,
         flat,
@@ -1230,9 +1781,116 @@ fn prepare<'f>(
         reused,
         slabs,
         packed,
-        allocate: started.elapsed(),
+        times: LoadTimes {
+            allocate: started.elapsed(),
+            ..times
+        },
         dma,
     })
+}
+
+/// A tensor's name and descriptor: ranges of its [`Texts`].
+type Spans = (Range<usize>, Range<usize>);
+
+/// The fewest tensors one piece of the parallel re-tag takes: below this,
+/// handing a piece to the pool costs more than it saves.
+const RETAG_PIECE: usize = 512;
+
+/// Each tensor's name and re-tagged descriptor ([`retag`]: the device's
+/// `tag`, standard memory, producer-synced), in order, in one [`Texts`],
+/// with each tensor's ranges of it; pieces of tensors re-tagged over the
+/// worker pool, each into its own rooms of the two texts. On errors, the
+/// first tensor's.
+fn retag_all(
+    chosen: &[hurray_core::file::Tensor<'_>],
+    tag: DeviceTag,
+) -> Result<(Texts, Vec<Spans>), LoadError> {
+    let bug = |what| LoadError::Backend(BackendError::Bug(what));
+    let mut spans = Vec::with_capacity(chosen.len());
+    let (mut names_len, mut descriptors_len) = (0usize, 0usize);
+    for t in chosen {
+        let (n, d) = (t.name().len(), t.descriptor().as_bytes().len());
+        spans.push((
+            names_len..names_len + n,
+            descriptors_len..descriptors_len + d,
+        ));
+        names_len += n;
+        descriptors_len += d;
+    }
+    let mut names = vec![0u8; names_len];
+    let mut descriptors = vec![0u8; descriptors_len];
+    let pieces = crate::pool::worker_threads()
+        .min(chosen.len().div_ceil(RETAG_PIECE))
+        .max(1);
+    let per = chosen.len().div_ceil(pieces).max(1);
+    // Each piece: its first tensor, its tensors, its rooms of the texts.
+    type Work<'t, 'f> = (
+        &'t [hurray_core::file::Tensor<'f>],
+        &'t [Spans],
+        &'t mut [u8],
+        &'t mut [u8],
+    );
+    let mut work: Vec<Mutex<Option<Work<'_, '_>>>> = Vec::with_capacity(pieces);
+    let (mut names_rest, mut descriptors_rest) = (&mut names[..], &mut descriptors[..]);
+    for (ts, sp) in chosen.chunks(per).zip(spans.chunks(per)) {
+        let (Some(first), Some(last)) = (sp.first(), sp.last()) else {
+            continue;
+        };
+        let (n, d) = (last.0.end - first.0.start, last.1.end - first.1.start);
+        let (n_room, n_rest) = std::mem::take(&mut names_rest)
+            .split_at_mut_checked(n)
+            .ok_or(bug("re-tag rooms"))?;
+        let (d_room, d_rest) = std::mem::take(&mut descriptors_rest)
+            .split_at_mut_checked(d)
+            .ok_or(bug("re-tag rooms"))?;
+        names_rest = n_rest;
+        descriptors_rest = d_rest;
+        work.push(Mutex::new(Some((ts, sp, n_room, d_room))));
+    }
+    // The first failing tensor (by its place in `chosen`), and its error.
+    let failed: Mutex<Option<(usize, LoadError)>> = Mutex::new(None);
+    crate::pool::run(work.len(), |i| {
+        let Some((ts, sp, n_room, d_room)) = work
+            .get(i)
+            .and_then(|m| m.lock().ok().and_then(|mut w| w.take()))
+        else {
+            return;
+        };
+        let (Some(n0), Some(d0)) = (sp.first().map(|s| s.0.start), sp.first().map(|s| s.1.start))
+        else {
+            return;
+        };
+        for (k, (t, (n, d))) in ts.iter().zip(sp).enumerate() {
+            let done = n_room
+                .get_mut(n.start - n0..n.end - n0)
+                .zip(d_room.get_mut(d.start - d0..d.end - d0))
+                .ok_or(bug("re-tag rooms"))
+                .and_then(|(n_out, d_out)| {
+                    n_out.copy_from_slice(t.name().as_bytes());
+                    retag_into(
+                        d_out,
+                        t.name(),
+                        t.descriptor(),
+                        tag,
+                        MemoryClass::Standard,
+                        SyncMode::ProducerSynced,
+                    )
+                });
+            if let Err(e) = done {
+                let at = i * per + k;
+                let mut f = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                if f.as_ref().is_none_or(|(j, _)| at < *j) {
+                    *f = Some((at, e));
+                }
+                return;
+            }
+        }
+    })?;
+    if let Some((_, e)) = failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        return Err(e);
+    }
+    let names = String::from_utf8(names).map_err(|_| bug("a tensor name is not UTF-8"))?;
+    Ok((Texts { names, descriptors }, spans))
 }
 
 /// The path without DMA staging: each buffer of its own written by the
@@ -1364,7 +2022,7 @@ struct Tally {
 impl Tally {
     /// `pieces(run)`: how many pieces run `run` was cut into.
     fn new(p: &Prepared<'_>, pieces: impl Fn(usize) -> usize) -> Self {
-        let tensors_total = p.chosen.len();
+        let tensors_total = p.tensors;
         let mut tensor_left = vec![0usize; tensors_total];
         for &t in p.runs.iter().flat_map(|r| &r.tensors) {
             if let Some(l) = tensor_left.get_mut(t) {
@@ -1492,6 +2150,19 @@ async fn load_dma(
     Ok(())
 }
 
+/// What [`load_dma_threads`] did beside the copies.
+#[cfg(target_os = "linux")]
+struct DmaRun {
+    /// Time the calling thread spent allocating (in order, while the
+    /// copies ran).
+    allocating: Duration,
+    /// The part of it spent creating GPU buffers.
+    creating: Duration,
+    /// The loaded tensors, built while the copies ran, and how long that
+    /// took.
+    built: Option<(Vec<LoadedTensor>, Duration)>,
+}
+
 /// The DMA path of [`load_file`]: a ring of imported staging chunks;
 /// worker threads (`std::thread::scope`) each take the next chunk of the
 /// plan and a free slot of the ring, copy the file's pages into it, record
@@ -1501,14 +2172,15 @@ async fn load_dma(
 /// load order (a worker waits only until its chunk's buffers exist), then
 /// polls the device and reports progress. No thread waits for another's
 /// chunk: the only waits are for a free slot (the GPU is behind), or a
-/// buffer (allocation is behind). Returns the time spent allocating.
+/// buffer (allocation is behind). Once every buffer exists, this thread
+/// builds the loaded tensors while the copies run.
 #[cfg(target_os = "linux")]
 fn load_dma_threads(
     shared: &Arc<DeviceShared>,
     queue: &wgpu::Queue,
     p: &Prepared<'_>,
     options: &mut LoadOptions<'_>,
-) -> Result<Duration, LoadError> {
+) -> Result<DmaRun, LoadError> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, RecvTimeoutError};
 
@@ -1535,6 +2207,8 @@ fn load_dma_threads(
     let stop = AtomicBool::new(false);
     let mut tally = Tally::for_chunks(p, &chunks);
     let mut allocating = Duration::ZERO;
+    let mut creating = Duration::ZERO;
+    let mut built = None;
     let result = std::thread::scope(|s| {
         for _ in 0..threads.min(n) {
             let (sent_tx, free_tx, done_tx) = (sent_tx.clone(), free_tx.clone(), done_tx.clone());
@@ -1611,10 +2285,17 @@ fn load_dma_threads(
                 if stop.load(Ordering::Acquire) {
                     break;
                 }
-                p.allocate_slot(shared, i)?;
+                creating += p.allocate_slot(shared, i)?;
                 allocated.store(i + 1, Ordering::Release);
             }
             allocating = started.elapsed();
+            // Every buffer exists (unless a worker stopped the load): the
+            // tensors can be built while the copies run.
+            if !stop.load(Ordering::Acquire) {
+                let building = Instant::now();
+                let tensors = p.build()?;
+                built = Some((tensors, building.elapsed()));
+            }
             if n == 0 {
                 report(options, tally.progress);
             }
@@ -1669,7 +2350,11 @@ fn load_dma_threads(
     for st in free_rx.try_iter() {
         shared.dma.give(st);
     }
-    result.map(|()| allocating)
+    result.map(|()| DmaRun {
+        allocating,
+        creating,
+        built,
+    })
 }
 
 /// Writes GPU tensors into a `.hrry` file at `path` (see the module
@@ -1690,22 +2375,22 @@ pub fn save_file(
     let mut out = Vec::new();
     for t in tensors {
         let view = t.descriptor().map_err(|error| LoadError::Descriptor {
-            name: t.name.clone(),
+            name: t.name().to_owned(),
             error,
         })?;
         let host = retag(
-            &t.name,
+            t.name(),
             &view,
             DeviceTag::Cpu,
             MemoryClass::Standard,
             SyncMode::ProducerSynced,
         )?;
         let host_view = TensorView::parse(&host).map_err(|error| LoadError::Descriptor {
-            name: t.name.clone(),
+            name: t.name().to_owned(),
             error,
         })?;
-        let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(t.buffers.len());
-        for b in &t.buffers {
+        let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(t.buffers().len());
+        for b in t.buffers() {
             if b.byte_len() == 0 {
                 bytes.push(Vec::new());
             } else {
@@ -1714,7 +2399,7 @@ pub fn save_file(
             }
         }
         let slices: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-        writer.write_tensor(&t.name, &host_view, &slices)?;
+        writer.write_tensor(t.name(), &host_view, &slices)?;
     }
     writer.finish(&[])?;
     Ok(())

@@ -164,6 +164,22 @@ pub(crate) fn run(
     Ok(())
 }
 
+/// Runs `f` on the pool without waiting for it: work whose result nobody
+/// waits for, such as releasing a large mapping (a file loader's `munmap`
+/// costs milliseconds). On this thread when there is no pool. A panic in
+/// `f` is caught and dropped (rayon would abort the process).
+pub(crate) fn detach(f: impl FnOnce() + Send + 'static) {
+    let guarded = move || {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(pool) = pool() {
+        pool.spawn(guarded);
+        return;
+    }
+    guarded();
+}
+
 /// A panic payload marked as the caller's own (from a closure the caller
 /// passed): re-raised. Any other panic is hurray's bug.
 pub(crate) struct CallerPanic(pub(crate) Box<dyn std::any::Any + Send>);
@@ -189,6 +205,17 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+
+    #[test]
+    fn detached_work_runs_once_and_a_panic_in_it_is_contained() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        detach(|| panic!("contained"));
+        detach(move || tx.send(7).unwrap());
+        assert_eq!(
+            rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap(),
+            7
+        );
+    }
 
     #[test]
     fn every_piece_runs_once() {

@@ -276,6 +276,27 @@ fn chosen_tensors_missing_names_and_oversized_buffers_are_typed() {
         ),
         "{err}"
     );
+    // The file's own errors come first, even when the planning beside the
+    // validation met the oversized buffer before the validation met a bad
+    // descriptor after it.
+    let mut bytes = std::fs::read(&f.0).unwrap();
+    let last = {
+        let view = hurray_core::file::FileView::parse(&bytes).unwrap();
+        let t = view.iter_file_order().last().unwrap();
+        assert_eq!(t.name(), "sparse");
+        usize::try_from(t.entry().descriptor_offset).unwrap()
+    };
+    bytes[last + 14] = 0x3F; // no such element type
+    let broken = Temp::new("load-broken");
+    std::fs::write(&broken.0, &bytes).unwrap();
+    let err = load_file(
+        &small.device,
+        &small.queue,
+        &broken.0,
+        LoadOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, LoadError::File(_)), "{err}");
 }
 
 #[test]
@@ -656,4 +677,70 @@ fn slabs_are_reused_packed_tensors_save_and_copy_out() {
         assert_eq!(u.descriptor().as_bytes(), t.descriptor().as_bytes());
         assert!(u.buffers().eq(t.buffers()), "tensor {}", t.name());
     }
+}
+
+#[test]
+fn a_load_reports_its_phases_and_their_parts_fit_inside_allocate() {
+    let test = "a_load_reports_its_phases_and_their_parts_fit_inside_allocate";
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    let sizes: Vec<usize> = (0..400).map(|i| 4 + (i * 13) % 700).collect();
+    let f = Temp::new("phases");
+    write_seeded(&f.0, &sizes, 5);
+    // The whole file: listed by the validation, planned and re-tagged
+    // beside it by helper threads.
+    let cold = load_file(&c.device, &c.queue, &f.0, LoadOptions::default()).unwrap();
+    let t = cold.times;
+    for (name, d) in [
+        ("validate", t.validate),
+        ("retag", t.retag),
+        ("plan", t.plan),
+        ("allocate", t.allocate),
+        ("gpu_allocate", t.gpu_allocate),
+        ("copy", t.copy),
+        ("build", t.build),
+    ] {
+        assert!(d > std::time::Duration::ZERO, "{name} was not timed: {t:?}");
+    }
+    assert_eq!(t.list, std::time::Duration::ZERO, "{t:?}");
+    assert!(t.gpu_allocate <= t.allocate, "{t:?}");
+    // Chosen tensors: listed, planned and re-tagged on the calling thread,
+    // inside `allocate`.
+    let names: Vec<String> = (0..sizes.len()).rev().map(|i| format!("t.{i}")).collect();
+    let some = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().only(&names),
+    )
+    .unwrap();
+    let t = some.times;
+    for (name, d) in [("list", t.list), ("retag", t.retag), ("plan", t.plan)] {
+        assert!(d > std::time::Duration::ZERO, "{name} was not timed: {t:?}");
+    }
+    assert!(
+        t.list + t.retag + t.plan + t.gpu_allocate <= t.allocate,
+        "{t:?}"
+    );
+    // Both loads hold the same bytes under the same names.
+    assert!(
+        contents(&c, &some)
+            .into_iter()
+            .rev()
+            .eq(contents(&c, &cold).into_iter().take(sizes.len()))
+    );
+    // Into reused buffers nothing is created on the GPU.
+    let again = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().reuse(cold),
+    )
+    .unwrap();
+    assert_eq!(again.reused, again.tensors.len());
+    assert_eq!(again.times.gpu_allocate, std::time::Duration::ZERO);
+    assert!(again.times.build > std::time::Duration::ZERO);
 }

@@ -555,6 +555,30 @@ impl<'a> FileIndex<'a> {
     /// [`FileErrorKind::NeedsTable`] when the index is neither in file order
     /// nor small (open it with [`FileView::parse_with`], which sorts it).
     pub fn verify(self) -> Result<FileView<'a>, FileError> {
+        self.verify_each(|_| {})
+    }
+
+    /// [`verify`](Self::verify), handing each tensor to `each` as soon as
+    /// its own checks pass, in file order (a composite's head before its
+    /// members): the descriptors the check parsed, without parsing them
+    /// again (what [`FileView::iter_file_order`] does per tensor). Every
+    /// tensor is handed out once; the file is valid only if this returns
+    /// `Ok` (a later tensor or a composite's rule can still fail, after
+    /// earlier tensors were handed out).
+    ///
+    /// ```
+    /// use hurray_core::file::{FileIndex, FileWriter, WriterOptions, IndexEntry};
+    /// let mut index = [IndexEntry::default(); 1];
+    /// let file = FileWriter::new(Vec::new(), WriterOptions::default(), &mut index)?.finish(&[])?;
+    /// let mut seen = 0;
+    /// let view = FileIndex::parse(&file)?.verify_each(|_| seen += 1)?;
+    /// assert_eq!(seen, view.len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`verify`](Self::verify).
+    pub fn verify_each(self, mut each: impl FnMut(Tensor<'a>)) -> Result<FileView<'a>, FileError> {
         if !self.file_order_known() {
             return Err(at(
                 self.index_offset,
@@ -563,7 +587,7 @@ impl<'a> FileIndex<'a> {
                 },
             ));
         }
-        self.check_tensors()?;
+        self.check_tensors(&mut each)?;
         Ok(FileView { index: self })
     }
 
@@ -593,12 +617,12 @@ impl<'a> FileIndex<'a> {
     }
 
     /// Every descriptor and data region, in file order, with composites.
-    fn check_tensors(&self) -> Result<(), FileError> {
+    fn check_tensors(&self, each: &mut impl FnMut(Tensor<'a>)) -> Result<(), FileError> {
         let mut order = self.order(self.needs_scan());
         let mut prev_end = self.header.first_descriptor_offset.get();
         let mut seen: u32 = 0;
         while let Some(off) = order.next() {
-            self.check_tree(off, &mut order, &mut prev_end, &mut seen, 1)?;
+            self.check_tree(off, &mut order, &mut prev_end, &mut seen, 1, each)?;
         }
         if seen != self.count {
             // A scan skipped entries that share a descriptor offset.
@@ -614,6 +638,7 @@ impl<'a> FileIndex<'a> {
         prev_end: &mut u64,
         seen: &mut u32,
         depth: u8,
+        each: &mut impl FnMut(Tensor<'a>),
     ) -> Result<TensorView<'a>, FileError> {
         let entry_at = self.index_offset.saturating_add(u64::from(off));
         let (e, _) = read_entry(self.index, off as usize, self.index_offset)?;
@@ -624,6 +649,7 @@ impl<'a> FileIndex<'a> {
         *seen = seen.saturating_add(1);
         let t = self.check_tensor(&e, entry_at)?;
         let view = t.descriptor;
+        each(t);
         if let Layout::Composite(_) = view.layout() {
             let here = e.descriptor_offset;
             let fail = |err: CompositeError| at(here, FileErrorKind::Composite(err));
@@ -637,7 +663,7 @@ impl<'a> FileIndex<'a> {
             while v.remaining() > 0 {
                 let Some(next) = order.next() else { break };
                 let member =
-                    self.check_tree(next, order, prev_end, seen, depth.saturating_add(1))?;
+                    self.check_tree(next, order, prev_end, seen, depth.saturating_add(1), each)?;
                 v.push(&member).map_err(fail)?;
             }
             v.finish().map_err(fail)?;
@@ -1022,6 +1048,24 @@ impl<'a> FileView<'a> {
         table: &'a mut [u32],
     ) -> Result<Self, FileError> {
         FileIndex::open(bytes, options, table, true)?.verify()
+    }
+
+    /// [`parse_with`](Self::parse_with), handing each tensor to `each` as
+    /// the validation reaches it, in file order (see
+    /// [`FileIndex::verify_each`]): a caller that wants every tensor (a
+    /// loader) collects them here instead of walking
+    /// [`iter_file_order`](Self::iter_file_order), which parses each
+    /// descriptor again. The file is valid only if this returns `Ok`.
+    ///
+    /// # Errors
+    /// As [`parse_with`](Self::parse_with).
+    pub fn parse_with_each(
+        bytes: &'a [u8],
+        options: &FileOptions<'a>,
+        table: &'a mut [u32],
+        each: impl FnMut(Tensor<'a>),
+    ) -> Result<Self, FileError> {
+        FileIndex::open(bytes, options, table, true)?.verify_each(each)
     }
 
     /// The validated index under this view.

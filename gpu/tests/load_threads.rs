@@ -1,0 +1,157 @@
+//! The file loader with a pool of 8 worker threads, whatever the machine:
+//! the path a many-core host takes (ADR-122) — the whole file planned and
+//! re-tagged by helper threads beside its validation, the mapping faulted
+//! in by the spare threads — gives the file's exact bytes for every tensor,
+//! and the file's own errors still come first. (Its own test binary: the
+//! pool's size is fixed for the process once a transfer started it.)
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{ctx, random_bytes};
+use hurray_core::file::{FileView, WriterOptions};
+use hurray_core::{
+    BufferHandle, DeviceTag, ElementType, MemoryClass, SyncMode, TensorDescriptor, TensorView,
+};
+use hurray_gpu::{ContextOptions, GpuContext, LoadError, LoadOptions, load_file};
+
+/// A temporary path, removed on drop.
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(name: &str) -> Self {
+        let built = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let dir = if built.is_dir() {
+            built.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        Self(dir.join(format!("{name}-{}.hrry", std::process::id())))
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// One uint8 tensor `t.{i}` of `n` pseudo-random bytes per size.
+fn write(path: &Path, sizes: &[usize]) {
+    // (The writer keeps the names until it writes the index.)
+    let names: Vec<String> = (0..sizes.len()).map(|i| format!("t.{i}")).collect();
+    let mut w = hurray_io::file::create(path, WriterOptions::default()).unwrap();
+    for (i, (&n, name)) in sizes.iter().zip(&names).enumerate() {
+        let h = if n == 0 {
+            BufferHandle::empty(DeviceTag::Cpu)
+        } else {
+            BufferHandle::new(n as u64, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()
+        };
+        let shape = [n as u64];
+        let mut desc = vec![0u8; 256];
+        let len = TensorDescriptor::row_major(ElementType::UInt8, &shape, &[h])
+            .encode(&mut desc)
+            .unwrap();
+        let data = random_bytes(n, i as u64 + 11);
+        w.write_tensor(name, &TensorView::parse(&desc[..len]).unwrap(), &[&data])
+            .unwrap();
+    }
+    w.finish(&[]).unwrap();
+}
+
+#[test]
+fn a_load_planned_beside_its_validation_holds_the_files_bytes_for_every_tensor() {
+    let test = "a_load_planned_beside_its_validation_holds_the_files_bytes_for_every_tensor";
+    hurray_gpu::set_worker_threads(8).unwrap();
+    let Some(c) = ctx(test) else { return };
+    if c.adapter_info().backend != hurray_gpu::wgpu::Backend::Vulkan {
+        eprintln!("SKIPPED {test}: the loader's tests compare Vulkan tags");
+        return;
+    }
+    // More tensors than a few helper batches, small ones packed, large
+    // ones of their own, empty ones.
+    let mut sizes: Vec<usize> = (0..2000)
+        .map(|i| {
+            if i % 333 == 5 {
+                0
+            } else {
+                1 + (i * 7919) % 9000
+            }
+        })
+        .collect();
+    sizes.insert(700, 3 << 20);
+    let f = Temp::new("load-threads");
+    write(&f.0, &sizes);
+    let loaded = load_file(&c.device, &c.queue, &f.0, LoadOptions::default()).unwrap();
+    let t = loaded.times;
+    assert_eq!(t.list, std::time::Duration::ZERO, "{t:?}");
+    assert!(t.plan > std::time::Duration::ZERO && t.retag > std::time::Duration::ZERO);
+    assert!(loaded.slabs > 0 && loaded.packed > 0);
+    let bytes = std::fs::read(&f.0).unwrap();
+    let mut table = Vec::new();
+    let view: FileView<'_> = hurray_io::file::view(&bytes, &mut table).unwrap();
+    assert_eq!(loaded.tensors.len(), view.len() as usize);
+    for (g, t) in loaded.tensors.iter().zip(view.iter_file_order()) {
+        assert_eq!(g.name(), t.name());
+        let d = g.descriptor().unwrap();
+        let (ours, theirs) = (d.buffers(), t.descriptor().buffers());
+        assert_eq!(ours.len(), theirs.len());
+        for (a, b) in ours.iter().zip(theirs.iter()) {
+            assert_eq!(a.byte_size(), b.byte_size());
+            if !a.is_empty() {
+                assert_eq!(a.device_tag(), DeviceTag::Vulkan);
+                assert_eq!(a.memory_class(), MemoryClass::Standard);
+                assert_eq!(a.sync_mode(), SyncMode::ProducerSynced);
+            }
+        }
+        for (s, want) in g.buffers().iter().zip(t.buffers()) {
+            let mut out = Vec::new();
+            s.readback(&c.device, &c.queue, &mut out).unwrap();
+            assert!(out == want, "tensor {} differs", t.name());
+        }
+    }
+    // Reloaded into the same buffers: every tensor taken over by place.
+    let again = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().reuse(loaded),
+    )
+    .unwrap();
+    assert_eq!(again.reused, again.tensors.len());
+    // A device whose buffers hold at most 1 MiB, and a bad descriptor after
+    // the 3 MiB tensor: the planning helper meets the oversized buffer
+    // first, the validation's error is the one returned.
+    let limits = hurray_gpu::wgpu::Limits {
+        max_buffer_size: 1 << 20,
+        ..c.adapter.limits()
+    };
+    let adapter = c.adapter.clone();
+    drop((again, c));
+    let small = pollster::block_on(GpuContext::from_adapter_with_options(
+        adapter,
+        ContextOptions::default().limits(limits),
+    ))
+    .unwrap();
+    let err = load_file(&small.device, &small.queue, &f.0, LoadOptions::default()).unwrap_err();
+    assert!(
+        matches!(err, LoadError::TooLarge { ref name, .. } if name == "t.700"),
+        "{err}"
+    );
+    let mut broken = bytes.clone();
+    let at = usize::try_from(
+        view.iter_file_order()
+            .last()
+            .unwrap()
+            .entry()
+            .descriptor_offset,
+    )
+    .unwrap();
+    broken[at + 14] = 0x3F; // no such element type
+    let b = Temp::new("load-threads-broken");
+    std::fs::write(&b.0, &broken).unwrap();
+    let err = load_file(&small.device, &small.queue, &b.0, LoadOptions::default()).unwrap_err();
+    assert!(matches!(err, LoadError::File(_)), "{err}");
+}
