@@ -48,9 +48,7 @@
 //!   threads (`std::thread::scope`) plan the GPU buffers and re-tag the
 //!   descriptors while the validation goes on; their errors (a buffer too
 //!   large) wait for the validation's, which come first. With fewer, the
-//!   calling thread does that work after the validation. On hosts of five or more worker threads, the spare ones
-//!   read one byte of every page of the mapping meanwhile, so that page
-//!   faults leave the validation and the copies. [`LoadOptions::only`]
+//!   calling thread does that work after the validation. [`LoadOptions::only`]
 //!   looks its names up after the validation and re-tags over the worker
 //!   pool. A load's names and descriptors live in one text each, shared by
 //!   its [`LoadedTensor`]s (no allocation per tensor); with DMA staging
@@ -1431,26 +1429,6 @@ struct Early<'f> {
     retag: Duration,
 }
 
-/// The page size the prefault steps by (the smallest of the hosts').
-const PAGE: usize = 4096;
-
-/// What one prefault thread touches at a time: one page-table page's worth
-/// (so two threads rarely share a page-table lock).
-const PREFAULT_PIECE: usize = 2 << 20;
-
-/// The fewest prefault threads worth starting (see [`plan_beside_validation`]).
-const MIN_PREFAULT_THREADS: usize = 2;
-
-/// Reads one byte of every page of `part`, so that the mapping's pages are
-/// faulted in here rather than by the validation or the copies.
-fn touch_pages(part: &[u8]) {
-    let mut acc = 0u8;
-    for b in part.iter().step_by(PAGE) {
-        acc ^= *b;
-    }
-    std::hint::black_box(acc);
-}
-
 /// Tensors handed from the validation to the helpers at a time.
 const BATCH: usize = 256;
 
@@ -1478,24 +1456,6 @@ fn plan_beside_validation<'f>(
         spans: Vec::new(),
     };
     std::thread::scope(|s| {
-        // The mapping's pages, touched in parallel ahead of the validation
-        // and the copies (a first touch of a mapped page is a page fault:
-        // hundreds of nanoseconds each, on whichever thread meets it).
-        // Only with threads to spare beside the validation and the two
-        // helpers: on a host of a few cores they would slow the validation.
-        // Pieces of 2 MiB dealt round-robin: every thread starts at the
-        // front of the file, so they stay ahead of the validation, which
-        // walks it from there.
-        let spare = crate::pool::worker_threads().saturating_sub(3);
-        if spare >= MIN_PREFAULT_THREADS {
-            for k in 0..spare {
-                s.spawn(move || {
-                    for piece in bytes.chunks(PREFAULT_PIECE).skip(k).step_by(spare) {
-                        touch_pages(piece);
-                    }
-                });
-            }
-        }
         let planning = s.spawn(move || {
             let mut chosen = Vec::new();
             let mut busy = Duration::ZERO;
