@@ -478,7 +478,8 @@ impl<'a> TensorDescriptor<'a> {
             return None;
         }
         // Parameter buffers follow the data buffer.
-        let (b, (scale, zero)) = (self.buffers, s.parameter_buffers());
+        let p = s.params();
+        let (b, scale, zero) = (self.buffers, p.scale, p.zero);
         let in_table = |i: u32| i >= 1 && (i as usize) < b.len();
         let buffers = match (scale, zero) {
             (Some(s), Some(z)) if in_table(s) && in_table(z) && s != z => 3,
@@ -500,14 +501,14 @@ impl<'a> TensorDescriptor<'a> {
                     Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
                 };
                 let blocks = extent::div_ceil(along, u64::from(k)).checked_mul(others)?;
-                let padded = match s.params().pads {
+                let padded = match p.pads {
                     true => Some(blocks.checked_mul(u64::from(k))?),
                     false => None,
                 };
                 (blocks, padded)
             }
         };
-        let scale_bytes = entries.checked_mul(s.scale_width())?;
+        let scale_bytes = entries.checked_mul(u64::from(p.scale_width))?;
         let zero_bytes = entries.checked_mul(4)?;
         let size = |i: u32| b.byte_size(i as usize);
         let sized = match zero {
