@@ -167,12 +167,13 @@ pub(crate) fn run(
 /// Runs `f` on the pool without waiting for it: work whose result nobody
 /// waits for, such as releasing a large mapping (a file loader's `munmap`
 /// costs milliseconds). On this thread when there is no pool. A panic in
-/// `f` is caught and dropped (rayon would abort the process).
+/// `f` is caught and dropped (rayon would abort the process). Not on
+/// `wasm32`, whose loads map no file.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn detach(f: impl FnOnce() + Send + 'static) {
     let guarded = move || {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     };
-    #[cfg(not(target_arch = "wasm32"))]
     if let Some(pool) = pool() {
         pool.spawn(guarded);
         return;
