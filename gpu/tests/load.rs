@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{ctx, random_bytes};
+use common::{Temp, ctx, random_bytes};
 use hurray_core::file::WriterOptions;
 use hurray_core::{
     BufferHandle, DeviceTag, ElementType, MemoryClass, SyncMode, TensorDescriptor, TensorView,
@@ -43,29 +43,6 @@ fn encode(d: &TensorDescriptor<'_>) -> Vec<u8> {
     let n = d.encode(&mut b).unwrap();
     b.truncate(n);
     b
-}
-
-/// A temporary path, removed on drop.
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(name: &str) -> Self {
-        // Cargo's scratch directory, or the system's where the test binary
-        // runs away from its build tree (the GPU host).
-        let built = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = if built.is_dir() {
-            built.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
-        Self(dir.join(format!("{name}-{}.hrry", std::process::id())))
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// Our file: `sizes` one-buffer uint8 tensors (sizes spanning the loader's

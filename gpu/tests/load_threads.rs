@@ -1,42 +1,20 @@
 //! The file loader with a pool of 8 worker threads, whatever the machine:
 //! the path a many-core host takes (ADR-122) — the whole file planned and
-//! re-tagged by helper threads beside its validation, the mapping faulted
-//! in by the spare threads — gives the file's exact bytes for every tensor,
-//! and the file's own errors still come first. (Its own test binary: the
+//! re-tagged by helper threads beside its validation — gives the file's
+//! exact bytes for every tensor, and the file's own errors still come first. (Its own test binary: the
 //! pool's size is fixed for the process once a transfer started it.)
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{ctx, random_bytes};
+use common::{Temp, ctx, random_bytes};
 use hurray_core::file::{FileView, WriterOptions};
 use hurray_core::{
     BufferHandle, DeviceTag, ElementType, MemoryClass, SyncMode, TensorDescriptor, TensorView,
 };
 use hurray_gpu::{ContextOptions, GpuContext, LoadError, LoadOptions, load_file};
-
-/// A temporary path, removed on drop.
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(name: &str) -> Self {
-        let built = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = if built.is_dir() {
-            built.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
-        Self(dir.join(format!("{name}-{}.hrry", std::process::id())))
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 /// One uint8 tensor `t.{i}` of `n` pseudo-random bytes per size.
 fn write(path: &Path, sizes: &[usize]) {

@@ -1,6 +1,8 @@
 //! Shared helpers of the GPU integration tests.
 #![allow(dead_code, unreachable_pub)]
 
+use std::path::PathBuf;
+
 use hurray_gpu::GpuContext;
 
 pub mod gate;
@@ -93,4 +95,27 @@ pub fn dma_ctx(test: &str) -> Option<GpuContext> {
 pub fn page_aligned(store: &mut [u8], len: usize) -> &mut [u8] {
     let skip = store.as_ptr().align_offset(4096);
     &mut store[skip..skip + len]
+}
+
+/// A temporary path, removed on drop.
+pub struct Temp(pub PathBuf);
+
+impl Temp {
+    pub fn new(name: &str) -> Self {
+        // Cargo's scratch directory, or the system's where the test binary
+        // runs away from its build tree (the GPU host).
+        let built = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let dir = if built.is_dir() {
+            built.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        Self(dir.join(format!("{name}-{}.hrry", std::process::id())))
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
