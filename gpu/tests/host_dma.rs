@@ -162,6 +162,35 @@ fn a_write_of_many_chunks_lands_exactly() {
 }
 
 #[test]
+fn streamed_copies_land_exactly_from_and_to_unaligned_addresses() {
+    // From 32 MiB up, the upload's copy into staging and the readback's copy
+    // out of it use non-temporal stores in 64-byte lines after a head that
+    // aligns the destination: a source at an odd address, an odd offset in
+    // the buffer and an odd length cut every line differently from the
+    // chunks, and every byte must still land once.
+    let Some(c) = dma_ctx("streamed_copies_land_exactly_from_and_to_unaligned_addresses") else {
+        return;
+    };
+    let (d, q) = (&c.device, &c.queue);
+    let len = (40usize << 20) + 9;
+    let data = random_bytes(len + 3, 31);
+    let src = &data[3..]; // an odd address
+    // The write ends at the buffer's end (a length not a multiple of 4 must).
+    let h = GpuBufferHandle::alloc(d, len as u64 + 8, RW).unwrap();
+    let i = h.write(d, q, 8, src).unwrap();
+    hurray_gpu::wait_for(d, i).unwrap();
+    let mut out = Vec::new();
+    h.readback_range(d, q, 8, len as u64, &mut out).unwrap();
+    assert_eq!(out.len(), len);
+    assert!(out == src, "{len} bytes written at 8 and read back");
+    // A read whose start is not the buffer's: the copy out of staging
+    // starts mid-chunk.
+    h.readback_range(d, q, 8 + 5, len as u64 - 7, &mut out)
+        .unwrap();
+    assert!(out == src[5..len - 2], "the inner range");
+}
+
+#[test]
 fn host_buffer_of_ours_copies_both_ways_and_outlives_a_queued_copy() {
     let test = "host_buffer_of_ours_copies_both_ways_and_outlives_a_queued_copy";
     let Some(c) = dma_ctx(test) else { return };

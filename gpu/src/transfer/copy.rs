@@ -29,6 +29,35 @@ pub(crate) trait Byte: Send + Sized {
     /// `src` (the caller makes the lengths equal), and returns how many it
     /// wrote.
     fn copy(dst: &mut [Self], src: &[u8]) -> usize;
+
+    /// [`copy`](Self::copy) with non-temporal stores where the target has
+    /// them (`super::nontemporal`); the same count contract.
+    #[cfg(target_os = "linux")]
+    fn copy_streaming(dst: &mut [Self], src: &[u8]) -> usize;
+}
+
+/// How a large host copy stores its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stores {
+    /// Plain stores: the destination stays in cache.
+    Cached,
+    /// Non-temporal stores (`super::nontemporal`): the destination goes to
+    /// memory, not cache. Only DMA staging (Linux) streams.
+    #[cfg(target_os = "linux")]
+    Streaming,
+}
+
+#[cfg(target_os = "linux")]
+impl Stores {
+    /// Streaming for a transfer of at least
+    /// [`STREAM_MIN`](super::nontemporal::STREAM_MIN) bytes.
+    pub(crate) fn for_transfer(len: u64) -> Self {
+        if len >= super::nontemporal::STREAM_MIN {
+            Self::Streaming
+        } else {
+            Self::Cached
+        }
+    }
 }
 
 impl Byte for u8 {
@@ -42,6 +71,11 @@ impl Byte for u8 {
             _ => 0,
         }
     }
+
+    #[cfg(target_os = "linux")]
+    fn copy_streaming(dst: &mut [u8], src: &[u8]) -> usize {
+        super::nontemporal::copy(dst, src)
+    }
 }
 
 impl Byte for MaybeUninit<u8> {
@@ -54,6 +88,11 @@ impl Byte for MaybeUninit<u8> {
             d.write(*s);
         }
         written
+    }
+
+    #[cfg(target_os = "linux")]
+    fn copy_streaming(dst: &mut [Self], src: &[u8]) -> usize {
+        super::nontemporal::copy_uninit(dst, src)
     }
 }
 
@@ -76,20 +115,29 @@ fn part_len(len: usize, n: usize) -> usize {
 /// One piece of a parallel copy, taken by the worker that copies it.
 type Slot<'a, B> = std::sync::Mutex<Option<(&'a mut [B], &'a [u8])>>;
 
-/// Copies `src` into `dst` (equal lengths), over the pool when large, and
-/// returns how many elements of `dst` were written: the sum of what each
-/// part's [`Byte::copy`] reported, parts being disjoint `chunks_mut` of
-/// `dst`, each copied once.
+/// Copies `src` into `dst` (equal lengths) with `stores`, over the pool
+/// when large, and returns how many elements of `dst` were written: the sum
+/// of what each part's [`Byte::copy`] (or [`Byte::copy_streaming`])
+/// reported, parts being disjoint `chunks_mut` of `dst`, each copied once.
 ///
 /// # Errors
 /// [`BackendError::Bug`] when the lengths differ or a worker panicked.
-pub(crate) fn parallel_copy<B: Byte>(dst: &mut [B], src: &[u8]) -> Result<usize, BackendError> {
+pub(crate) fn parallel_copy<B: Byte>(
+    dst: &mut [B],
+    src: &[u8],
+    stores: Stores,
+) -> Result<usize, BackendError> {
     if dst.len() != src.len() {
         return Err(BackendError::Bug("host copy of unequal lengths"));
     }
+    let copy = match stores {
+        Stores::Cached => B::copy,
+        #[cfg(target_os = "linux")]
+        Stores::Streaming => B::copy_streaming,
+    };
     let n = parts(src.len());
     if n <= 1 {
-        return Ok(B::copy(dst, src));
+        return Ok(copy(dst, src));
     }
     let part = part_len(src.len(), n);
     // Each piece is taken out of its slot by the one worker that copies it.
@@ -104,7 +152,7 @@ pub(crate) fn parallel_copy<B: Byte>(dst: &mut [B], src: &[u8]) -> Result<usize,
             .get(i)
             .and_then(|slot| slot.lock().ok().and_then(|mut p| p.take()));
         if let Some((d, s)) = piece {
-            written.fetch_add(B::copy(d, s), Ordering::Relaxed);
+            written.fetch_add(copy(d, s), Ordering::Relaxed);
         }
     })?;
     // `pool::run` returns after every task finished (its contract), so all

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::chunk::DEPTH;
-use super::copy::{self, Byte};
+use super::copy::{self, Byte, Stores};
 use super::read::Job;
 use super::{Source, Target};
 use crate::device::DeviceShared;
@@ -158,7 +158,38 @@ pub(crate) async fn write_with(
     len: u64,
     fill: &(dyn Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync),
 ) -> Result<wgpu::SubmissionIndex, BackendError> {
+    upload(t, offset, len, Fill::With(fill)).await
+}
+
+/// Writes `bytes` at `offset` (checked by the caller) through DMA staging:
+/// the upload's own copy, with non-temporal stores from
+/// [`STREAM_MIN`](super::nontemporal::STREAM_MIN) up.
+pub(crate) async fn write_bytes(
+    t: &Target<'_>,
+    offset: u64,
+    bytes: &[u8],
+) -> Result<wgpu::SubmissionIndex, BackendError> {
+    let len = u64::try_from(bytes.len()).map_err(|_| ApiMisuse::Overflow)?;
+    upload(t, offset, len, Fill::Bytes(bytes)).await
+}
+
+/// Where an upload's bytes come from.
+enum Fill<'a> {
+    /// A caller's closure writes them into staging.
+    With(&'a (dyn Fn(u64, wgpu::WriteOnly<'_, [u8]>) + Sync)),
+    /// A copy of these bytes.
+    Bytes(&'a [u8]),
+}
+
+/// The upload loop of [`write_with`] and [`write_bytes`].
+async fn upload(
+    t: &Target<'_>,
+    offset: u64,
+    len: u64,
+    fill: Fill<'_>,
+) -> Result<wgpu::SubmissionIndex, BackendError> {
     crate::staging::count_transfer(true);
+    let stores = Stores::for_transfer(len);
     let device = &t.shared.device;
     let padded = len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
     let chunk = chunk_len(padded);
@@ -183,7 +214,18 @@ pub(crate) async fn write_with(
                 .ok_or(BackendError::Bug("DMA chunk shorter than its class"))?;
             let (body, pad) = bytes.split_at_mut(logical);
             pad.fill(0);
-            copy::fill_slice(body, &|part_from, part| fill(from + part_from, part))?;
+            match fill {
+                Fill::With(f) => {
+                    copy::fill_slice(body, &|part_from, part| f(from + part_from, part))?;
+                }
+                Fill::Bytes(b) => {
+                    let start = usize::try_from(from).map_err(|_| ApiMisuse::Overflow)?;
+                    let src = b
+                        .get(start..start + logical)
+                        .ok_or(BackendError::Bug("upload chunk past its bytes"))?;
+                    copy::parallel_copy(body, src, stores)?;
+                }
+            }
         }
         let (tx, mut rx) = exec::oneshot(None);
         let shared = Arc::downgrade(t.shared);
@@ -249,6 +291,7 @@ pub(crate) async fn read_jobs<B: Byte>(
     crate::staging::count_transfer(true);
     let device = &src.shared.device;
     let class = class_of(chunk)?;
+    let stores = Stores::for_transfer(jobs.iter().map(|j| j.len).sum());
     let mut pending: VecDeque<(usize, Receiver<Staging>)> = VecDeque::new();
     let mut next = 0;
     let mut written = 0usize;
@@ -277,7 +320,7 @@ pub(crate) async fn read_jobs<B: Byte>(
             .bytes()
             .get(job.view_from..job.view_from + dst.len())
             .ok_or(BackendError::Bug("chunk shorter than its piece"))?;
-        written += copy::parallel_copy(dst, part)?;
+        written += copy::parallel_copy(dst, part, stores)?;
         src.shared.dma.give(staging);
     }
     Ok(written)

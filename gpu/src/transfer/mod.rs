@@ -18,7 +18,8 @@
 //!   imported host memory ([`dma`]) instead of mapped staging buffers; the
 //!   choice is automatic and counted in `staging_stats`.
 //! * **Unsafe:** one block, in [`read::read_to_vec`], sets a `Vec`'s length
-//!   after the copies' own count says its spare capacity was written.
+//!   after the copies' own count says its spare capacity was written; one
+//!   function, in [`nontemporal`], copies with non-temporal stores.
 //!
 //! This is the seam for other sources of bytes (issue 21's file loader):
 //! a new source fills staging chunks through [`copy`] and [`write`](mod@write) as the
@@ -28,6 +29,8 @@ pub(crate) mod chunk;
 pub(crate) mod copy;
 #[cfg(target_os = "linux")]
 pub(crate) mod dma;
+#[cfg(target_os = "linux")]
+pub(crate) mod nontemporal;
 pub(crate) mod read;
 pub(crate) mod write;
 

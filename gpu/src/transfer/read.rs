@@ -30,7 +30,7 @@ use wgpu::COPY_BUFFER_ALIGNMENT;
 
 use super::Source;
 use super::chunk::{DEPTH, chunk_len, widen};
-use super::copy::{self, Byte};
+use super::copy::{self, Byte, Stores};
 use crate::exec::{self, Receiver, scoped};
 use crate::staging::{Kind, Staging, size_class};
 use crate::{ApiMisuse, BackendError};
@@ -64,7 +64,10 @@ pub(crate) async fn read_into<B: Byte>(
         return Ok(0);
     }
     if src.direct {
-        return read_direct(src, offset, len, |view| copy::parallel_copy(dst, view)).await?;
+        return read_direct(src, offset, len, |view| {
+            copy::parallel_copy(dst, view, Stores::Cached)
+        })
+        .await?;
     }
     let (start, widened, _) = widen(offset, len);
     let max = src.shared.max_staging();
@@ -150,7 +153,7 @@ pub(crate) async fn read_into<B: Byte>(
             let part = view
                 .get(job.view_from..job.view_from + dst.len())
                 .ok_or(BackendError::Bug("chunk shorter than its piece"))?;
-            written += copy::parallel_copy(dst, part)?;
+            written += copy::parallel_copy(dst, part, Stores::Cached)?;
         }
         scoped(device, || staging.buffer.unmap()).await?;
         pools.give(Kind::Read, staging);

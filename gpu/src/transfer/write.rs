@@ -42,6 +42,10 @@ pub(crate) async fn write(
     if len <= SMALL {
         return write_small(t, offset, bytes).await;
     }
+    #[cfg(target_os = "linux")]
+    if super::dma::use_for(t.shared, len) {
+        return super::dma::write_bytes(t, offset, bytes).await;
+    }
     write_with(t, offset, len, &|from, mut part| {
         let start = usize::try_from(from).unwrap_or(usize::MAX);
         if let Some(src) = bytes.get(start..start.saturating_add(part.len())) {
