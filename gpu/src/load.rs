@@ -496,6 +496,27 @@ pub struct LoadTimes {
     /// Part of `allocate`: creating the GPU buffers (`create_buffer`, the
     /// driver's memory allocation); zero when every buffer was reused.
     pub gpu_allocate: Duration,
+    /// The copy threads of [`load_file`]'s DMA path (zero elsewhere): where
+    /// their time went, summed over the threads.
+    pub workers: WorkerTimes,
+}
+
+/// Where the copy threads of a DMA load spent their time, summed over the
+/// threads ([`LoadTimes::workers`]): with `T` threads, each field divided
+/// by `T` is a mean thread's share of the copy phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerTimes {
+    /// The chunk size used (bytes of staging each thread fills at a time).
+    pub chunk: usize,
+    /// Copying the file's bytes into staging.
+    pub fill: Duration,
+    /// Recording and submitting the chunks' GPU copies.
+    pub submit: Duration,
+    /// Waiting for a free staging slot (the GPU behind).
+    pub wait_slot: Duration,
+    /// Waiting for a chunk's GPU buffers to be allocated.
+    pub wait_buffer: Duration,
 }
 
 impl Loaded {
@@ -687,6 +708,32 @@ struct Chunk<'f> {
 /// small beside its copy (8 MiB: ~160 µs at 50 GB/s) and beside one
 /// thread's host copy of it (~1.5 ms).
 const LOAD_CHUNK: usize = 8 << 20;
+/// The smallest chunk of a [`load_file`] whose bytes would not give every
+/// copy thread [`CHUNKS_PER_THREAD`] chunks of [`LOAD_CHUNK`].
+#[cfg(target_os = "linux")]
+const MIN_LOAD_CHUNK: usize = 2 << 20;
+/// Chunks per copy thread below which [`load_file`] cuts smaller chunks.
+#[cfg(target_os = "linux")]
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// The chunk size of a [`load_file`] of `bytes` over `threads` copy
+/// threads: [`LOAD_CHUNK`], or a smaller power of two (at least
+/// [`MIN_LOAD_CHUNK`]) when the load would leave threads idle: 268 MB
+/// over 16 threads is 33 chunks of 8 MiB, so three rounds of which the
+/// last keeps one thread in eight busy; at 4 MiB, five rounds of smaller
+/// chunks.
+#[cfg(target_os = "linux")]
+fn load_chunk(bytes: u64, threads: usize) -> usize {
+    let want = threads.max(1).saturating_mul(CHUNKS_PER_THREAD);
+    let per = usize::try_from(bytes).unwrap_or(usize::MAX) / want.max(1);
+    if per >= LOAD_CHUNK {
+        return LOAD_CHUNK;
+    }
+    // The largest power of two at or below `per`, within the bounds.
+    let pow = if per == 0 { 1 } else { 1usize << per.ilog2() };
+    pow.clamp(MIN_LOAD_CHUNK, LOAD_CHUNK)
+}
+
 /// Host copies of the async path are cut into items of at most this size,
 /// spread over the worker pool.
 const ITEM: usize = 1 << 20;
@@ -894,7 +941,12 @@ fn load_mapped_file(
     let whole = options.names.is_none();
     let tag = device_tag(device).ok().filter(|_| whole);
     let beside = crate::pool::worker_threads() >= BESIDE_MIN_THREADS;
+    let parts = table.len() / 2 / PART_TENSORS;
     let (view, early) = match tag {
+        Some(tag) if beside && parts >= 2 => {
+            let (view, early) = validate_in_parts(shared, bytes, &mut table, tag, options, parts)?;
+            (view, Before::Planned(Box::new(early)))
+        }
         Some(tag) if beside => {
             let (view, early) = plan_beside_validation(shared, bytes, &mut table, tag, options)?;
             (view, Before::Planned(Box::new(early)))
@@ -931,6 +983,7 @@ fn load_mapped_file(
         // what remains.
         prepared.times.allocate += run.allocating;
         prepared.times.gpu_allocate += run.creating;
+        prepared.times.workers = run.workers;
         let beside = run.allocating + run.built.as_ref().map_or(Duration::ZERO, |b| b.1);
         let copy = copy_started.elapsed().saturating_sub(beside);
         return prepared.finish(validate, copy, run.built);
@@ -1256,6 +1309,25 @@ impl<'f> Planner<'f> {
         Ok(())
     }
 
+    /// The next tensor, in file order, from its buffers listed (bytes and
+    /// alignment, sizes already checked: [`PartOut::prepare`]).
+    fn add_listed(&mut self, bufs: &[(&'f [u8], u64)]) -> Result<(), LoadError> {
+        let ti = self.tensor_parts.len();
+        let first = self.parts.len();
+        for &(bytes, align) in bufs {
+            let at = (bytes.as_ptr() as usize).wrapping_sub(self.base);
+            let pi = self.parts.len();
+            self.parts.push(Part {
+                target: usize::MAX,
+                offset: 0,
+                len: 0,
+            });
+            self.place((at, bytes, pi, ti, align))?;
+        }
+        self.tensor_parts.push(first..self.parts.len());
+        Ok(())
+    }
+
     /// Places one buffer, in load order: in the open slab, a new slab, or a
     /// buffer of its own.
     fn place(&mut self, (_, bytes, pi, ti, align): Entry<'f>) -> Result<(), LoadError> {
@@ -1537,6 +1609,178 @@ fn plan_beside_validation<'f>(
             },
         ))
     })
+}
+
+/// The fewest tensors of one part when [`load_file`] validates a whole
+/// file in parts ([`validate_in_parts`]): a file of fewer than twice this
+/// many is validated on one thread, its tensors planned and re-tagged
+/// beside it ([`plan_beside_validation`]).
+const PART_TENSORS: usize = 512;
+
+/// What one part of a file's validation ([`validate_in_parts`]) handed out
+/// and prepared: its tensors, their names and re-tagged descriptors (one
+/// text each, ranges relative to them), and every buffer's bytes and
+/// alignment for the planner (read from the descriptors while they are
+/// still in this thread's cache), with each tensor's end in `bufs`.
+#[derive(Default)]
+struct PartOut<'f> {
+    tensors: Vec<hurray_core::file::Tensor<'f>>,
+    texts: Texts,
+    spans: Vec<Spans>,
+    bufs: Vec<(&'f [u8], u64)>,
+    ends: Vec<usize>,
+    /// The first error of the re-tagging or the size checks.
+    failed: Option<LoadError>,
+    busy: Duration,
+}
+
+impl<'f> PartOut<'f> {
+    /// Re-tags the part's descriptors and lists its buffers, checking each
+    /// against the device's `max_buffer_size`; stops at the first error.
+    fn prepare(&mut self, tag: DeviceTag, max: u64) {
+        let started = Instant::now();
+        let mut retagger = Retagger {
+            tag,
+            names: String::new(),
+            descriptors: Vec::new(),
+            spans: Vec::with_capacity(self.tensors.len()),
+        };
+        self.ends.reserve(self.tensors.len());
+        self.bufs.reserve(self.tensors.len());
+        for t in &self.tensors {
+            if let Err(e) = retagger.add(t) {
+                self.failed = Some(e);
+                break;
+            }
+            for (i, (bytes, h)) in t.buffers().zip(t.descriptor().buffers().iter()).enumerate() {
+                if h.byte_size() > max {
+                    self.failed = Some(LoadError::TooLarge {
+                        name: t.name().to_owned(),
+                        buffer: i,
+                        bytes: h.byte_size(),
+                        max,
+                    });
+                    break;
+                }
+                self.bufs.push((bytes, u64::from(h.alignment())));
+            }
+            if self.failed.is_some() {
+                break;
+            }
+            self.ends.push(self.bufs.len());
+        }
+        self.texts = Texts {
+            names: retagger.names,
+            descriptors: retagger.descriptors,
+        };
+        self.spans = retagger.spans;
+        self.busy = started.elapsed();
+    }
+}
+
+/// Validates `bytes` as a file cut into `parts` ranges of its file order
+/// ([`FileView::parse_in_parts`](hurray_core::file::FileView::parse_in_parts))
+/// over the worker pool: each part's thread checks its tensors, then
+/// re-tags their descriptors and lists their buffers (sizes checked),
+/// while the descriptors are still in its cache; the page faults of the
+/// file's mapping, which the validation takes first, are spread over the
+/// threads too. The file's own error (the first part's, in file order)
+/// wins over the parts' size and re-tag errors. This thread then plans
+/// the GPU buffers from the lists (in file order: slabs as one thread
+/// would pack them) and joins the texts.
+fn validate_in_parts<'f>(
+    shared: &DeviceShared,
+    bytes: &'f [u8],
+    table: &'f mut [u32],
+    tag: DeviceTag,
+    options: &LoadOptions<'_>,
+    parts: usize,
+) -> Result<(hurray_core::file::FileView<'f>, Early<'f>), LoadError> {
+    type Slot<'f> = Mutex<
+        Option<(
+            Result<hurray_core::file::PartChecked, hurray_core::file::FileError>,
+            PartOut<'f>,
+        )>,
+    >;
+    let parts = u32::try_from(parts.min(crate::pool::worker_threads().max(1))).unwrap_or(1);
+    let split = hurray_core::file::FileView::parse_in_parts(
+        bytes,
+        &hurray_io::file::options(),
+        table,
+        parts,
+    )?;
+    let max = shared.limits.max_buffer_size;
+    let slots: Vec<Slot<'f>> = (0..split.len()).map(|_| Mutex::new(None)).collect();
+    let n = split.index().len() as usize;
+    crate::pool::run(slots.len(), |k| {
+        let Ok(part) = u32::try_from(k) else { return };
+        let mut out = PartOut {
+            tensors: Vec::with_capacity(n / slots.len().max(1) + 1),
+            ..PartOut::default()
+        };
+        let checked = split.check(part, |t| out.tensors.push(t));
+        if checked.is_ok() {
+            out.prepare(tag, max);
+        }
+        if let Some(slot) = slots.get(k) {
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((checked, out));
+        }
+    })?;
+    let mut outs = Vec::with_capacity(slots.len());
+    let mut checked = Vec::with_capacity(slots.len());
+    for slot in slots {
+        let Some((c, out)) = slot.into_inner().unwrap_or_else(PoisonError::into_inner) else {
+            return Err(BackendError::Bug("a validation part never ran").into());
+        };
+        checked.push(c);
+        outs.push(out);
+    }
+    // The file's error first, then the parts' own, in file order.
+    let view = split.finish(checked)?;
+    if let Some(e) = outs.iter_mut().find_map(|o| o.failed.take()) {
+        return Err(e);
+    }
+    let started = Instant::now();
+    let mut planner = Planner::new(shared, bytes, options);
+    let (names_len, descriptors_len) = outs.iter().fold((0, 0), |(a, b), o| {
+        (a + o.texts.names.len(), b + o.texts.descriptors.len())
+    });
+    let mut texts = Texts {
+        names: String::with_capacity(names_len),
+        descriptors: Vec::with_capacity(descriptors_len),
+    };
+    let mut spans = Vec::with_capacity(n);
+    let mut chosen = Vec::with_capacity(n);
+    let mut retag = Duration::ZERO;
+    for o in &outs {
+        let mut from = 0;
+        for &end in &o.ends {
+            planner.add_listed(o.bufs.get(from..end).unwrap_or_default())?;
+            from = end;
+        }
+        let (dn, dd) = (texts.names.len(), texts.descriptors.len());
+        spans.extend(
+            o.spans
+                .iter()
+                .map(|(a, b)| (a.start + dn..a.end + dn, b.start + dd..b.end + dd)),
+        );
+        texts.names.push_str(&o.texts.names);
+        texts.descriptors.extend_from_slice(&o.texts.descriptors);
+        chosen.extend_from_slice(&o.tensors);
+        retag = retag.max(o.busy);
+    }
+    planner.close();
+    Ok((
+        view,
+        Early {
+            chosen,
+            planner,
+            texts,
+            spans,
+            plan: started.elapsed(),
+            retag,
+        },
+    ))
 }
 
 /// What a load did beside or right after the validation.
@@ -2121,6 +2365,8 @@ struct DmaRun {
     /// The loaded tensors, built while the copies ran, and how long that
     /// took.
     built: Option<(Vec<LoadedTensor>, Duration)>,
+    /// The copy threads' time, summed.
+    workers: WorkerTimes,
 }
 
 /// The DMA path of [`load_file`]: a ring of imported staging chunks;
@@ -2141,22 +2387,26 @@ fn load_dma_threads(
     p: &Prepared<'_>,
     options: &mut LoadOptions<'_>,
 ) -> Result<DmaRun, LoadError> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, RecvTimeoutError};
 
     let device = &shared.device;
-    let chunks = plan(&p.flat, LOAD_CHUNK);
+    let workers = crate::pool::worker_threads().clamp(1, MAX_LOAD_THREADS);
+    let span: u64 = p.flat.iter().map(|f| f.span as u64).sum();
+    let size = load_chunk(span, workers);
+    let chunks = plan(&p.flat, size);
     let n = chunks.len();
-    let threads = crate::pool::worker_threads()
-        .clamp(1, MAX_LOAD_THREADS)
-        .min(n.max(1));
+    let threads = workers.min(n.max(1));
     let slots = (threads + crate::transfer::chunk::DEPTH)
-        .min(crate::transfer::dma::RING_BYTES / LOAD_CHUNK)
+        .min(crate::transfer::dma::RING_BYTES / size)
         .min(n);
     let (free_tx, free_rx) = mpsc::channel::<Staging>();
     for _ in 0..slots {
-        let _ = free_tx.send(shared.dma.take(device, LOAD_CHUNK)?);
+        let _ = free_tx.send(shared.dma.take(device, size)?);
     }
+    // Per copy thread: nanoseconds filling, submitting, waiting for a slot,
+    // waiting for a buffer.
+    let spent: [AtomicU64; 4] = Default::default();
     let free_rx = Mutex::new(free_rx);
     // Submitted chunks (or a worker's error), and completed ones.
     let (sent_tx, sent_rx) = mpsc::channel::<Result<(), BackendError>>();
@@ -2172,12 +2422,19 @@ fn load_dma_threads(
     let result = std::thread::scope(|s| {
         for _ in 0..threads.min(n) {
             let (sent_tx, free_tx, done_tx) = (sent_tx.clone(), free_tx.clone(), done_tx.clone());
-            let (chunks, next, stop, free_rx, allocated) =
-                (&chunks, &next, &stop, &free_rx, &allocated);
+            let (chunks, next, stop, free_rx, allocated, spent) =
+                (&chunks, &next, &stop, &free_rx, &allocated, &spent);
             s.spawn(move || {
+                let add = |i: usize, since: Instant| {
+                    if let Some(a) = spent.get(i) {
+                        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        a.fetch_add(ns, Ordering::Relaxed);
+                    }
+                };
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(chunk) = chunks.get(k) else { return };
+                    let waiting = Instant::now();
                     // A free slot, unless the load stopped; poll the device
                     // meanwhile, so that completions come back.
                     let mut staging = loop {
@@ -2196,10 +2453,14 @@ fn load_dma_threads(
                             Err(RecvTimeoutError::Disconnected) => return,
                         }
                     };
+                    add(2, waiting);
+                    let filling = Instant::now();
                     let filled = match staging.bytes_mut().get_mut(..chunk.fill) {
                         Some(dst) => fill_chunk(dst, &chunk.pieces),
                         None => Err(BackendError::Bug("load chunk larger than its staging")),
                     };
+                    add(0, filling);
+                    let waiting = Instant::now();
                     // Its buffers exist once the allocated prefix covers its
                     // highest target (a slab may come before the buffers of
                     // their own that follow it in the file). A stopped load ends here, silently:
@@ -2216,6 +2477,8 @@ fn load_dma_threads(
                         }
                         std::thread::sleep(Duration::from_micros(50));
                     }
+                    add(3, waiting);
+                    let submitting = Instant::now();
                     let sent = filled.and_then(|()| {
                         let (free, done) = (free_tx.clone(), done_tx.clone());
                         submit_chunk(shared, queue, chunk, p, staging, move |st| {
@@ -2226,6 +2489,7 @@ fn load_dma_threads(
                         })
                         .map(drop)
                     });
+                    add(1, submitting);
                     let failed = sent.is_err();
                     if failed {
                         // The calling thread stops allocating, too.
@@ -2310,10 +2574,19 @@ fn load_dma_threads(
     for st in free_rx.try_iter() {
         shared.dma.give(st);
     }
+    let [fill, submit, wait_slot, wait_buffer] =
+        spent.map(|a| Duration::from_nanos(a.into_inner()));
     result.map(|()| DmaRun {
         allocating,
         creating,
         built,
+        workers: WorkerTimes {
+            chunk: size,
+            fill,
+            submit,
+            wait_slot,
+            wait_buffer,
+        },
     })
 }
 
@@ -2368,3 +2641,29 @@ pub fn save_file(
 // Chunk offsets and piece lengths stay multiples of 4 (wgpu's copy unit);
 // a load chunk is a DMA staging size class (a multiple of 1 MiB).
 const _: () = assert!(LOAD_CHUNK.is_multiple_of(1 << 20) && ITEM.is_multiple_of(4));
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_load_gets_chunks_for_every_copy_thread_and_a_large_one_keeps_8_mib() {
+        // 4 GiB over 16 threads: 512 chunks of 8 MiB.
+        assert_eq!(load_chunk(4 << 30, 16), LOAD_CHUNK);
+        // The 10,000-tensor file's slabs (286.7 MB) over 16 threads: 8 MiB
+        // would give 35 chunks; the size chosen gives each thread its share.
+        let c = load_chunk(286_720_000, 16);
+        assert!(c < LOAD_CHUNK && c >= MIN_LOAD_CHUNK && c.is_power_of_two());
+        assert!(286_720_000 / c >= 16 * CHUNKS_PER_THREAD / 2, "{c}");
+        // Tiny loads and degenerate inputs stay within the bounds.
+        assert_eq!(load_chunk(1 << 20, 16), MIN_LOAD_CHUNK);
+        assert_eq!(load_chunk(0, 0), MIN_LOAD_CHUNK);
+        assert_eq!(load_chunk(u64::MAX, 1), LOAD_CHUNK);
+        for threads in [1, 2, 3, 8, 16, 32] {
+            for mib in [1u64, 7, 64, 100, 256, 1000, 4096] {
+                let c = load_chunk(mib << 20, threads);
+                assert!((MIN_LOAD_CHUNK..=LOAD_CHUNK).contains(&c) && c.is_multiple_of(1 << 20));
+            }
+        }
+    }
+}
