@@ -6,9 +6,8 @@
 //! byte offset of a rejected one.
 
 use hurray_core::file::{
-    FileError, FileErrorKind as K, FileIndex, FileOptions, FileParts, FileView, FileWriter,
-    IndexEntry, KvValue, Misuse, SMALL_INDEX, SeqEvent, SequentialReader, WriteError,
-    WriterOptions, crc32c,
+    FileError, FileErrorKind as K, FileIndex, FileOptions, FileView, FileWriter, IndexEntry,
+    KvValue, Misuse, SMALL_INDEX, SeqEvent, SequentialReader, WriteError, WriterOptions, crc32c,
 };
 use hurray_core::layout::{CombineOp, CompositeHead, CompositionRule};
 use hurray_core::{

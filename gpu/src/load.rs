@@ -41,13 +41,19 @@
 //!   [`SyncMode::ProducerSynced`] (the load returns after the GPU has every
 //!   byte), sizes and alignments unchanged; the result is parsed again
 //!   (validated) before it is returned.
-//! * **Per-tensor host work off the critical path** (ADR-122). A whole
-//!   file's validation hands each tensor out as it checks it
+//! * **Per-tensor host work off the critical path** (ADR-122, ADR-123). A
+//!   whole file's validation hands each tensor out as it checks it
 //!   ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each):
-//!   no second parse). With four or more worker threads, two helper
+//!   no second parse). With four or more worker threads, a file of 1,024
+//!   tensors or more is validated in parts over the worker pool
+//!   ([`FileView::parse_in_parts`](hurray_core::file::FileView::parse_in_parts):
+//!   parts of 512 tensors or more, at most one per thread), each part's
+//!   thread then re-tagging its descriptors and listing its buffers; the
+//!   calling thread plans the slabs from the lists, in file order. A
+//!   smaller file is validated on the calling thread while two helper
 //!   threads (`std::thread::scope`) plan the GPU buffers and re-tag the
-//!   descriptors while the validation goes on; their errors (a buffer too
-//!   large) wait for the validation's, which come first. With fewer, the
+//!   descriptors. Either way their errors (a buffer too large) wait for
+//!   the validation's, which come first. With fewer threads, the
 //!   calling thread does that work after the validation. [`LoadOptions::only`]
 //!   looks its names up after the validation and re-tags over the worker
 //!   pool. A load's names and descriptors live in one text each, shared by
@@ -484,14 +490,18 @@ pub struct LoadTimes {
     pub list: Duration,
     /// Re-tagging every descriptor for the device. For a whole file
     /// through [`load_file`] with four or more worker threads, a helper
-    /// thread's time beside the validation (inside `validate`, not
-    /// `allocate`); otherwise part of `allocate` (over the worker pool).
+    /// thread's time beside the validation, or (a file validated in parts)
+    /// the longest part's time re-tagging and listing its buffers after
+    /// checking them (inside `validate`, not `allocate`); otherwise part of
+    /// `allocate` (over the worker pool).
     pub retag: Duration,
     /// Planning the GPU buffers (slabs, buffers of their own) and taking
     /// over those of [`LoadOptions::reuse`]. For a whole file through
     /// [`load_file`] with four or more worker threads, the planning is a
-    /// helper thread's time beside the validation; the take-over is always
-    /// part of `allocate`.
+    /// helper thread's time beside the validation, or (a file validated in
+    /// parts) the calling thread's time planning from the parts' lists and
+    /// joining their texts after them (inside `validate`); the take-over is
+    /// always part of `allocate`.
     pub plan: Duration,
     /// Part of `allocate`: creating the GPU buffers (`create_buffer`, the
     /// driver's memory allocation); zero when every buffer was reused.
@@ -507,8 +517,6 @@ pub struct LoadTimes {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WorkerTimes {
-    /// The chunk size used (bytes of staging each thread fills at a time).
-    pub chunk: usize,
     /// Copying the file's bytes into staging.
     pub fill: Duration,
     /// Recording and submitting the chunks' GPU copies.
@@ -708,32 +716,6 @@ struct Chunk<'f> {
 /// small beside its copy (8 MiB: ~160 µs at 50 GB/s) and beside one
 /// thread's host copy of it (~1.5 ms).
 const LOAD_CHUNK: usize = 8 << 20;
-/// The smallest chunk of a [`load_file`] whose bytes would not give every
-/// copy thread [`CHUNKS_PER_THREAD`] chunks of [`LOAD_CHUNK`].
-#[cfg(target_os = "linux")]
-const MIN_LOAD_CHUNK: usize = 2 << 20;
-/// Chunks per copy thread below which [`load_file`] cuts smaller chunks.
-#[cfg(target_os = "linux")]
-const CHUNKS_PER_THREAD: usize = 4;
-
-/// The chunk size of a [`load_file`] of `bytes` over `threads` copy
-/// threads: [`LOAD_CHUNK`], or a smaller power of two (at least
-/// [`MIN_LOAD_CHUNK`]) when the load would leave threads idle: 268 MB
-/// over 16 threads is 33 chunks of 8 MiB, so three rounds of which the
-/// last keeps one thread in eight busy; at 4 MiB, five rounds of smaller
-/// chunks.
-#[cfg(target_os = "linux")]
-fn load_chunk(bytes: u64, threads: usize) -> usize {
-    let want = threads.max(1).saturating_mul(CHUNKS_PER_THREAD);
-    let per = usize::try_from(bytes).unwrap_or(usize::MAX) / want.max(1);
-    if per >= LOAD_CHUNK {
-        return LOAD_CHUNK;
-    }
-    // The largest power of two at or below `per`, within the bounds.
-    let pow = if per == 0 { 1 } else { 1usize << per.ilog2() };
-    pow.clamp(MIN_LOAD_CHUNK, LOAD_CHUNK)
-}
-
 /// Host copies of the async path are cut into items of at most this size,
 /// spread over the worker pool.
 const ITEM: usize = 1 << 20;
@@ -2392,8 +2374,7 @@ fn load_dma_threads(
 
     let device = &shared.device;
     let workers = crate::pool::worker_threads().clamp(1, MAX_LOAD_THREADS);
-    let span: u64 = p.flat.iter().map(|f| f.span as u64).sum();
-    let size = load_chunk(span, workers);
+    let size = LOAD_CHUNK;
     let chunks = plan(&p.flat, size);
     let n = chunks.len();
     let threads = workers.min(n.max(1));
@@ -2581,7 +2562,6 @@ fn load_dma_threads(
         creating,
         built,
         workers: WorkerTimes {
-            chunk: size,
             fill,
             submit,
             wait_slot,
@@ -2641,29 +2621,3 @@ pub fn save_file(
 // Chunk offsets and piece lengths stay multiples of 4 (wgpu's copy unit);
 // a load chunk is a DMA staging size class (a multiple of 1 MiB).
 const _: () = assert!(LOAD_CHUNK.is_multiple_of(1 << 20) && ITEM.is_multiple_of(4));
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_small_load_gets_chunks_for_every_copy_thread_and_a_large_one_keeps_8_mib() {
-        // 4 GiB over 16 threads: 512 chunks of 8 MiB.
-        assert_eq!(load_chunk(4 << 30, 16), LOAD_CHUNK);
-        // The 10,000-tensor file's slabs (286.7 MB) over 16 threads: 8 MiB
-        // would give 35 chunks; the size chosen gives each thread its share.
-        let c = load_chunk(286_720_000, 16);
-        assert!(c < LOAD_CHUNK && c >= MIN_LOAD_CHUNK && c.is_power_of_two());
-        assert!(286_720_000 / c >= 16 * CHUNKS_PER_THREAD / 2, "{c}");
-        // Tiny loads and degenerate inputs stay within the bounds.
-        assert_eq!(load_chunk(1 << 20, 16), MIN_LOAD_CHUNK);
-        assert_eq!(load_chunk(0, 0), MIN_LOAD_CHUNK);
-        assert_eq!(load_chunk(u64::MAX, 1), LOAD_CHUNK);
-        for threads in [1, 2, 3, 8, 16, 32] {
-            for mib in [1u64, 7, 64, 100, 256, 1000, 4096] {
-                let c = load_chunk(mib << 20, threads);
-                assert!((MIN_LOAD_CHUNK..=LOAD_CHUNK).contains(&c) && c.is_multiple_of(1 << 20));
-            }
-        }
-    }
-}
