@@ -1001,9 +1001,20 @@ fn parts_check_what_verify_checks_and_report_its_first_error() {
     order.sort_by_key(|&i| format!("t{:03}", (i * 37) % LARGE as usize));
     order.sort_by_key(|&i| shuffled.tensors[i].name.clone());
     shuffled.order = Some(order);
-    let groups = if cfg!(miri) { 3 } else { 12 };
-    let files = [plain(), shuffled, with_composites(groups), two()];
-    let counts: Vec<u32> = cases(&[1, 2, 3, 4, 5, 7, 16, 1000]);
+    let groups = if cfg!(miri) { 2 } else { 12 };
+    // (Under Miri the large files, whose tensors each take a 4 KiB-aligned
+    // page, cost minutes: the composites' file and two parts counts keep
+    // the seams, the walk and the table covered.)
+    let files = if cfg!(miri) {
+        vec![with_composites(groups), two()]
+    } else {
+        vec![plain(), shuffled, with_composites(groups), two()]
+    };
+    let counts: Vec<u32> = if cfg!(miri) {
+        vec![1, 3]
+    } else {
+        vec![1, 2, 3, 4, 5, 7, 16, 1000]
+    };
     for fx in &files {
         let f = fx.bytes();
         let (want, r) = sequential(&f);
@@ -1027,7 +1038,11 @@ fn parts_check_what_verify_checks_and_report_its_first_error() {
         }
         // Each tensor broken in turn (every one under a part's seam
         // somewhere): the same first error as the sequential check.
-        let breaks: Vec<usize> = cases(&(0..fx.tensors.len()).collect::<Vec<_>>());
+        let breaks: Vec<usize> = if cfg!(miri) {
+            vec![1, fx.tensors.len() - 1]
+        } else {
+            (0..fx.tensors.len()).collect()
+        };
         for &i in &breaks {
             let mut bad = Fixture {
                 flags: fx.flags,
@@ -1072,9 +1087,9 @@ fn parts_check_what_verify_checks_and_report_its_first_error() {
 
 #[test]
 fn parts_joined_wrongly_are_checked_again_never_trusted() {
-    let good = with_composites(3).bytes();
-    let mut bad_fx = with_composites(3);
-    bad_fx.tensors[10].desc[14] = 0x3F;
+    let good = with_composites(2).bytes();
+    let mut bad_fx = with_composites(2);
+    bad_fx.tensors[6].desc[14] = 0x3F;
     let bad = bad_fx.bytes();
     for f in [&good, &bad] {
         let mut t1 = vec![0u32; FileIndex::table_len(f).unwrap()];
@@ -1099,7 +1114,7 @@ fn parts_joined_wrongly_are_checked_again_never_trusted() {
             assert_eq!(got, want);
         }
         // Receipts of another file's parts are refused.
-        let other_bytes = with_composites(3).bytes();
+        let other_bytes = with_composites(2).bytes();
         let mut t2 = vec![0u32; FileIndex::table_len(&other_bytes).unwrap()];
         let other =
             FileView::parse_in_parts(&other_bytes, &FileOptions::STRICT, &mut t2, 3).unwrap();
