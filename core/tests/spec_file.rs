@@ -937,6 +937,192 @@ fn verify_each_hands_out_every_tensor_once_in_file_order_with_its_checked_descri
     assert_eq!(names, ["a"]);
 }
 
+/// Every part of `f` checked (`parts` asked for) and joined, with or
+/// without a table: the tensors handed out (by part, in order) and the
+/// result.
+fn in_parts(f: &[u8], parts: u32, with_table: bool) -> (Vec<String>, Result<u32, FileError>) {
+    let mut table = if with_table {
+        vec![0u32; FileIndex::table_len(f).unwrap()]
+    } else {
+        Vec::new()
+    };
+    let split = match FileView::parse_in_parts(f, &FileOptions::STRICT, &mut table, parts) {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), Err(e)),
+    };
+    assert!(!split.is_empty() && split.len() <= parts.max(1));
+    let mut handed = Vec::new();
+    let mut results = Vec::new();
+    for k in 0..split.len() {
+        let mut mine = Vec::new();
+        results.push(split.check(k, |t| mine.push(t.name().to_owned())));
+        handed.extend(mine);
+    }
+    (handed, split.finish(results).map(|v| v.len()))
+}
+
+/// The sequential check of `f`: the tensors handed out and the result.
+fn sequential(f: &[u8]) -> (Vec<String>, Result<u32, FileError>) {
+    let mut table = vec![0u32; FileIndex::table_len(f).unwrap()];
+    let mut handed = Vec::new();
+    let r = FileView::parse_with_each(f, &FileOptions::STRICT, &mut table, |t| {
+        handed.push(t.name().to_owned());
+    });
+    (handed, r.map(|v| v.len()))
+}
+
+/// Plain tensors with partition composites among them (a head and two
+/// members each), `groups` of them.
+fn with_composites(groups: usize) -> Fixture {
+    let mut ts = Vec::new();
+    for g in 0..groups {
+        ts.push(t(&format!("p{g}"), 1 + g as u64 % 5));
+        let mut h = head(CompositionRule::Partition, 2, &[4, 4]);
+        h.name = format!("h{g}").into_bytes();
+        ts.push(h);
+        ts.push(shard(&format!("l{g}"), &[4, 2], &[4, 4], &[0, 0]));
+        ts.push(shard(&format!("r{g}"), &[4, 2], &[4, 4], &[0, 2]));
+    }
+    Fixture::new(ts)
+}
+
+#[test]
+fn parts_check_what_verify_checks_and_report_its_first_error() {
+    let plain = || {
+        let ts: Vec<Tensor> = (0..LARGE)
+            .map(|i| t(&format!("t{i:03}"), 1 + i % 9))
+            .collect();
+        Fixture::new(ts)
+    };
+    // Index out of file order (sorted by name): the table's sort.
+    let mut shuffled = plain();
+    shuffled.flags = 0b110;
+    let mut order: Vec<usize> = (0..LARGE as usize).collect();
+    order.sort_by_key(|&i| format!("t{:03}", (i * 37) % LARGE as usize));
+    order.sort_by_key(|&i| shuffled.tensors[i].name.clone());
+    shuffled.order = Some(order);
+    let groups = if cfg!(miri) { 2 } else { 12 };
+    // (Under Miri the large files, whose tensors each take a 4 KiB-aligned
+    // page, cost minutes: the composites' file and two parts counts keep
+    // the seams, the walk and the table covered.)
+    let files = if cfg!(miri) {
+        vec![with_composites(groups), two()]
+    } else {
+        vec![plain(), shuffled, with_composites(groups), two()]
+    };
+    let counts: Vec<u32> = if cfg!(miri) {
+        vec![1, 3]
+    } else {
+        vec![1, 2, 3, 4, 5, 7, 16, 1000]
+    };
+    for fx in &files {
+        let f = fx.bytes();
+        let (want, r) = sequential(&f);
+        assert_eq!(r.as_ref().ok().copied(), Some(fx.tensors.len() as u32));
+        for &p in &counts {
+            for with_table in [true, false] {
+                let (got, r2) = in_parts(&f, p, with_table);
+                match r2 {
+                    Ok(n) => assert_eq!(n as usize, fx.tensors.len()),
+                    // Without a table: what the sequential open says
+                    // (a large index needs one unless flagged sorted).
+                    Err(e) => {
+                        assert!(!with_table, "{e:?}");
+                        let alone = FileView::parse_with(&f, &FileOptions::STRICT, &mut []);
+                        assert_eq!(alone.unwrap_err(), e);
+                        continue;
+                    }
+                }
+                assert_eq!(got, want, "{p} parts, table {with_table}");
+            }
+        }
+        // Each tensor broken in turn (every one under a part's seam
+        // somewhere): the same first error as the sequential check.
+        let breaks: Vec<usize> = if cfg!(miri) {
+            vec![1, fx.tensors.len() - 1]
+        } else {
+            (0..fx.tensors.len()).collect()
+        };
+        for &i in &breaks {
+            let mut bad = Fixture {
+                flags: fx.flags,
+                alignment: fx.alignment,
+                tensors: fx
+                    .tensors
+                    .iter()
+                    .map(|t| Tensor {
+                        name: t.name.clone(),
+                        desc: t.desc.clone(),
+                        buffers: t.buffers.clone(),
+                    })
+                    .collect(),
+                kv: None,
+                order: fx.order.clone(),
+            };
+            bad.tensors[i].desc[14] = 0x3F; // no such element type
+            let f = bad.bytes();
+            let want = sequential(&f).1.unwrap_err();
+            for &p in &counts {
+                let got = in_parts(&f, p, true).1.unwrap_err();
+                assert_eq!(got, want, "tensor {i} broken, {p} parts");
+            }
+        }
+    }
+    // A composite torn across a seam, and one breaking its rule: the
+    // errors of the sequential check.
+    let mut torn = with_composites(groups);
+    torn.tensors.pop(); // the last composite loses a member
+    let mut gap = with_composites(groups);
+    gap.tensors[4 * (groups / 2) + 3] =
+        shard(&format!("r{}", groups / 2), &[4, 1], &[4, 4], &[0, 2]);
+    for fx in [torn, gap] {
+        let f = fx.bytes();
+        let want = sequential(&f).1.unwrap_err();
+        assert!(matches!(want.kind(), K::Composite(_)));
+        for &p in &counts {
+            assert_eq!(in_parts(&f, p, true).1.unwrap_err(), want, "{p} parts");
+        }
+    }
+}
+
+#[test]
+fn parts_joined_wrongly_are_checked_again_never_trusted() {
+    let good = with_composites(2).bytes();
+    let mut bad_fx = with_composites(2);
+    bad_fx.tensors[6].desc[14] = 0x3F;
+    let bad = bad_fx.bytes();
+    for f in [&good, &bad] {
+        let mut t1 = vec![0u32; FileIndex::table_len(f).unwrap()];
+        let split = FileView::parse_in_parts(f, &FileOptions::STRICT, &mut t1, 3).unwrap();
+        assert_eq!(split.len(), 3);
+        let want = sequential(f).1;
+        // Part 1 missing, parts swapped, a part twice, out of range: each
+        // makes `finish` check the whole file.
+        let r = |k| split.check(k, |_| {});
+        let joins = [
+            vec![r(0), r(2)],
+            vec![r(1), r(0), r(2)],
+            vec![r(0), r(0), r(1), r(2)],
+            vec![r(0), r(1), r(7)],
+            vec![],
+        ];
+        for join in joins {
+            // The receipts of a bad file's good parts still give its error.
+            let got = split
+                .finish(join.into_iter().filter(Result::is_ok))
+                .map(|v| v.len());
+            assert_eq!(got, want);
+        }
+        // Receipts of another file's parts are refused.
+        let other_bytes = with_composites(2).bytes();
+        let mut t2 = vec![0u32; FileIndex::table_len(&other_bytes).unwrap()];
+        let other =
+            FileView::parse_in_parts(&other_bytes, &FileOptions::STRICT, &mut t2, 3).unwrap();
+        let foreign: Vec<_> = (0..3).map(|k| other.check(k, |_| {})).collect();
+        assert_eq!(split.finish(foreign).map(|v| v.len()), want);
+    }
+}
+
 fn enc(d: &TensorDescriptor<'_>) -> Vec<u8> {
     let mut b = vec![0u8; 512];
     let n = d.encode(&mut b).unwrap();

@@ -18,13 +18,16 @@
 //!   allocator.
 //!
 //! One line per file:
-//! `load_bench file=<path> bytes=<n> tensors=<k> cold_gbps= reuse_gbps= cold_ms= reuse_ms= validate_ms= allocate_ms= copy_ms= dma= threads= pack_below= slabs= packed= list_ms= retag_ms= plan_ms= gpu_alloc_ms= build_ms=`
+//! `load_bench file=<path> bytes=<n> tensors=<k> cold_gbps= reuse_gbps= cold_ms= reuse_ms= validate_ms= allocate_ms= copy_ms= dma= threads= pack_below= slabs= packed= list_ms= retag_ms= plan_ms= gpu_alloc_ms= build_ms= fill_ms= submit_ms= wait_slot_ms= wait_buffer_ms=`
 //! (phases of the median cold run: `allocate_ms` is `list_ms` + `retag_ms` +
 //! `plan_ms` (host work) + `gpu_alloc_ms` (creating the GPU buffers, beside
 //! the first copies), `build_ms` is building the loaded tensors after the
 //! copies, so `validate_ms + allocate_ms + copy_ms + build_ms` is about
 //! `cold_ms`; `slabs` GPU buffers shared by `packed`
-//! tensor buffers, `slabs=0 packed=0` when nothing was packed). `--baseline` files hold the output of
+//! tensor buffers, `slabs=0 packed=0` when nothing was packed;
+//! `fill_ms`, `submit_ms`, `wait_slot_ms`,
+//! `wait_buffer_ms` the copy threads' time, summed over the threads:
+//! `LoadTimes::workers`). `--baseline` files hold the output of
 //! `safetensors_load.py` (`load <method> bytes=<n> tensors=<k> gbps=…`,
 //! matched to a file by its tensor count and its size within 1 %: the
 //! safetensors file's count includes its header) and `load_ceiling.py`
@@ -147,7 +150,7 @@ fn main() {
         let reuse_s = median(reuse);
         let gbps = |s: f64| bytes as f64 / s / 1e9;
         println!(
-            "load_bench file={f} bytes={bytes} tensors={tensors} cold_gbps={:.2} reuse_gbps={:.2} cold_ms={:.2} reuse_ms={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} dma={dma} threads={} pack_below={pack_below} slabs={slabs} packed={packed} list_ms={:.2} retag_ms={:.2} plan_ms={:.2} gpu_alloc_ms={:.2} build_ms={:.2}",
+            "load_bench file={f} bytes={bytes} tensors={tensors} cold_gbps={:.2} reuse_gbps={:.2} cold_ms={:.2} reuse_ms={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} dma={dma} threads={} pack_below={pack_below} slabs={slabs} packed={packed} list_ms={:.2} retag_ms={:.2} plan_ms={:.2} gpu_alloc_ms={:.2} build_ms={:.2} fill_ms={:.2} submit_ms={:.2} wait_slot_ms={:.2} wait_buffer_ms={:.2}",
             gbps(cold_s),
             gbps(reuse_s),
             cold_s * 1e3,
@@ -161,6 +164,10 @@ fn main() {
             times.plan.as_secs_f64() * 1e3,
             times.gpu_allocate.as_secs_f64() * 1e3,
             times.build.as_secs_f64() * 1e3,
+            times.workers.fill.as_secs_f64() * 1e3,
+            times.workers.submit.as_secs_f64() * 1e3,
+            times.workers.wait_slot.as_secs_f64() * 1e3,
+            times.workers.wait_buffer.as_secs_f64() * 1e3,
         );
         results.push(Result_ {
             label: format!("{}, {tensors} tensors", svg::size_label(bytes as f64)),

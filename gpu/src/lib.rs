@@ -134,7 +134,7 @@ pub use kernel::{CacheStats, GpuKernel, MAX_CACHED};
 #[cfg(not(target_arch = "wasm32"))]
 pub use load::{
     DEFAULT_PACK_BELOW, DEFAULT_SLAB_SIZE, LoadError, LoadOptions, LoadTimes, Loaded, LoadedTensor,
-    Progress, load_file, load_view_async, save_file,
+    Progress, WorkerTimes, load_file, load_view_async, save_file,
 };
 pub use pool::{DEFAULT_MAX_THREADS, set_worker_threads, worker_threads};
 pub use resource::GpuResource;

@@ -41,13 +41,19 @@
 //!   [`SyncMode::ProducerSynced`] (the load returns after the GPU has every
 //!   byte), sizes and alignments unchanged; the result is parsed again
 //!   (validated) before it is returned.
-//! * **Per-tensor host work off the critical path** (ADR-122). A whole
-//!   file's validation hands each tensor out as it checks it
+//! * **Per-tensor host work off the critical path** (ADR-122, ADR-123). A
+//!   whole file's validation hands each tensor out as it checks it
 //!   ([`FileView::parse_with_each`](hurray_core::file::FileView::parse_with_each):
-//!   no second parse). With four or more worker threads, two helper
+//!   no second parse). With four or more worker threads, a file of 1,024
+//!   tensors or more is validated in parts over the worker pool
+//!   ([`FileView::parse_in_parts`](hurray_core::file::FileView::parse_in_parts):
+//!   parts of 512 tensors or more, at most one per thread), each part's
+//!   thread then re-tagging its descriptors and listing its buffers; the
+//!   calling thread plans the slabs from the lists, in file order. A
+//!   smaller file is validated on the calling thread while two helper
 //!   threads (`std::thread::scope`) plan the GPU buffers and re-tag the
-//!   descriptors while the validation goes on; their errors (a buffer too
-//!   large) wait for the validation's, which come first. With fewer, the
+//!   descriptors. Either way their errors (a buffer too large) wait for
+//!   the validation's, which come first. With fewer threads, the
 //!   calling thread does that work after the validation. [`LoadOptions::only`]
 //!   looks its names up after the validation and re-tags over the worker
 //!   pool. A load's names and descriptors live in one text each, shared by
@@ -484,18 +490,41 @@ pub struct LoadTimes {
     pub list: Duration,
     /// Re-tagging every descriptor for the device. For a whole file
     /// through [`load_file`] with four or more worker threads, a helper
-    /// thread's time beside the validation (inside `validate`, not
-    /// `allocate`); otherwise part of `allocate` (over the worker pool).
+    /// thread's time beside the validation, or (a file validated in parts)
+    /// the longest part's time re-tagging and listing its buffers after
+    /// checking them (inside `validate`, not `allocate`); otherwise part of
+    /// `allocate` (over the worker pool).
     pub retag: Duration,
     /// Planning the GPU buffers (slabs, buffers of their own) and taking
     /// over those of [`LoadOptions::reuse`]. For a whole file through
     /// [`load_file`] with four or more worker threads, the planning is a
-    /// helper thread's time beside the validation; the take-over is always
-    /// part of `allocate`.
+    /// helper thread's time beside the validation, or (a file validated in
+    /// parts) the calling thread's time planning from the parts' lists and
+    /// joining their texts after them (inside `validate`); the take-over is
+    /// always part of `allocate`.
     pub plan: Duration,
     /// Part of `allocate`: creating the GPU buffers (`create_buffer`, the
     /// driver's memory allocation); zero when every buffer was reused.
     pub gpu_allocate: Duration,
+    /// The copy threads of [`load_file`]'s DMA path (zero elsewhere): where
+    /// their time went, summed over the threads.
+    pub workers: WorkerTimes,
+}
+
+/// Where the copy threads of a DMA load spent their time, summed over the
+/// threads ([`LoadTimes::workers`]): with `T` threads, each field divided
+/// by `T` is a mean thread's share of the copy phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerTimes {
+    /// Copying the file's bytes into staging.
+    pub fill: Duration,
+    /// Recording and submitting the chunks' GPU copies.
+    pub submit: Duration,
+    /// Waiting for a free staging slot (the GPU behind).
+    pub wait_slot: Duration,
+    /// Waiting for a chunk's GPU buffers to be allocated.
+    pub wait_buffer: Duration,
 }
 
 impl Loaded {
@@ -894,7 +923,12 @@ fn load_mapped_file(
     let whole = options.names.is_none();
     let tag = device_tag(device).ok().filter(|_| whole);
     let beside = crate::pool::worker_threads() >= BESIDE_MIN_THREADS;
+    let parts = table.len() / 2 / PART_TENSORS;
     let (view, early) = match tag {
+        Some(tag) if beside && parts >= 2 => {
+            let (view, early) = validate_in_parts(shared, bytes, &mut table, tag, options, parts)?;
+            (view, Before::Planned(Box::new(early)))
+        }
         Some(tag) if beside => {
             let (view, early) = plan_beside_validation(shared, bytes, &mut table, tag, options)?;
             (view, Before::Planned(Box::new(early)))
@@ -931,6 +965,7 @@ fn load_mapped_file(
         // what remains.
         prepared.times.allocate += run.allocating;
         prepared.times.gpu_allocate += run.creating;
+        prepared.times.workers = run.workers;
         let beside = run.allocating + run.built.as_ref().map_or(Duration::ZERO, |b| b.1);
         let copy = copy_started.elapsed().saturating_sub(beside);
         return prepared.finish(validate, copy, run.built);
@@ -1256,6 +1291,25 @@ impl<'f> Planner<'f> {
         Ok(())
     }
 
+    /// The next tensor, in file order, from its buffers listed (bytes and
+    /// alignment, sizes already checked: [`PartOut::prepare`]).
+    fn add_listed(&mut self, bufs: &[(&'f [u8], u64)]) -> Result<(), LoadError> {
+        let ti = self.tensor_parts.len();
+        let first = self.parts.len();
+        for &(bytes, align) in bufs {
+            let at = (bytes.as_ptr() as usize).wrapping_sub(self.base);
+            let pi = self.parts.len();
+            self.parts.push(Part {
+                target: usize::MAX,
+                offset: 0,
+                len: 0,
+            });
+            self.place((at, bytes, pi, ti, align))?;
+        }
+        self.tensor_parts.push(first..self.parts.len());
+        Ok(())
+    }
+
     /// Places one buffer, in load order: in the open slab, a new slab, or a
     /// buffer of its own.
     fn place(&mut self, (_, bytes, pi, ti, align): Entry<'f>) -> Result<(), LoadError> {
@@ -1537,6 +1591,178 @@ fn plan_beside_validation<'f>(
             },
         ))
     })
+}
+
+/// The fewest tensors of one part when [`load_file`] validates a whole
+/// file in parts ([`validate_in_parts`]): a file of fewer than twice this
+/// many is validated on one thread, its tensors planned and re-tagged
+/// beside it ([`plan_beside_validation`]).
+const PART_TENSORS: usize = 512;
+
+/// What one part of a file's validation ([`validate_in_parts`]) handed out
+/// and prepared: its tensors, their names and re-tagged descriptors (one
+/// text each, ranges relative to them), and every buffer's bytes and
+/// alignment for the planner (read from the descriptors while they are
+/// still in this thread's cache), with each tensor's end in `bufs`.
+#[derive(Default)]
+struct PartOut<'f> {
+    tensors: Vec<hurray_core::file::Tensor<'f>>,
+    texts: Texts,
+    spans: Vec<Spans>,
+    bufs: Vec<(&'f [u8], u64)>,
+    ends: Vec<usize>,
+    /// The first error of the re-tagging or the size checks.
+    failed: Option<LoadError>,
+    busy: Duration,
+}
+
+impl<'f> PartOut<'f> {
+    /// Re-tags the part's descriptors and lists its buffers, checking each
+    /// against the device's `max_buffer_size`; stops at the first error.
+    fn prepare(&mut self, tag: DeviceTag, max: u64) {
+        let started = Instant::now();
+        let mut retagger = Retagger {
+            tag,
+            names: String::new(),
+            descriptors: Vec::new(),
+            spans: Vec::with_capacity(self.tensors.len()),
+        };
+        self.ends.reserve(self.tensors.len());
+        self.bufs.reserve(self.tensors.len());
+        for t in &self.tensors {
+            if let Err(e) = retagger.add(t) {
+                self.failed = Some(e);
+                break;
+            }
+            for (i, (bytes, h)) in t.buffers().zip(t.descriptor().buffers().iter()).enumerate() {
+                if h.byte_size() > max {
+                    self.failed = Some(LoadError::TooLarge {
+                        name: t.name().to_owned(),
+                        buffer: i,
+                        bytes: h.byte_size(),
+                        max,
+                    });
+                    break;
+                }
+                self.bufs.push((bytes, u64::from(h.alignment())));
+            }
+            if self.failed.is_some() {
+                break;
+            }
+            self.ends.push(self.bufs.len());
+        }
+        self.texts = Texts {
+            names: retagger.names,
+            descriptors: retagger.descriptors,
+        };
+        self.spans = retagger.spans;
+        self.busy = started.elapsed();
+    }
+}
+
+/// Validates `bytes` as a file cut into `parts` ranges of its file order
+/// ([`FileView::parse_in_parts`](hurray_core::file::FileView::parse_in_parts))
+/// over the worker pool: each part's thread checks its tensors, then
+/// re-tags their descriptors and lists their buffers (sizes checked),
+/// while the descriptors are still in its cache; the page faults of the
+/// file's mapping, which the validation takes first, are spread over the
+/// threads too. The file's own error (the first part's, in file order)
+/// wins over the parts' size and re-tag errors. This thread then plans
+/// the GPU buffers from the lists (in file order: slabs as one thread
+/// would pack them) and joins the texts.
+fn validate_in_parts<'f>(
+    shared: &DeviceShared,
+    bytes: &'f [u8],
+    table: &'f mut [u32],
+    tag: DeviceTag,
+    options: &LoadOptions<'_>,
+    parts: usize,
+) -> Result<(hurray_core::file::FileView<'f>, Early<'f>), LoadError> {
+    type Slot<'f> = Mutex<
+        Option<(
+            Result<hurray_core::file::PartChecked, hurray_core::file::FileError>,
+            PartOut<'f>,
+        )>,
+    >;
+    let parts = u32::try_from(parts.min(crate::pool::worker_threads().max(1))).unwrap_or(1);
+    let split = hurray_core::file::FileView::parse_in_parts(
+        bytes,
+        &hurray_io::file::options(),
+        table,
+        parts,
+    )?;
+    let max = shared.limits.max_buffer_size;
+    let slots: Vec<Slot<'f>> = (0..split.len()).map(|_| Mutex::new(None)).collect();
+    let n = split.index().len() as usize;
+    crate::pool::run(slots.len(), |k| {
+        let Ok(part) = u32::try_from(k) else { return };
+        let mut out = PartOut {
+            tensors: Vec::with_capacity(n / slots.len().max(1) + 1),
+            ..PartOut::default()
+        };
+        let checked = split.check(part, |t| out.tensors.push(t));
+        if checked.is_ok() {
+            out.prepare(tag, max);
+        }
+        if let Some(slot) = slots.get(k) {
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((checked, out));
+        }
+    })?;
+    let mut outs = Vec::with_capacity(slots.len());
+    let mut checked = Vec::with_capacity(slots.len());
+    for slot in slots {
+        let Some((c, out)) = slot.into_inner().unwrap_or_else(PoisonError::into_inner) else {
+            return Err(BackendError::Bug("a validation part never ran").into());
+        };
+        checked.push(c);
+        outs.push(out);
+    }
+    // The file's error first, then the parts' own, in file order.
+    let view = split.finish(checked)?;
+    if let Some(e) = outs.iter_mut().find_map(|o| o.failed.take()) {
+        return Err(e);
+    }
+    let started = Instant::now();
+    let mut planner = Planner::new(shared, bytes, options);
+    let (names_len, descriptors_len) = outs.iter().fold((0, 0), |(a, b), o| {
+        (a + o.texts.names.len(), b + o.texts.descriptors.len())
+    });
+    let mut texts = Texts {
+        names: String::with_capacity(names_len),
+        descriptors: Vec::with_capacity(descriptors_len),
+    };
+    let mut spans = Vec::with_capacity(n);
+    let mut chosen = Vec::with_capacity(n);
+    let mut retag = Duration::ZERO;
+    for o in &outs {
+        let mut from = 0;
+        for &end in &o.ends {
+            planner.add_listed(o.bufs.get(from..end).unwrap_or_default())?;
+            from = end;
+        }
+        let (dn, dd) = (texts.names.len(), texts.descriptors.len());
+        spans.extend(
+            o.spans
+                .iter()
+                .map(|(a, b)| (a.start + dn..a.end + dn, b.start + dd..b.end + dd)),
+        );
+        texts.names.push_str(&o.texts.names);
+        texts.descriptors.extend_from_slice(&o.texts.descriptors);
+        chosen.extend_from_slice(&o.tensors);
+        retag = retag.max(o.busy);
+    }
+    planner.close();
+    Ok((
+        view,
+        Early {
+            chosen,
+            planner,
+            texts,
+            spans,
+            plan: started.elapsed(),
+            retag,
+        },
+    ))
 }
 
 /// What a load did beside or right after the validation.
@@ -2121,6 +2347,8 @@ struct DmaRun {
     /// The loaded tensors, built while the copies ran, and how long that
     /// took.
     built: Option<(Vec<LoadedTensor>, Duration)>,
+    /// The copy threads' time, summed.
+    workers: WorkerTimes,
 }
 
 /// The DMA path of [`load_file`]: a ring of imported staging chunks;
@@ -2141,22 +2369,25 @@ fn load_dma_threads(
     p: &Prepared<'_>,
     options: &mut LoadOptions<'_>,
 ) -> Result<DmaRun, LoadError> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     use std::sync::mpsc::{self, RecvTimeoutError};
 
     let device = &shared.device;
-    let chunks = plan(&p.flat, LOAD_CHUNK);
+    let workers = crate::pool::worker_threads().clamp(1, MAX_LOAD_THREADS);
+    let size = LOAD_CHUNK;
+    let chunks = plan(&p.flat, size);
     let n = chunks.len();
-    let threads = crate::pool::worker_threads()
-        .clamp(1, MAX_LOAD_THREADS)
-        .min(n.max(1));
+    let threads = workers.min(n.max(1));
     let slots = (threads + crate::transfer::chunk::DEPTH)
-        .min(crate::transfer::dma::RING_BYTES / LOAD_CHUNK)
+        .min(crate::transfer::dma::RING_BYTES / size)
         .min(n);
     let (free_tx, free_rx) = mpsc::channel::<Staging>();
     for _ in 0..slots {
-        let _ = free_tx.send(shared.dma.take(device, LOAD_CHUNK)?);
+        let _ = free_tx.send(shared.dma.take(device, size)?);
     }
+    // Per copy thread: nanoseconds filling, submitting, waiting for a slot,
+    // waiting for a buffer.
+    let spent: [AtomicU64; 4] = Default::default();
     let free_rx = Mutex::new(free_rx);
     // Submitted chunks (or a worker's error), and completed ones.
     let (sent_tx, sent_rx) = mpsc::channel::<Result<(), BackendError>>();
@@ -2172,12 +2403,19 @@ fn load_dma_threads(
     let result = std::thread::scope(|s| {
         for _ in 0..threads.min(n) {
             let (sent_tx, free_tx, done_tx) = (sent_tx.clone(), free_tx.clone(), done_tx.clone());
-            let (chunks, next, stop, free_rx, allocated) =
-                (&chunks, &next, &stop, &free_rx, &allocated);
+            let (chunks, next, stop, free_rx, allocated, spent) =
+                (&chunks, &next, &stop, &free_rx, &allocated, &spent);
             s.spawn(move || {
+                let add = |i: usize, since: Instant| {
+                    if let Some(a) = spent.get(i) {
+                        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        a.fetch_add(ns, Ordering::Relaxed);
+                    }
+                };
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(chunk) = chunks.get(k) else { return };
+                    let waiting = Instant::now();
                     // A free slot, unless the load stopped; poll the device
                     // meanwhile, so that completions come back.
                     let mut staging = loop {
@@ -2196,10 +2434,14 @@ fn load_dma_threads(
                             Err(RecvTimeoutError::Disconnected) => return,
                         }
                     };
+                    add(2, waiting);
+                    let filling = Instant::now();
                     let filled = match staging.bytes_mut().get_mut(..chunk.fill) {
                         Some(dst) => fill_chunk(dst, &chunk.pieces),
                         None => Err(BackendError::Bug("load chunk larger than its staging")),
                     };
+                    add(0, filling);
+                    let waiting = Instant::now();
                     // Its buffers exist once the allocated prefix covers its
                     // highest target (a slab may come before the buffers of
                     // their own that follow it in the file). A stopped load ends here, silently:
@@ -2216,6 +2458,8 @@ fn load_dma_threads(
                         }
                         std::thread::sleep(Duration::from_micros(50));
                     }
+                    add(3, waiting);
+                    let submitting = Instant::now();
                     let sent = filled.and_then(|()| {
                         let (free, done) = (free_tx.clone(), done_tx.clone());
                         submit_chunk(shared, queue, chunk, p, staging, move |st| {
@@ -2226,6 +2470,7 @@ fn load_dma_threads(
                         })
                         .map(drop)
                     });
+                    add(1, submitting);
                     let failed = sent.is_err();
                     if failed {
                         // The calling thread stops allocating, too.
@@ -2310,10 +2555,18 @@ fn load_dma_threads(
     for st in free_rx.try_iter() {
         shared.dma.give(st);
     }
+    let [fill, submit, wait_slot, wait_buffer] =
+        spent.map(|a| Duration::from_nanos(a.into_inner()));
     result.map(|()| DmaRun {
         allocating,
         creating,
         built,
+        workers: WorkerTimes {
+            fill,
+            submit,
+            wait_slot,
+            wait_buffer,
+        },
     })
 }
 

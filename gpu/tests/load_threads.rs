@@ -62,12 +62,66 @@ fn a_load_planned_beside_its_validation_holds_the_files_bytes_for_every_tensor()
     sizes.insert(700, 3 << 20);
     let f = Temp::new("load-threads");
     write(&f.0, &sizes);
+    // 2,001 tensors: validated in parts over the pool (3 parts of 512 or
+    // more); 700: on one thread, planned and re-tagged beside it.
+    let few = Temp::new("load-threads-few");
+    write(&few.0, &sizes[..700]);
+    let loaded_few = load_file(&c.device, &c.queue, &few.0, LoadOptions::default()).unwrap();
+    same_as_file(&c, &few.0, &loaded_few);
     let loaded = load_file(&c.device, &c.queue, &f.0, LoadOptions::default()).unwrap();
+    same_as_file(&c, &f.0, &loaded);
+    let bytes = std::fs::read(&f.0).unwrap();
+    let mut table = Vec::new();
+    let view: FileView<'_> = hurray_io::file::view(&bytes, &mut table).unwrap();
+    // Reloaded into the same buffers: every tensor taken over by place.
+    let again = load_file(
+        &c.device,
+        &c.queue,
+        &f.0,
+        LoadOptions::default().reuse(loaded),
+    )
+    .unwrap();
+    assert_eq!(again.reused, again.tensors.len());
+    // A device whose buffers hold at most 1 MiB, and a bad descriptor after
+    // the 3 MiB tensor (in the last part): the part of the oversized buffer
+    // meets it first, the validation's error is the one returned.
+    let limits = hurray_gpu::wgpu::Limits {
+        max_buffer_size: 1 << 20,
+        ..c.adapter.limits()
+    };
+    let adapter = c.adapter.clone();
+    drop((again, loaded_few, c));
+    let small = pollster::block_on(GpuContext::from_adapter_with_options(
+        adapter,
+        ContextOptions::default().limits(limits),
+    ))
+    .unwrap();
+    let err = load_file(&small.device, &small.queue, &f.0, LoadOptions::default()).unwrap_err();
+    assert!(
+        matches!(err, LoadError::TooLarge { ref name, .. } if name == "t.700"),
+        "{err}"
+    );
+    let last = view.iter_file_order().last().unwrap();
+    let at = usize::try_from(last.entry().descriptor_offset).unwrap();
+    // The last tensor broken, then the first (part 0, before the oversized
+    // buffer's part).
+    for at in [at, 64] {
+        let mut broken = bytes.clone();
+        broken[at + 14] = 0x3F; // no such element type
+        let b = Temp::new("load-threads-broken");
+        std::fs::write(&b.0, &broken).unwrap();
+        let err = load_file(&small.device, &small.queue, &b.0, LoadOptions::default()).unwrap_err();
+        assert!(matches!(err, LoadError::File(_)), "{err}");
+    }
+}
+
+/// Every tensor of `loaded` has the file's name, sizes, tags and bytes.
+fn same_as_file(c: &GpuContext, path: &Path, loaded: &hurray_gpu::Loaded) {
     let t = loaded.times;
     assert_eq!(t.list, std::time::Duration::ZERO, "{t:?}");
     assert!(t.plan > std::time::Duration::ZERO && t.retag > std::time::Duration::ZERO);
     assert!(loaded.slabs > 0 && loaded.packed > 0);
-    let bytes = std::fs::read(&f.0).unwrap();
+    let bytes = std::fs::read(path).unwrap();
     let mut table = Vec::new();
     let view: FileView<'_> = hurray_io::file::view(&bytes, &mut table).unwrap();
     assert_eq!(loaded.tensors.len(), view.len() as usize);
@@ -90,46 +144,4 @@ fn a_load_planned_beside_its_validation_holds_the_files_bytes_for_every_tensor()
             assert!(out == want, "tensor {} differs", t.name());
         }
     }
-    // Reloaded into the same buffers: every tensor taken over by place.
-    let again = load_file(
-        &c.device,
-        &c.queue,
-        &f.0,
-        LoadOptions::default().reuse(loaded),
-    )
-    .unwrap();
-    assert_eq!(again.reused, again.tensors.len());
-    // A device whose buffers hold at most 1 MiB, and a bad descriptor after
-    // the 3 MiB tensor: the planning helper meets the oversized buffer
-    // first, the validation's error is the one returned.
-    let limits = hurray_gpu::wgpu::Limits {
-        max_buffer_size: 1 << 20,
-        ..c.adapter.limits()
-    };
-    let adapter = c.adapter.clone();
-    drop((again, c));
-    let small = pollster::block_on(GpuContext::from_adapter_with_options(
-        adapter,
-        ContextOptions::default().limits(limits),
-    ))
-    .unwrap();
-    let err = load_file(&small.device, &small.queue, &f.0, LoadOptions::default()).unwrap_err();
-    assert!(
-        matches!(err, LoadError::TooLarge { ref name, .. } if name == "t.700"),
-        "{err}"
-    );
-    let mut broken = bytes.clone();
-    let at = usize::try_from(
-        view.iter_file_order()
-            .last()
-            .unwrap()
-            .entry()
-            .descriptor_offset,
-    )
-    .unwrap();
-    broken[at + 14] = 0x3F; // no such element type
-    let b = Temp::new("load-threads-broken");
-    std::fs::write(&b.0, &broken).unwrap();
-    let err = load_file(&small.device, &small.queue, &b.0, LoadOptions::default()).unwrap_err();
-    assert!(matches!(err, LoadError::File(_)), "{err}");
 }

@@ -941,6 +941,19 @@ mod files {
         }) {
             acc ^= handed ^ u64::from(v.len());
         }
+        // The validation cut into parts (a loader's threads), joined.
+        let table4: &'static mut [u32] = black_box(&mut []);
+        if let Ok(parts) = FileView::parse_in_parts(bytes, &FileOptions::STRICT, table4, black_box(3))
+        {
+            let mut handed = 0u64;
+            let k = black_box(1u32);
+            let one = parts.check(k, |t| handed ^= t.entry().data_offset);
+            let all = [parts.check(0, |_| {}), one, parts.check(k.wrapping_add(1), |_| {})];
+            match parts.finish(all) {
+                Ok(v) => acc ^= handed ^ u64::from(v.len()) ^ u64::from(parts.len()),
+                Err(e) => acc ^= e.offset(),
+            }
+        }
         let mut buf = [0u8; 256];
         let mut r = SequentialReader::new(&mut buf, black_box(Some(4096)));
         let mut input = bytes;

@@ -61,7 +61,8 @@ pub use kv::{KvArray, KvSection, KvValue};
 pub use sequential::{SeqEvent, SequentialReader};
 pub use trailer::{TRAILER_LEN, TRAILER_MAGIC, Trailer};
 pub use view::{
-    Buffers, FileIndex, FileOptions, FileView, MAX_PARTITION_MEMBERS, SMALL_INDEX, Tensor, Tensors,
+    Buffers, FileIndex, FileOptions, FileParts, FileView, MAX_PARTITION_MEMBERS, PartChecked,
+    SMALL_INDEX, Tensor, Tensors,
 };
 pub use writer::{FileWriter, IndexStore, WriterOptions};
 

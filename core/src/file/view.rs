@@ -452,11 +452,18 @@ impl<'a> FileIndex<'a> {
             check_entry_bounds(&e, first, l.region_end, entry_at)?;
             in_file_order &= e.descriptor_offset >= prev_end;
             prev_end = e.extent_end();
+            // pos < index.len() <= u32::MAX (checked in `locate`).
+            #[allow(clippy::cast_possible_truncation)]
+            let here = pos as u32;
             if let Some(slot) = names.get_mut(i) {
-                // pos < index.len() <= u32::MAX (checked in `locate`).
-                #[allow(clippy::cast_possible_truncation)]
-                {
-                    *slot = pos as u32;
+                *slot = here;
+            }
+            // The file-order half starts as index order (sorted below when
+            // that is not file order): any position of it is then one read
+            // away, which a check in parts needs.
+            if full {
+                if let Some(slot) = rest.get_mut(i) {
+                    *slot = here;
                 }
             }
             pos = next;
@@ -503,21 +510,16 @@ impl<'a> FileIndex<'a> {
         }
         // File order: the index's, or sorted through the table, or found
         // by scanning a small index.
-        let file_order = if in_file_order || !full {
+        let file_order = if !full {
             None
         } else if use_table {
+            // Index order, written by the pass above.
             let order = rest.get_mut(..n).unwrap_or_default();
-            let mut p = INDEX_COUNT_LEN;
-            for slot in order.iter_mut() {
-                #[allow(clippy::cast_possible_truncation)]
-                {
-                    *slot = p as u32;
-                }
-                p = split_entry(index, p).map_or(p, |(_, _, next)| next);
+            if !in_file_order {
+                heapsort(order, |a, b| desc_of(a).cmp(&desc_of(b)));
             }
-            heapsort(order, |a, b| desc_of(a).cmp(&desc_of(b)));
             Some(&*order)
-        } else if l.count <= SMALL_INDEX {
+        } else if in_file_order || l.count <= SMALL_INDEX {
             None
         } else {
             return Err(at(
@@ -621,8 +623,19 @@ impl<'a> FileIndex<'a> {
         let mut order = self.order(self.needs_scan());
         let mut prev_end = self.header.first_descriptor_offset.get();
         let mut seen: u32 = 0;
-        while let Some(off) = order.next() {
-            self.check_tree(off, &mut order, &mut prev_end, &mut seen, 1, each)?;
+        loop {
+            let pos = order.i;
+            let Some(off) = order.next() else { break };
+            self.check_tree(
+                off,
+                pos,
+                u32::MAX,
+                &mut order,
+                &mut prev_end,
+                &mut seen,
+                1,
+                each,
+            )?;
         }
         if seen != self.count {
             // A scan skipped entries that share a descriptor offset.
@@ -631,9 +644,16 @@ impl<'a> FileIndex<'a> {
         Ok(())
     }
 
+    /// The tensor at file-order position `pos` (entry `off`) and, when it
+    /// is a composite, its members (read on from `order`); each is handed
+    /// to `each` when its position is below `limit` (a part's end: the
+    /// members past it are checked here and handed out by the next part).
+    #[allow(clippy::too_many_arguments)]
     fn check_tree(
         &self,
         off: u32,
+        pos: u32,
+        limit: u32,
         order: &mut FileOrder<'a>,
         prev_end: &mut u64,
         seen: &mut u32,
@@ -649,7 +669,9 @@ impl<'a> FileIndex<'a> {
         *seen = seen.saturating_add(1);
         let t = self.check_tensor(&e, entry_at)?;
         let view = t.descriptor;
-        each(t);
+        if pos < limit {
+            each(t);
+        }
         if let Layout::Composite(_) = view.layout() {
             let here = e.descriptor_offset;
             let fail = |err: CompositeError| at(here, FileErrorKind::Composite(err));
@@ -661,9 +683,18 @@ impl<'a> FileIndex<'a> {
             }
             let mut v = CompositeValidator::<MAX_PARTITION_MEMBERS>::new(&view).map_err(fail)?;
             while v.remaining() > 0 {
+                let at = order.i;
                 let Some(next) = order.next() else { break };
-                let member =
-                    self.check_tree(next, order, prev_end, seen, depth.saturating_add(1), each)?;
+                let member = self.check_tree(
+                    next,
+                    at,
+                    limit,
+                    order,
+                    prev_end,
+                    seen,
+                    depth.saturating_add(1),
+                    each,
+                )?;
                 v.push(&member).map_err(fail)?;
             }
             v.finish().map_err(fail)?;
@@ -1068,6 +1099,54 @@ impl<'a> FileView<'a> {
         FileIndex::open(bytes, options, table, true)?.verify_each(each)
     }
 
+    /// [`parse_with`](Self::parse_with) with the per-tensor checks cut
+    /// into `parts` consecutive ranges of file order, to be run apart (on
+    /// several threads: [`FileParts::check`]) and joined by
+    /// [`FileParts::finish`]. The header, trailer, KV section and index are
+    /// checked here, as by [`parse_with`](Self::parse_with) (the index's
+    /// ranges, names and overlaps); what the parts check is each
+    /// descriptor against its entry, each data region, and the composites.
+    /// `parts` is clamped to 1..=the tensor count; a small index that is
+    /// neither in file order nor given a table gets one part.
+    ///
+    /// ```
+    /// use hurray_core::file::{FileView, FileWriter, FileOptions, WriterOptions, IndexEntry};
+    /// let mut index = [IndexEntry::default(); 1];
+    /// let file = FileWriter::new(Vec::new(), WriterOptions::default(), &mut index)?.finish(&[])?;
+    /// let mut table = vec![0u32; hurray_core::file::FileIndex::table_len(&file)?];
+    /// let parts = FileView::parse_in_parts(&file, &FileOptions::STRICT, &mut table, 4)?;
+    /// let checked = (0..parts.len()).map(|k| parts.check(k, |_| {}));
+    /// let view = parts.finish(checked)?;
+    /// assert!(view.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`FileIndex::parse_with`]; [`FileErrorKind::NeedsTable`] as
+    /// [`FileIndex::verify`].
+    pub fn parse_in_parts(
+        bytes: &'a [u8],
+        options: &FileOptions<'a>,
+        table: &'a mut [u32],
+        parts: u32,
+    ) -> Result<FileParts<'a>, FileError> {
+        let index = FileIndex::open(bytes, options, table, true)?;
+        if !index.file_order_known() {
+            return Err(at(
+                index.index_offset,
+                FileErrorKind::NeedsTable {
+                    entries: u64::from(index.count),
+                },
+            ));
+        }
+        let parts = if index.needs_scan() {
+            1
+        } else {
+            parts.clamp(1, index.count.max(1))
+        };
+        Ok(FileParts { index, parts })
+    }
+
     /// The validated index under this view.
     #[must_use]
     pub const fn index(&self) -> &FileIndex<'a> {
@@ -1136,5 +1215,176 @@ impl<'a> FileView<'a> {
     #[must_use]
     pub const fn as_bytes(&self) -> &'a [u8] {
         self.index.as_bytes()
+    }
+}
+
+/// A file whose index is checked and whose per-tensor checks are cut into
+/// parts of its file order ([`FileView::parse_in_parts`]): each part is
+/// checked on its own ([`check`](Self::check), from any thread), and
+/// [`finish`](Self::finish) makes the [`FileView`] once every part passed.
+///
+/// The parts together check exactly what [`FileIndex::verify`] checks, and
+/// report the same first error: a part starts at its first position (the
+/// placement against the tensor just before it: the seam), and a
+/// composite whose members run past its part's end is followed to its
+/// last member by that part (the members are handed out by the part they
+/// lie in). [`finish`](Self::finish) returns the error of the first part,
+/// in file order, that failed.
+#[derive(Debug, Clone, Copy)]
+pub struct FileParts<'a> {
+    index: FileIndex<'a>,
+    parts: u32,
+}
+
+/// A receipt: one part of a [`FileParts`] passed its checks. Only
+/// [`FileParts::check`] makes one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartChecked {
+    part: u32,
+    parts: u32,
+    /// The index's address: a receipt of another file's parts is refused.
+    index_at: usize,
+}
+
+impl<'a> FileParts<'a> {
+    /// Number of parts.
+    #[must_use]
+    pub const fn len(&self) -> u32 {
+        self.parts
+    }
+
+    /// Whether there are no parts (never: at least one, even for a file
+    /// without tensors).
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.parts == 0
+    }
+
+    /// The checked index (header, trailer, KV section, index entries),
+    /// before any descriptor is read.
+    #[must_use]
+    pub const fn index(&self) -> &FileIndex<'a> {
+        &self.index
+    }
+
+    /// The file-order positions of part `part`: `[start, end)`.
+    fn bounds(&self, part: u32) -> (u32, u32) {
+        let n = u64::from(self.index.count);
+        let p = u64::from(self.parts.max(1));
+        let cut = |k: u64| {
+            n.saturating_mul(k)
+                .checked_div(p)
+                .and_then(|c| u32::try_from(c).ok())
+                .unwrap_or(self.index.count)
+        };
+        (
+            cut(u64::from(part).min(p)),
+            cut(u64::from(part).saturating_add(1).min(p)),
+        )
+    }
+
+    /// Checks part `part` (`0..len()`): each of its tensors' descriptor
+    /// against its entry and its data region, and each composite whose
+    /// head lies in it (with all its members), as [`FileIndex::verify_each`]
+    /// does, handing each tensor of the part to `each` in file order as
+    /// soon as its own checks pass. A part out of range checks nothing (and
+    /// its receipt makes [`finish`](Self::finish) check the whole file
+    /// again).
+    ///
+    /// # Errors
+    /// The first rule a tensor or composite of the part breaks.
+    pub fn check(
+        &self,
+        part: u32,
+        mut each: impl FnMut(Tensor<'a>),
+    ) -> Result<PartChecked, FileError> {
+        let receipt = PartChecked {
+            part,
+            parts: self.parts,
+            index_at: self.index.index.as_ptr() as usize,
+        };
+        if part >= self.parts {
+            return Ok(receipt);
+        }
+        let idx = &self.index;
+        if self.parts == 1 {
+            // The whole file: exactly the sequential check (which also
+            // walks a small index by scanning).
+            idx.check_tensors(&mut each)?;
+            return Ok(receipt);
+        }
+        let (start, end) = self.bounds(part);
+        let mut order = idx.order(false);
+        let mut prev_end = idx.header.first_descriptor_offset.get();
+        // The seam: the part's first tensor is placed after the tensor
+        // before it (positions are one table read away when a table was
+        // given, else walked).
+        if start > 0 {
+            match order.table {
+                Some(_) => order.i = start.saturating_sub(1),
+                None => {
+                    for _ in 1..start {
+                        if order.next().is_none() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let Some(before) = order.next() else {
+                return Err(at(idx.index_offset, FileErrorKind::DescriptorPlacement));
+            };
+            let (e, _) = read_entry(idx.index, before as usize, idx.index_offset)?;
+            prev_end = e.extent_end();
+        }
+        let mut seen: u32 = 0;
+        while order.i < end {
+            let pos = order.i;
+            let Some(off) = order.next() else {
+                return Err(at(idx.index_offset, FileErrorKind::DescriptorPlacement));
+            };
+            idx.check_tree(
+                off,
+                pos,
+                end,
+                &mut order,
+                &mut prev_end,
+                &mut seen,
+                1,
+                &mut each,
+            )?;
+        }
+        Ok(receipt)
+    }
+
+    /// The fully validated [`FileView`], from the results of
+    /// [`check`](Self::check) for parts `0, 1, …, len() - 1`, in that
+    /// order: the first error among them, else the view. Results that are
+    /// not exactly those parts' receipts (missing, out of order, of
+    /// another file) make it check the whole file itself
+    /// ([`FileIndex::verify`]), so that a view is never made unchecked.
+    ///
+    /// # Errors
+    /// The first part's error, in file order (what
+    /// [`FileIndex::verify`] reports).
+    pub fn finish(
+        self,
+        checked: impl IntoIterator<Item = Result<PartChecked, FileError>>,
+    ) -> Result<FileView<'a>, FileError> {
+        let index_at = self.index.index.as_ptr() as usize;
+        let mut next: u32 = 0;
+        for r in checked {
+            match r {
+                Ok(c) if c.part == next && c.parts == self.parts && c.index_at == index_at => {
+                    next = next.saturating_add(1);
+                }
+                Ok(_) => return self.index.verify(),
+                Err(e) => return Err(e),
+            }
+        }
+        if next == self.parts {
+            Ok(FileView { index: self.index })
+        } else {
+            self.index.verify()
+        }
     }
 }
