@@ -272,17 +272,25 @@ pub fn stride_range(
     shape: impl Iterator<Item = u64>,
     strides: impl Iterator<Item = i64>,
 ) -> Option<(i64, i64)> {
-    let mut lo = 0i64;
-    let mut hi = 0i64;
-    for (n, s) in shape.zip(strides) {
-        let reach = s.checked_mul(i64::try_from(n.checked_sub(1)?).ok()?)?;
-        if reach < 0 {
-            lo = lo.checked_add(reach)?;
-        } else {
-            hi = hi.checked_add(reach)?;
-        }
+    shape
+        .zip(strides)
+        .try_fold((0i64, 0i64), |range, (n, s)| reach(range, n, s))
+}
+
+/// One dimension's step of [`stride_range`]: `range` widened by what
+/// stride `s` reaches over `n` indices. Out of line on a 32-bit target,
+/// where a checked 64-bit product is ~90 bytes of code and the rule has
+/// three callers (strides, a tile grid's and a tile's own strides); inline
+/// on a 64-bit one, where it is one instruction.
+#[cfg_attr(target_pointer_width = "32", inline(never))]
+#[cfg_attr(not(target_pointer_width = "32"), inline)]
+fn reach((lo, hi): (i64, i64), n: u64, s: i64) -> Option<(i64, i64)> {
+    let reach = s.checked_mul(i64::try_from(n.checked_sub(1)?).ok()?)?;
+    if reach < 0 {
+        Some((lo.checked_add(reach)?, hi))
+    } else {
+        Some((lo, hi.checked_add(reach)?))
     }
-    Some((lo, hi))
 }
 
 /// `ceil(n / d)` for `d > 0` (`d = 0` is treated as 1), by shifts for a
