@@ -293,6 +293,15 @@ fn reach((lo, hi): (i64, i64), n: u64, s: i64) -> Option<(i64, i64)> {
     }
 }
 
+/// `a × b`, checked: out of line on a 32-bit target, where a checked
+/// 64-bit product is ~90 bytes of code (the tile grid's rules multiply at
+/// five places); inline on a 64-bit one.
+#[cfg_attr(target_pointer_width = "32", inline(never))]
+#[cfg_attr(not(target_pointer_width = "32"), inline)]
+pub(crate) fn mul(a: u64, b: u64) -> Option<u64> {
+    a.checked_mul(b)
+}
+
 /// `ceil(n / d)` for `d > 0` (`d = 0` is treated as 1), by shifts for a
 /// power of two and a bit-serial long division otherwise: the decode path
 /// then links no 64-bit division routine (~0.9 KiB on a Cortex-M, whose
