@@ -124,9 +124,9 @@ pub(crate) struct Ctx<S, B> {
 
 /// Offset of buffer `index`'s entry: the table starts with its count byte.
 pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
-    table_at
-        .saturating_add(1)
-        .saturating_add((index as u32).saturating_mul(16))
+    // At most 1 + 255 × 16: one saturating addition (the same result as
+    // saturating each term).
+    table_at.saturating_add(1 + (index as u32) * 16)
 }
 
 impl<S: Shape, B: Sizes> Ctx<S, B> {
