@@ -126,7 +126,7 @@ pub(crate) struct Ctx<S, B> {
 pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
     // At most 1 + 255 × 16: one saturating addition (the same result as
     // saturating each term).
-    table_at.saturating_add(1 + (index as u32) * 16)
+    table_at.saturating_add((index as u32).wrapping_mul(16).wrapping_add(1))
 }
 
 impl<S: Shape, B: Sizes> Ctx<S, B> {
