@@ -122,6 +122,9 @@ pub(crate) struct Ctx<S, B> {
     pub(crate) padded_elements: Option<u64>,
 }
 
+/// [`Ctx::need`]'s width for values of the tensor's element type.
+pub(crate) const ELEMENTS: u64 = 0;
+
 /// Offset of buffer `index`'s entry: the table starts with its count byte.
 pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
     // At most 1 + 255 × 16: one saturating addition (the same result as
@@ -204,6 +207,38 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
                 what: "buffer size",
             },
         ))
+    }
+
+    /// The one size rule of a buffer, which every layout's and the
+    /// quantization parameters' rules apply buffer by buffer: buffer
+    /// `index` holds `count` values of `width` bytes each ([`ELEMENTS`]:
+    /// of the tensor's element type), `exact`ly or at least; `count` is
+    /// `None` when computing it overflowed (an overflow of `what`).
+    ///
+    /// Out of line on a 32-bit target, where its arithmetic and its three
+    /// errors are ~200 bytes of code at each of its dozen callers; inline
+    /// on a 64-bit one, where the callers' constants fold into it.
+    #[cfg_attr(target_pointer_width = "32", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "32"), inline)]
+    pub(crate) fn need(
+        &self,
+        index: u8,
+        count: Option<u64>,
+        what: &'static str,
+        width: u64,
+        exact: bool,
+    ) -> Result<(), DescriptorError> {
+        let count = count.ok_or(self.err(index, DescriptorErrorKind::Overflow { what }))?;
+        let bytes = if width == ELEMENTS {
+            self.element_bytes(index, count)?
+        } else {
+            self.array_bytes(index, count, width)?
+        };
+        if exact {
+            self.exactly(index, bytes)
+        } else {
+            self.at_least(index, bytes)
+        }
     }
 
     /// The data buffer (0) holds `n` contiguous elements from `byte_offset`.
