@@ -216,11 +216,27 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
     /// `None` when computing it overflowed (an overflow of `what`).
     ///
     /// Out of line on a 32-bit target, where its arithmetic and its three
-    /// errors are ~200 bytes of code at each of its dozen callers; inline
-    /// on a 64-bit one, where the callers' constants fold into it.
+    /// errors are ~200 bytes of code at each of its callers; inline on a
+    /// 64-bit one, where the callers' constants fold into it. The
+    /// commonest sparse layouts (CSR, CSC) take [`need_inline`]
+    /// (Self::need_inline) instead: the call costs a Cortex-M4 ~60
+    /// instructions per buffer.
     #[cfg_attr(target_pointer_width = "32", inline(never))]
     #[cfg_attr(not(target_pointer_width = "32"), inline)]
     pub(crate) fn need(
+        &self,
+        index: u8,
+        count: Option<u64>,
+        what: &'static str,
+        width: u64,
+        exact: bool,
+    ) -> Result<(), DescriptorError> {
+        self.need_inline(index, count, what, width, exact)
+    }
+
+    /// [`need`](Self::need), inline everywhere.
+    #[inline(always)]
+    pub(crate) fn need_inline(
         &self,
         index: u8,
         count: Option<u64>,

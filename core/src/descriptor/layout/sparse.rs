@@ -109,10 +109,10 @@ impl Compressed {
         ctx: &Ctx<impl Shape, impl Sizes>,
         major: Option<u64>,
     ) -> Result<(), DescriptorError> {
-        ctx.need(0, Some(self.nnz), "", ELEMENTS, false)?;
-        ctx.need(1, Some(self.nnz), "", 8, true)?;
+        ctx.need_inline(0, Some(self.nnz), "", ELEMENTS, false)?;
+        ctx.need_inline(1, Some(self.nnz), "", 8, true)?;
         let pointers = major.and_then(|n| n.checked_add(1));
-        ctx.need(2, pointers, "pointer count", 8, true)
+        ctx.need_inline(2, pointers, "pointer count", 8, true)
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
