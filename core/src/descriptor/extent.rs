@@ -323,9 +323,11 @@ pub fn stride_range(
     shape: impl Iterator<Item = u64>,
     strides: impl Iterator<Item = i64>,
 ) -> Option<(i64, i64)> {
-    shape
-        .zip(strides)
-        .try_fold((0i64, 0i64), |range, (n, s)| reach(range, n, s))
+    let mut range = (0i64, 0i64);
+    for (n, s) in shape.zip(strides) {
+        range = reach(range, n, s)?;
+    }
+    Some(range)
 }
 
 /// One dimension's step of [`stride_range`]: `range` widened by what
