@@ -351,7 +351,7 @@ fn reach((lo, hi): (i64, i64), n: u64, s: i64) -> Option<(i64, i64)> {
 /// five places); inline on a 64-bit one.
 #[cfg_attr(target_pointer_width = "32", inline(never))]
 #[cfg_attr(not(target_pointer_width = "32"), inline)]
-pub(crate) fn mul(a: u64, b: u64) -> Option<u64> {
+pub(crate) const fn mul(a: u64, b: u64) -> Option<u64> {
     a.checked_mul(b)
 }
 
