@@ -209,18 +209,17 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         ))
     }
 
-    /// The one size rule of a buffer, which every layout's and the
-    /// quantization parameters' rules apply buffer by buffer: buffer
+    /// The one size rule of a buffer, which the sparse and paged layouts
+    /// and a separate zero-point buffer apply buffer by buffer: buffer
     /// `index` holds `count` values of `width` bytes each ([`ELEMENTS`]:
     /// of the tensor's element type), `exact`ly or at least; `count` is
     /// `None` when computing it overflowed (an overflow of `what`).
     ///
     /// Out of line on a 32-bit target, where its arithmetic and its three
-    /// errors are ~200 bytes of code at each of its callers; inline on a
-    /// 64-bit one, where the callers' constants fold into it. The
-    /// commonest sparse layouts (CSR, CSC) take [`need_inline`]
-    /// (Self::need_inline) instead: the call costs a Cortex-M4 ~60
-    /// instructions per buffer.
+    /// errors are ~200 bytes of code at each caller; inline on a 64-bit
+    /// one, where the callers' constants fold into it. CSR and CSC, the
+    /// commonest sparse layouts, take [`Self::need_inline`] instead: the
+    /// call costs a Cortex-M4 CSR decode ~160 instructions.
     #[cfg_attr(target_pointer_width = "32", inline(never))]
     #[cfg_attr(not(target_pointer_width = "32"), inline)]
     pub(crate) fn need(
