@@ -122,11 +122,14 @@ pub(crate) struct Ctx<S, B> {
     pub(crate) padded_elements: Option<u64>,
 }
 
+/// [`Ctx::need`]'s width for values of the tensor's element type.
+pub(crate) const ELEMENTS: u64 = 0;
+
 /// Offset of buffer `index`'s entry: the table starts with its count byte.
 pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
-    table_at
-        .saturating_add(1)
-        .saturating_add((index as u32).saturating_mul(16))
+    // At most 1 + 255 × 16: one saturating addition (the same result as
+    // saturating each term).
+    table_at.saturating_add((index as u32).wrapping_mul(16).wrapping_add(1))
 }
 
 impl<S: Shape, B: Sizes> Ctx<S, B> {
@@ -206,6 +209,53 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         ))
     }
 
+    /// The one size rule of a buffer, which the sparse and paged layouts
+    /// and a separate zero-point buffer apply buffer by buffer: buffer
+    /// `index` holds `count` values of `width` bytes each ([`ELEMENTS`]:
+    /// of the tensor's element type), `exact`ly or at least; `count` is
+    /// `None` when computing it overflowed (an overflow of `what`).
+    ///
+    /// Out of line on a 32-bit target, where its arithmetic and its three
+    /// errors are ~200 bytes of code at each caller; inline on a 64-bit
+    /// one, where the callers' constants fold into it. CSR and CSC, the
+    /// commonest sparse layouts, take [`Self::need_inline`] instead: the
+    /// call costs a Cortex-M4 CSR decode ~160 instructions.
+    #[cfg_attr(target_pointer_width = "32", inline(never))]
+    #[cfg_attr(not(target_pointer_width = "32"), inline)]
+    pub(crate) fn need(
+        &self,
+        index: u8,
+        count: Option<u64>,
+        what: &'static str,
+        width: u64,
+        exact: bool,
+    ) -> Result<(), DescriptorError> {
+        self.need_inline(index, count, what, width, exact)
+    }
+
+    /// [`need`](Self::need), inline everywhere.
+    #[inline(always)]
+    pub(crate) fn need_inline(
+        &self,
+        index: u8,
+        count: Option<u64>,
+        what: &'static str,
+        width: u64,
+        exact: bool,
+    ) -> Result<(), DescriptorError> {
+        let count = count.ok_or(self.err(index, DescriptorErrorKind::Overflow { what }))?;
+        let bytes = if width == ELEMENTS {
+            self.element_bytes(index, count)?
+        } else {
+            self.array_bytes(index, count, width)?
+        };
+        if exact {
+            self.exactly(index, bytes)
+        } else {
+            self.at_least(index, bytes)
+        }
+    }
+
     /// The data buffer (0) holds `n` contiguous elements from `byte_offset`.
     pub(crate) fn contiguous(&self, n: u64) -> Result<(), DescriptorError> {
         let bytes = self.element_bytes(0, n)?;
@@ -272,17 +322,36 @@ pub fn stride_range(
     shape: impl Iterator<Item = u64>,
     strides: impl Iterator<Item = i64>,
 ) -> Option<(i64, i64)> {
-    let mut lo = 0i64;
-    let mut hi = 0i64;
+    let mut range = (0i64, 0i64);
     for (n, s) in shape.zip(strides) {
-        let reach = s.checked_mul(i64::try_from(n.checked_sub(1)?).ok()?)?;
-        if reach < 0 {
-            lo = lo.checked_add(reach)?;
-        } else {
-            hi = hi.checked_add(reach)?;
-        }
+        range = reach(range, n, s)?;
     }
-    Some((lo, hi))
+    Some(range)
+}
+
+/// One dimension's step of [`stride_range`]: `range` widened by what
+/// stride `s` reaches over `n` indices. Out of line on a 32-bit target,
+/// where a checked 64-bit product is ~90 bytes of code and the rule has
+/// three callers (strides, a tile grid's and a tile's own strides); inline
+/// on a 64-bit one, where it is one instruction.
+#[cfg_attr(target_pointer_width = "32", inline(never))]
+#[cfg_attr(not(target_pointer_width = "32"), inline)]
+fn reach((lo, hi): (i64, i64), n: u64, s: i64) -> Option<(i64, i64)> {
+    let reach = s.checked_mul(i64::try_from(n.checked_sub(1)?).ok()?)?;
+    if reach < 0 {
+        Some((lo.checked_add(reach)?, hi))
+    } else {
+        Some((lo, hi.checked_add(reach)?))
+    }
+}
+
+/// `a × b`, checked: out of line on a 32-bit target, where a checked
+/// 64-bit product is ~90 bytes of code (the tile grid's rules multiply at
+/// five places); inline on a 64-bit one.
+#[cfg_attr(target_pointer_width = "32", inline(never))]
+#[cfg_attr(not(target_pointer_width = "32"), inline)]
+pub(crate) const fn mul(a: u64, b: u64) -> Option<u64> {
+    a.checked_mul(b)
 }
 
 /// `ceil(n / d)` for `d > 0` (`d = 0` is treated as 1), by shifts for a

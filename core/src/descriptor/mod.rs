@@ -941,7 +941,7 @@ pub(crate) trait Parts {
             }
             Some(z) => {
                 ctx.exactly(scale, scale_bytes)?;
-                ctx.exactly(z, ctx.array_bytes(z, entries, 4)?)?;
+                ctx.need(z, Some(entries), "", 4, true)?;
             }
             None => ctx.exactly(scale, scale_bytes)?,
         }

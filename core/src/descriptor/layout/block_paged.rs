@@ -16,7 +16,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Shape, Sizes};
+use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes};
 
 /// Which projection of attention a block-paged tensor holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -150,14 +150,6 @@ impl BlockPaged {
     }
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
-        let overflow = |index| {
-            ctx.err(
-                index,
-                DescriptorErrorKind::Overflow {
-                    what: "page pool size",
-                },
-            )
-        };
         // No slots make an empty pool whatever a slot would hold (as a zero
         // dimension makes a shape's element count zero).
         let per_slot = if self.num_pages == 0 || self.page_size == 0 {
@@ -168,9 +160,8 @@ impl BlockPaged {
         let pool = self
             .slots()
             .zip(per_slot)
-            .and_then(|(s, p)| s.checked_mul(p))
-            .ok_or(overflow(0))?;
-        ctx.exactly(0, ctx.element_bytes(0, pool)?)?;
+            .and_then(|(s, p)| s.checked_mul(p));
+        ctx.need(0, pool, "page pool size", ELEMENTS, true)?;
         let width = self.index_width();
         let table = ctx.size(1);
         if !super::super::extent::is_multiple_of_pow2(table, width) {
@@ -184,7 +175,7 @@ impl BlockPaged {
             ));
         }
         let seq_ptr = u64::from(self.num_seqs).saturating_add(1);
-        ctx.exactly(2, ctx.array_bytes(2, seq_ptr, width)?)
+        ctx.need(2, Some(seq_ptr), "", width, true)
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {

@@ -13,7 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Shape, Sizes};
+use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes};
 
 /// The fields of a CSF layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,28 +77,21 @@ pub(super) fn check(
     rank: usize,
     ctx: &Ctx<impl Shape, impl Sizes>,
 ) -> Result<(), DescriptorError> {
-    let values = ctx.element_bytes(0, nnz)?;
-    ctx.at_least(0, values)?;
+    ctx.need(0, Some(nnz), "", ELEMENTS, false)?;
     #[allow(clippy::cast_possible_truncation)]
     let rank = rank.min(64) as u8;
     let mut parents = 1u64; // n_{-1}: the virtual root
     for level in 0..rank {
         let pos = level.saturating_mul(2).saturating_add(1);
         let crd = pos.saturating_add(1);
-        let pointers = parents.checked_add(1).ok_or(ctx.err(
-            pos,
-            DescriptorErrorKind::Overflow {
-                what: "CSF pointer count",
-            },
-        ))?;
-        ctx.exactly(pos, ctx.array_bytes(pos, pointers, 8)?)?;
+        ctx.need(pos, parents.checked_add(1), "CSF pointer count", 8, true)?;
         let crd_size = ctx.size(crd);
         let nodes = if level.saturating_add(1) == rank {
             nnz
         } else {
             crd_size / 8
         };
-        ctx.exactly(crd, ctx.array_bytes(crd, nodes, 8)?)?;
+        ctx.need(crd, Some(nodes), "", 8, true)?;
         parents = nodes;
     }
     Ok(())

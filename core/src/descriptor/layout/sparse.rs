@@ -17,7 +17,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Shape, Sizes};
+use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes};
 
 /// The fields of a COO layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,16 +72,9 @@ impl Coo {
     }
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
-        let values = ctx.element_bytes(0, self.nnz)?;
-        ctx.at_least(0, values)?;
-        let rank = ctx.shape.rank() as u64;
-        let coords = self.nnz.checked_mul(rank).ok_or(ctx.err(
-            1,
-            DescriptorErrorKind::Overflow {
-                what: "COO index count",
-            },
-        ))?;
-        ctx.exactly(1, ctx.array_bytes(1, coords, 8)?)
+        ctx.need(0, Some(self.nnz), "", ELEMENTS, false)?;
+        let coords = self.nnz.checked_mul(ctx.shape.rank() as u64);
+        ctx.need(1, coords, "COO index count", 8, true)
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
@@ -116,16 +109,10 @@ impl Compressed {
         ctx: &Ctx<impl Shape, impl Sizes>,
         major: Option<u64>,
     ) -> Result<(), DescriptorError> {
-        let values = ctx.element_bytes(0, self.nnz)?;
-        ctx.at_least(0, values)?;
-        ctx.exactly(1, ctx.array_bytes(1, self.nnz, 8)?)?;
-        let pointers = major.and_then(|n| n.checked_add(1)).ok_or(ctx.err(
-            2,
-            DescriptorErrorKind::Overflow {
-                what: "pointer count",
-            },
-        ))?;
-        ctx.exactly(2, ctx.array_bytes(2, pointers, 8)?)
+        ctx.need_inline(0, Some(self.nnz), "", ELEMENTS, false)?;
+        ctx.need_inline(1, Some(self.nnz), "", 8, true)?;
+        let pointers = major.and_then(|n| n.checked_add(1));
+        ctx.need_inline(2, pointers, "pointer count", 8, true)
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {

@@ -15,7 +15,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Shape, Sizes, div_ceil, stride_range};
+use super::super::extent::{Ctx, Shape, Sizes, div_ceil, mul, stride_range};
 use super::tag;
 
 /// The deepest nesting a reader accepts.
@@ -349,18 +349,18 @@ pub(super) fn check_grid<L: Level>(
 }
 
 fn product(mut d: impl Iterator<Item = u64>) -> Option<u64> {
-    d.try_fold(1u64, u64::checked_mul)
+    d.try_fold(1u64, mul)
 }
 
 /// The element range one level's tile grid reaches when it tiles `region`;
 /// `None` on overflow.
 fn level_span(level: &impl Level, region: impl Iterator<Item = u64>) -> Option<(i64, i64)> {
     let tile_elems = i64::try_from(product(level.tile_shape())?).ok()?;
-    let mut grid = region.zip(level.tile_shape()).map(|(n, t)| div_ceil(n, t));
+    let grid = region.zip(level.tile_shape()).map(|(n, t)| div_ceil(n, t));
     let (lo_t, hi_t) = match level.outer_strides() {
         Some(s) => stride_range(grid, s)?,
         None => {
-            let tiles = grid.try_fold(1u64, u64::checked_mul)?;
+            let tiles = product(grid)?;
             (0, i64::try_from(tiles).ok()?.checked_sub(1)?)
         }
     };
