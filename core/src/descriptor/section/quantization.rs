@@ -218,6 +218,12 @@ pub(crate) struct Params {
     pub(crate) pads: bool,
     /// A private scheme: nothing is known of its buffers.
     pub(crate) private: bool,
+    /// The smallest block size the scheme allows; 0 when it does not block.
+    pub(crate) min_block: u32,
+    /// The largest block size the scheme allows.
+    pub(crate) max_block: u32,
+    /// The blocked axis holds whole blocks only (MXFP: no partial block).
+    pub(crate) whole_blocks: bool,
 }
 
 /// What a reader must know to check a quantization section.
@@ -312,6 +318,9 @@ impl<'a> Scheme<'a> {
             scale_width: 4,
             pads: false,
             private: false,
+            min_block: 0,
+            max_block: u32::MAX,
+            whole_blocks: false,
         };
         match *self {
             Self::PerTensor { .. } => none,
@@ -347,7 +356,8 @@ impl<'a> Scheme<'a> {
                 },
                 // Whole blocks stored (partial trailing blocks padded).
                 pads: true,
-                private: false,
+                min_block: 2,
+                ..none
             },
             Self::Nf4 {
                 axis,
@@ -358,6 +368,7 @@ impl<'a> Scheme<'a> {
                 axis,
                 block_size,
                 pads: true,
+                min_block: 8,
                 ..none
             },
             Self::Mxfp {
@@ -369,6 +380,9 @@ impl<'a> Scheme<'a> {
                 axis,
                 block_size,
                 scale_width: 1,
+                min_block: 16,
+                max_block: 2048,
+                whole_blocks: true,
                 ..none
             },
         }
@@ -484,7 +498,10 @@ impl<'a> Quantization<'a> {
         let at = r.pos();
         let payload = r.bytes(len as usize)?;
         let this = Self::parse_payload(payload, ctx.accept_private)
-            .and_then(|q| q.check_shape(ctx).map(|()| q.scheme.params()).map_err(At))
+            .and_then(|q| {
+                let p = q.scheme.params();
+                q.check_shape(&p, ctx).map(|()| p).map_err(At)
+            })
             .map_err(|e| match e {
                 // A payload shorter than its fields: the length field (4
                 // bytes before the payload) is at fault.
@@ -663,20 +680,23 @@ impl<'a> Quantization<'a> {
 
     /// The section's rules on the values, for an encoder (`at`: the offset
     /// of the section's length field): what [`parse`](Self::parse) checks
-    /// of a payload that its own fields wrote, in the same order. `Ok(false)`
-    /// when the values have no encoding (a private scheme with a public tag).
+    /// of a payload that its own fields wrote, in the same order. Returns
+    /// what the cross-part rules read of the scheme (derived once), or
+    /// `None` when the values have no encoding (a private scheme with a
+    /// public tag).
+    #[inline]
     pub(crate) fn check(
         &self,
         ctx: &QuantCtx<impl Shape>,
         at: u32,
-    ) -> Result<bool, DescriptorError> {
+    ) -> Result<Option<Params>, DescriptorError> {
         let payload_at = at.saturating_add(4);
         let located = |e: DescriptorError| {
             DescriptorError::new(payload_at.saturating_add(e.offset()), e.kind())
         };
         if let Scheme::Private { tag, .. } = self.scheme {
             if !crate::codes::is_private_code(tag) {
-                return Ok(false);
+                return Ok(None);
             }
             if !ctx.accept_private {
                 let kind = DescriptorErrorKind::PrivateCodeRefused {
@@ -687,13 +707,16 @@ impl<'a> Quantization<'a> {
             }
         }
         self.scheme.check_values().map_err(located)?;
-        self.check_shape(ctx).map_err(located)?;
-        Ok(true)
+        let p = self.scheme.params();
+        self.check_shape(&p, ctx).map_err(located)?;
+        Ok(Some(p))
     }
 
-    /// Rules between the scheme and the tensor's type and shape. Errors are
+    /// Rules between the scheme and the tensor's type and shape, read from
+    /// the scheme's [`Params`] (`p`, derived once by the caller). Errors are
     /// located relative to the payload (the caller adds its offset).
-    fn check_shape(&self, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
+    #[inline]
+    fn check_shape(&self, p: &Params, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
         let s = &self.scheme;
         let err = |pos, kind| Err(DescriptorError::new(pos, kind));
         if !s.storage_allowed(ctx.storage) {
@@ -712,20 +735,19 @@ impl<'a> Quantization<'a> {
                 .is_some_and(|(lo, hi)| (lo..=hi).contains(&i64::from(zero_point)));
             if !in_range {
                 return err(
-                    8,
+                    at!(PerTensorFields.zero_point),
                     DescriptorErrorKind::ParameterOutOfRange {
                         field: "zero_point",
                     },
                 );
             }
         }
-        let axis = match *s {
-            Scheme::PerChannel { axis, .. } => axis,
-            _ => match s.blocks() {
-                Some((axis, _)) => axis,
-                None => return Ok(()),
-            },
-        };
+        // Every public scheme with an axis has a scale buffer; per-tensor
+        // and private schemes have neither.
+        if p.scale.is_none() {
+            return Ok(());
+        }
+        let axis = p.axis;
         #[allow(clippy::cast_possible_truncation)]
         let rank = ctx.shape.rank() as u32;
         let Some(size) = ctx.shape.dim(axis as usize) else {
@@ -740,21 +762,15 @@ impl<'a> Quantization<'a> {
                 },
             );
         }
-        if let Some((_, k)) = s.blocks() {
-            let (min, max) = match s {
-                Scheme::Nf4 { .. } => (8, u32::MAX),
-                Scheme::Mxfp { .. } => (16, 2048),
-                _ => (2, u32::MAX),
-            };
-            let valid = k.is_power_of_two() && k >= min && k <= max;
-            let fits = match s {
+        let (k, blocks) = (p.block_size, p.min_block != 0);
+        if blocks {
+            let valid = k.is_power_of_two() && k >= p.min_block && k <= p.max_block;
+            let fits = match p.whole_blocks {
                 // No partial blocks: a positive multiple of the block size.
                 // `k` is a power of two (checked just above).
-                Scheme::Mxfp { .. } => {
-                    size > 0 && super::super::extent::is_multiple_of_pow2(size, u64::from(k))
-                }
+                true => size > 0 && super::super::extent::is_multiple_of_pow2(size, u64::from(k)),
                 // A non-empty axis holds at least one whole block.
-                _ => size == 0 || u64::from(k) <= size,
+                false => size == 0 || u64::from(k) <= size,
             };
             if !valid || !fits {
                 return err(
@@ -780,23 +796,26 @@ impl<'a> Quantization<'a> {
                     },
                 )
             };
-            match s.blocks() {
-                None if axis == 0 => return invalid(AXIS_AT, "axis", axis),
-                Some((axis, _)) if axis != 0 => return invalid(AXIS_AT, "axis", axis),
-                Some((_, k)) if k != page_size => return invalid(BLOCK_SIZE_AT, "block_size", k),
-                _ => {}
+            if blocks != (axis == 0) {
+                return invalid(AXIS_AT, "axis", axis);
+            }
+            if blocks && k != page_size {
+                return invalid(BLOCK_SIZE_AT, "block_size", k);
             }
         }
         Ok(())
     }
 
     /// Writes the section through the same field structs the parser
-    /// reads.
+    /// reads: the length (known beforehand), the scheme header and the
+    /// scheme's fields as one store.
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
-        let len_at = w.pos();
-        w.u32(0);
-        let start = w.pos();
         let s = &self.scheme;
+        #[allow(clippy::cast_possible_truncation)] // saturated to `u32`
+        let len = s
+            .encoded_len()
+            .saturating_add(self.padding as usize)
+            .min(u32::MAX as usize) as u32;
         let symmetric = |zp: Option<u32>| if zp.is_none() { SYMMETRIC } else { 0 };
         let (version, flags) = match *s {
             Scheme::Private { version, flags, .. } => (version, flags),
@@ -808,27 +827,36 @@ impl<'a> Quantization<'a> {
             } => (1, symmetric(zero_point_buffer)),
             _ => (1, 0),
         };
-        w.value(&SchemeHeader {
+        let length = U32::new(len);
+        let head = SchemeHeader {
             scheme_tag: s.tag(),
             scheme_version: version,
             flags: U16::new(flags),
-        });
+        };
         match *s {
-            Scheme::PerTensor { scale, zero_point } => w.value(&PerTensorFields {
-                scale: F32::new(scale),
-                zero_point: I32::new(zero_point),
-                reserved: [0; 4],
+            Scheme::PerTensor { scale, zero_point } => w.value(&Fixed {
+                length,
+                head,
+                fields: PerTensorFields {
+                    scale: F32::new(scale),
+                    zero_point: I32::new(zero_point),
+                    reserved: [0; 4],
+                },
             }),
             Scheme::PerChannel {
                 axis,
                 scale_buffer,
                 zero_point_buffer,
-            } => w.value(&PerChannelFields {
-                axis: U32::new(axis),
-                scale_buffer_index: U32::new(scale_buffer),
-                zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
-                scale_type_tag: ElementType::Float32.code(),
-                reserved: [0; 3],
+            } => w.value(&Fixed {
+                length,
+                head,
+                fields: PerChannelFields {
+                    axis: U32::new(axis),
+                    scale_buffer_index: U32::new(scale_buffer),
+                    zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
+                    scale_type_tag: ElementType::Float32.code(),
+                    reserved: [0; 3],
+                },
             }),
             Scheme::PerBlock {
                 axis,
@@ -836,16 +864,18 @@ impl<'a> Quantization<'a> {
                 scale_buffer,
                 zero_point_buffer,
                 scale_type,
-            } => {
-                w.value(&PerBlockFields {
+            } => w.value(&Fixed {
+                length,
+                head,
+                fields: PerBlockFields {
                     axis: U32::new(axis),
                     block_size: U32::new(block_size),
                     scale_buffer_index: U32::new(scale_buffer),
                     zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
                     scale_type_tag: scale_type.code(),
                     reserved: [0; 3],
-                });
-            }
+                },
+            }),
             Scheme::Nf4 {
                 axis,
                 block_size,
@@ -855,18 +885,35 @@ impl<'a> Quantization<'a> {
                 axis,
                 block_size,
                 scale_buffer,
-            } => w.value(&BlockScaleFields {
-                axis: U32::new(axis),
-                block_size: U32::new(block_size),
-                scale_buffer_index: U32::new(scale_buffer),
+            } => w.value(&Fixed {
+                length,
+                head,
+                fields: BlockScaleFields {
+                    axis: U32::new(axis),
+                    block_size: U32::new(block_size),
+                    scale_buffer_index: U32::new(scale_buffer),
+                },
             }),
-            Scheme::Private { payload, .. } => w.bytes(payload),
+            Scheme::Private { payload, .. } => {
+                w.u32(len);
+                w.value(&head);
+                w.bytes(payload);
+            }
         }
-        w.zeros(self.padding as usize);
-        #[allow(clippy::cast_possible_truncation)]
-        let len = w.pos().saturating_sub(start).min(u32::MAX as usize) as u32;
-        w.patch_u32(len_at, len);
+        if self.padding != 0 {
+            w.zeros(self.padding as usize);
+        }
     }
+}
+
+/// A public scheme's fixed part as the encoder writes it: the section's
+/// length, the scheme header and the scheme's fields, in one store.
+#[derive(zerocopy::IntoBytes, zerocopy::Immutable, zerocopy::Unaligned)]
+#[repr(C, packed)]
+struct Fixed<F> {
+    length: U32,
+    head: SchemeHeader,
+    fields: F,
 }
 
 /// Why a payload was refused: too short for its fields (the length's
