@@ -679,24 +679,25 @@ impl<'a> Quantization<'a> {
     }
 
     /// The section's rules on the values, for an encoder (`at`: the offset
-    /// of the section's length field): what [`parse`](Self::parse) checks
-    /// of a payload that its own fields wrote, in the same order. Returns
-    /// what the cross-part rules read of the scheme (derived once), or
-    /// `None` when the values have no encoding (a private scheme with a
-    /// public tag).
-    #[inline]
+    /// of the section's length field; `p`: the scheme's [`Params`], which
+    /// the caller derives once and reads again): what
+    /// [`parse`](Self::parse) checks of a payload that its own fields
+    /// wrote, in the same order. `Ok(false)` when the values have no
+    /// encoding (a private scheme with a public tag).
+    #[inline(always)] // two callers; the encoder's acceptance is the hot one
     pub(crate) fn check(
         &self,
+        p: &Params,
         ctx: &QuantCtx<impl Shape>,
         at: u32,
-    ) -> Result<Option<Params>, DescriptorError> {
+    ) -> Result<bool, DescriptorError> {
         let payload_at = at.saturating_add(4);
         let located = |e: DescriptorError| {
             DescriptorError::new(payload_at.saturating_add(e.offset()), e.kind())
         };
         if let Scheme::Private { tag, .. } = self.scheme {
             if !crate::codes::is_private_code(tag) {
-                return Ok(None);
+                return Ok(false);
             }
             if !ctx.accept_private {
                 let kind = DescriptorErrorKind::PrivateCodeRefused {
@@ -707,9 +708,8 @@ impl<'a> Quantization<'a> {
             }
         }
         self.scheme.check_values().map_err(located)?;
-        let p = self.scheme.params();
-        self.check_shape(&p, ctx).map_err(located)?;
-        Ok(Some(p))
+        self.check_shape(p, ctx).map_err(located)?;
+        Ok(true)
     }
 
     /// Rules between the scheme and the tensor's type and shape, read from
