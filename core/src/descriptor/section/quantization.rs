@@ -708,15 +708,22 @@ impl<'a> Quantization<'a> {
             }
         }
         self.scheme.check_values().map_err(located)?;
-        self.check_shape(p, ctx).map_err(located)?;
+        self.shape_rules(p, ctx).map_err(located)?;
         Ok(true)
     }
 
     /// Rules between the scheme and the tensor's type and shape, read from
     /// the scheme's [`Params`] (`p`, derived once by the caller). Errors are
     /// located relative to the payload (the caller adds its offset).
-    #[inline]
     fn check_shape(&self, p: &Params, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
+        self.shape_rules(p, ctx)
+    }
+
+    /// [`check_shape`](Self::check_shape)'s body, inlined into the
+    /// encoder's acceptance (where the scheme is known and most of it folds
+    /// away); the parser keeps the out-of-line call, which costs it less.
+    #[inline(always)]
+    fn shape_rules(&self, p: &Params, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
         let s = &self.scheme;
         let err = |pos, kind| Err(DescriptorError::new(pos, kind));
         if !s.storage_allowed(ctx.storage) {
