@@ -479,10 +479,10 @@ impl<'a> TensorDescriptor<'a> {
             return None;
         }
         // What the rules read of the scheme, derived once.
-        let p = s.params();
-        if !matches!(q.check(&p, &ctx, at), Ok(true)) {
+        if !matches!(q.check(&ctx, at), Ok(true)) {
             return None;
         }
+        let p = s.params();
         // Parameter buffers follow the data buffer.
         let (b, scale, zero) = (self.buffers, p.scale, p.zero);
         let in_table = |i: u32| i >= 1 && (i as usize) < b.len();
@@ -589,7 +589,7 @@ impl<'a> TensorDescriptor<'a> {
                 accept_private: true,
                 page_size: self.layout.block_paged().map(|b| b.page_size),
             };
-            if !q.check(&q.scheme.params(), &ctx, at.quantization)? {
+            if !q.check(&ctx, at.quantization)? {
                 let what = "a private quantization scheme under a public tag";
                 return Err(EncodeError::Unsupported { what });
             }

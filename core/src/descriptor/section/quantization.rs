@@ -218,12 +218,6 @@ pub(crate) struct Params {
     pub(crate) pads: bool,
     /// A private scheme: nothing is known of its buffers.
     pub(crate) private: bool,
-    /// The smallest block size the scheme allows; 0 when it does not block.
-    pub(crate) min_block: u32,
-    /// The largest block size the scheme allows.
-    pub(crate) max_block: u32,
-    /// The blocked axis holds whole blocks only (MXFP: no partial block).
-    pub(crate) whole_blocks: bool,
 }
 
 /// What a reader must know to check a quantization section.
@@ -318,9 +312,6 @@ impl<'a> Scheme<'a> {
             scale_width: 4,
             pads: false,
             private: false,
-            min_block: 0,
-            max_block: u32::MAX,
-            whole_blocks: false,
         };
         match *self {
             Self::PerTensor { .. } => none,
@@ -356,8 +347,7 @@ impl<'a> Scheme<'a> {
                 },
                 // Whole blocks stored (partial trailing blocks padded).
                 pads: true,
-                min_block: 2,
-                ..none
+                private: false,
             },
             Self::Nf4 {
                 axis,
@@ -368,7 +358,6 @@ impl<'a> Scheme<'a> {
                 axis,
                 block_size,
                 pads: true,
-                min_block: 8,
                 ..none
             },
             Self::Mxfp {
@@ -380,9 +369,6 @@ impl<'a> Scheme<'a> {
                 axis,
                 block_size,
                 scale_width: 1,
-                min_block: 16,
-                max_block: 2048,
-                whole_blocks: true,
                 ..none
             },
         }
@@ -498,10 +484,7 @@ impl<'a> Quantization<'a> {
         let at = r.pos();
         let payload = r.bytes(len as usize)?;
         let this = Self::parse_payload(payload, ctx.accept_private)
-            .and_then(|q| {
-                let p = q.scheme.params();
-                q.check_shape(&p, ctx).map(|()| p).map_err(At)
-            })
+            .and_then(|q| q.check_shape(ctx).map(|()| q.scheme.params()).map_err(At))
             .map_err(|e| match e {
                 // A payload shorter than its fields: the length field (4
                 // bytes before the payload) is at fault.
@@ -679,15 +662,13 @@ impl<'a> Quantization<'a> {
     }
 
     /// The section's rules on the values, for an encoder (`at`: the offset
-    /// of the section's length field; `p`: the scheme's [`Params`], which
-    /// the caller derives once and reads again): what
+    /// of the section's length field): what
     /// [`parse`](Self::parse) checks of a payload that its own fields
     /// wrote, in the same order. `Ok(false)` when the values have no
     /// encoding (a private scheme with a public tag).
     #[inline(always)] // two callers; the encoder's acceptance is the hot one
     pub(crate) fn check(
         &self,
-        p: &Params,
         ctx: &QuantCtx<impl Shape>,
         at: u32,
     ) -> Result<bool, DescriptorError> {
@@ -708,22 +689,21 @@ impl<'a> Quantization<'a> {
             }
         }
         self.scheme.check_values().map_err(located)?;
-        self.shape_rules(p, ctx).map_err(located)?;
+        self.shape_rules(ctx).map_err(located)?;
         Ok(true)
     }
 
-    /// Rules between the scheme and the tensor's type and shape, read from
-    /// the scheme's [`Params`] (`p`, derived once by the caller). Errors are
+    /// Rules between the scheme and the tensor's type and shape. Errors are
     /// located relative to the payload (the caller adds its offset).
-    fn check_shape(&self, p: &Params, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
-        self.shape_rules(p, ctx)
+    fn check_shape(&self, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
+        self.shape_rules(ctx)
     }
 
     /// [`check_shape`](Self::check_shape)'s body, inlined into the
     /// encoder's acceptance (where the scheme is known and most of it folds
     /// away); the parser keeps the out-of-line call, which costs it less.
     #[inline(always)]
-    fn shape_rules(&self, p: &Params, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
+    fn shape_rules(&self, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
         let s = &self.scheme;
         let err = |pos, kind| Err(DescriptorError::new(pos, kind));
         if !s.storage_allowed(ctx.storage) {
@@ -742,19 +722,20 @@ impl<'a> Quantization<'a> {
                 .is_some_and(|(lo, hi)| (lo..=hi).contains(&i64::from(zero_point)));
             if !in_range {
                 return err(
-                    at!(PerTensorFields.zero_point),
+                    8,
                     DescriptorErrorKind::ParameterOutOfRange {
                         field: "zero_point",
                     },
                 );
             }
         }
-        // Every public scheme with an axis has a scale buffer; per-tensor
-        // and private schemes have neither.
-        if p.scale.is_none() {
-            return Ok(());
-        }
-        let axis = p.axis;
+        let axis = match *s {
+            Scheme::PerChannel { axis, .. } => axis,
+            _ => match s.blocks() {
+                Some((axis, _)) => axis,
+                None => return Ok(()),
+            },
+        };
         #[allow(clippy::cast_possible_truncation)]
         let rank = ctx.shape.rank() as u32;
         let Some(size) = ctx.shape.dim(axis as usize) else {
@@ -769,15 +750,21 @@ impl<'a> Quantization<'a> {
                 },
             );
         }
-        let (k, blocks) = (p.block_size, p.min_block != 0);
-        if blocks {
-            let valid = k.is_power_of_two() && k >= p.min_block && k <= p.max_block;
-            let fits = match p.whole_blocks {
+        if let Some((_, k)) = s.blocks() {
+            let (min, max) = match s {
+                Scheme::Nf4 { .. } => (8, u32::MAX),
+                Scheme::Mxfp { .. } => (16, 2048),
+                _ => (2, u32::MAX),
+            };
+            let valid = k.is_power_of_two() && k >= min && k <= max;
+            let fits = match s {
                 // No partial blocks: a positive multiple of the block size.
                 // `k` is a power of two (checked just above).
-                true => size > 0 && super::super::extent::is_multiple_of_pow2(size, u64::from(k)),
+                Scheme::Mxfp { .. } => {
+                    size > 0 && super::super::extent::is_multiple_of_pow2(size, u64::from(k))
+                }
                 // A non-empty axis holds at least one whole block.
-                false => size == 0 || u64::from(k) <= size,
+                _ => size == 0 || u64::from(k) <= size,
             };
             if !valid || !fits {
                 return err(
@@ -803,11 +790,11 @@ impl<'a> Quantization<'a> {
                     },
                 )
             };
-            if blocks != (axis == 0) {
-                return invalid(AXIS_AT, "axis", axis);
-            }
-            if blocks && k != page_size {
-                return invalid(BLOCK_SIZE_AT, "block_size", k);
+            match s.blocks() {
+                None if axis == 0 => return invalid(AXIS_AT, "axis", axis),
+                Some((axis, _)) if axis != 0 => return invalid(AXIS_AT, "axis", axis),
+                Some((_, k)) if k != page_size => return invalid(BLOCK_SIZE_AT, "block_size", k),
+                _ => {}
             }
         }
         Ok(())
