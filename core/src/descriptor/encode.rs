@@ -478,10 +478,11 @@ impl<'a> TensorDescriptor<'a> {
         if matches!(s, Scheme::Private { .. }) {
             return None;
         }
-        // What the rules read of the scheme, derived once.
+        // The section's own rules, inlined here (ADR-125).
         if !matches!(q.check(&ctx, at), Ok(true)) {
             return None;
         }
+        // What the buffer rules read of the scheme, derived once.
         let p = s.params();
         // Parameter buffers follow the data buffer.
         let (b, scale, zero) = (self.buffers, p.scale, p.zero);
