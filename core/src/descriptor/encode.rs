@@ -419,7 +419,7 @@ impl<'a> TensorDescriptor<'a> {
                 let size = b.byte_size(0);
                 let (elements, buffers) = match &self.quantization {
                     None => (count, 1),
-                    Some(q) => match self.quantization_holds(q, quantization_at, dynamic) {
+                    Some(q) => match self.quantization_holds(q, quantization_at, count, dynamic) {
                         Some((padded, buffers)) => (padded.or(count), buffers),
                         None => return false,
                     },
@@ -465,6 +465,7 @@ impl<'a> TensorDescriptor<'a> {
         &self,
         q: &Quantization<'_>,
         at: u32,
+        count: Option<u64>,
         dynamic: bool,
     ) -> Option<(Option<u64>, usize)> {
         let s = &q.scheme;
@@ -474,11 +475,16 @@ impl<'a> TensorDescriptor<'a> {
             accept_private: true,
             page_size: None,
         };
-        if matches!(s, Scheme::Private { .. }) || !matches!(q.check(&ctx, at), Ok(true)) {
+        if matches!(s, Scheme::Private { .. }) {
             return None;
         }
-        // Parameter buffers follow the data buffer.
+        // The section's own rules, inlined here (ADR-125).
+        if !matches!(q.check(&ctx, at), Ok(true)) {
+            return None;
+        }
+        // What the buffer rules read of the scheme, derived once.
         let p = s.params();
+        // Parameter buffers follow the data buffer.
         let (b, scale, zero) = (self.buffers, p.scale, p.zero);
         let in_table = |i: u32| i >= 1 && (i as usize) < b.len();
         let buffers = match (scale, zero) {
@@ -494,13 +500,22 @@ impl<'a> TensorDescriptor<'a> {
         let (entries, padded) = match *s {
             Scheme::PerChannel { axis, .. } => (self.shape.get(axis as usize)?, None),
             _ => {
-                let (axis, k) = s.blocks()?;
+                let (axis, k) = (p.axis, p.block_size);
                 let along = self.shape.get(axis as usize)?;
-                let others = match self.shape {
-                    Values::Native(d) => product_but(d.iter().copied(), axis)?,
-                    Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
+                // The other dimensions' product: the element count over
+                // this one, unless it is 0 (or the count overflowed).
+                let others = match count.and_then(|n| n.checked_div(along)) {
+                    Some(others) => others,
+                    None => match self.shape {
+                        Values::Native(d) => product_but(d.iter().copied(), axis)?,
+                        Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
+                    },
                 };
-                let blocks = extent::div_ceil(along, u64::from(k)).checked_mul(others)?;
+                // `k` is a power of two (the section's rule held).
+                let partial = along & u64::from(k).wrapping_sub(1) != 0;
+                let blocks = (along >> k.trailing_zeros())
+                    .saturating_add(u64::from(partial))
+                    .checked_mul(others)?;
                 let padded = match p.pads {
                     true => Some(blocks.checked_mul(u64::from(k))?),
                     false => None,

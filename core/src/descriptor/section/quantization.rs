@@ -662,9 +662,11 @@ impl<'a> Quantization<'a> {
     }
 
     /// The section's rules on the values, for an encoder (`at`: the offset
-    /// of the section's length field): what [`parse`](Self::parse) checks
-    /// of a payload that its own fields wrote, in the same order. `Ok(false)`
-    /// when the values have no encoding (a private scheme with a public tag).
+    /// of the section's length field): what
+    /// [`parse`](Self::parse) checks of a payload that its own fields
+    /// wrote, in the same order. `Ok(false)` when the values have no
+    /// encoding (a private scheme with a public tag).
+    #[inline(always)] // two callers; the encoder's acceptance is the hot one
     pub(crate) fn check(
         &self,
         ctx: &QuantCtx<impl Shape>,
@@ -687,13 +689,21 @@ impl<'a> Quantization<'a> {
             }
         }
         self.scheme.check_values().map_err(located)?;
-        self.check_shape(ctx).map_err(located)?;
+        self.shape_rules(ctx).map_err(located)?;
         Ok(true)
     }
 
     /// Rules between the scheme and the tensor's type and shape. Errors are
     /// located relative to the payload (the caller adds its offset).
     fn check_shape(&self, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
+        self.shape_rules(ctx)
+    }
+
+    /// [`check_shape`](Self::check_shape)'s body, inlined into the
+    /// encoder's acceptance (where the scheme is known and most of it folds
+    /// away); the parser keeps the out-of-line call, which costs it less.
+    #[inline(always)]
+    fn shape_rules(&self, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
         let s = &self.scheme;
         let err = |pos, kind| Err(DescriptorError::new(pos, kind));
         if !s.storage_allowed(ctx.storage) {
@@ -791,12 +801,15 @@ impl<'a> Quantization<'a> {
     }
 
     /// Writes the section through the same field structs the parser
-    /// reads.
+    /// reads: the length (known beforehand), the scheme header and the
+    /// scheme's fields as one store.
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
-        let len_at = w.pos();
-        w.u32(0);
-        let start = w.pos();
         let s = &self.scheme;
+        #[allow(clippy::cast_possible_truncation)] // saturated to `u32`
+        let len = s
+            .encoded_len()
+            .saturating_add(self.padding as usize)
+            .min(u32::MAX as usize) as u32;
         let symmetric = |zp: Option<u32>| if zp.is_none() { SYMMETRIC } else { 0 };
         let (version, flags) = match *s {
             Scheme::Private { version, flags, .. } => (version, flags),
@@ -808,27 +821,36 @@ impl<'a> Quantization<'a> {
             } => (1, symmetric(zero_point_buffer)),
             _ => (1, 0),
         };
-        w.value(&SchemeHeader {
+        let length = U32::new(len);
+        let head = SchemeHeader {
             scheme_tag: s.tag(),
             scheme_version: version,
             flags: U16::new(flags),
-        });
+        };
         match *s {
-            Scheme::PerTensor { scale, zero_point } => w.value(&PerTensorFields {
-                scale: F32::new(scale),
-                zero_point: I32::new(zero_point),
-                reserved: [0; 4],
+            Scheme::PerTensor { scale, zero_point } => w.value(&Fixed {
+                length,
+                head,
+                fields: PerTensorFields {
+                    scale: F32::new(scale),
+                    zero_point: I32::new(zero_point),
+                    reserved: [0; 4],
+                },
             }),
             Scheme::PerChannel {
                 axis,
                 scale_buffer,
                 zero_point_buffer,
-            } => w.value(&PerChannelFields {
-                axis: U32::new(axis),
-                scale_buffer_index: U32::new(scale_buffer),
-                zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
-                scale_type_tag: ElementType::Float32.code(),
-                reserved: [0; 3],
+            } => w.value(&Fixed {
+                length,
+                head,
+                fields: PerChannelFields {
+                    axis: U32::new(axis),
+                    scale_buffer_index: U32::new(scale_buffer),
+                    zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
+                    scale_type_tag: ElementType::Float32.code(),
+                    reserved: [0; 3],
+                },
             }),
             Scheme::PerBlock {
                 axis,
@@ -836,16 +858,18 @@ impl<'a> Quantization<'a> {
                 scale_buffer,
                 zero_point_buffer,
                 scale_type,
-            } => {
-                w.value(&PerBlockFields {
+            } => w.value(&Fixed {
+                length,
+                head,
+                fields: PerBlockFields {
                     axis: U32::new(axis),
                     block_size: U32::new(block_size),
                     scale_buffer_index: U32::new(scale_buffer),
                     zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
                     scale_type_tag: scale_type.code(),
                     reserved: [0; 3],
-                });
-            }
+                },
+            }),
             Scheme::Nf4 {
                 axis,
                 block_size,
@@ -855,18 +879,35 @@ impl<'a> Quantization<'a> {
                 axis,
                 block_size,
                 scale_buffer,
-            } => w.value(&BlockScaleFields {
-                axis: U32::new(axis),
-                block_size: U32::new(block_size),
-                scale_buffer_index: U32::new(scale_buffer),
+            } => w.value(&Fixed {
+                length,
+                head,
+                fields: BlockScaleFields {
+                    axis: U32::new(axis),
+                    block_size: U32::new(block_size),
+                    scale_buffer_index: U32::new(scale_buffer),
+                },
             }),
-            Scheme::Private { payload, .. } => w.bytes(payload),
+            Scheme::Private { payload, .. } => {
+                w.u32(len);
+                w.value(&head);
+                w.bytes(payload);
+            }
         }
-        w.zeros(self.padding as usize);
-        #[allow(clippy::cast_possible_truncation)]
-        let len = w.pos().saturating_sub(start).min(u32::MAX as usize) as u32;
-        w.patch_u32(len_at, len);
+        if self.padding != 0 {
+            w.zeros(self.padding as usize);
+        }
     }
+}
+
+/// A public scheme's fixed part as the encoder writes it: the section's
+/// length, the scheme header and the scheme's fields, in one store.
+#[derive(zerocopy::IntoBytes, zerocopy::Immutable, zerocopy::Unaligned)]
+#[repr(C, packed)]
+struct Fixed<F> {
+    length: U32,
+    head: SchemeHeader,
+    fields: F,
 }
 
 /// Why a payload was refused: too short for its fields (the length's
