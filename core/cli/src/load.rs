@@ -11,11 +11,15 @@
 //! into PyTorch's caching allocator). One line goes to standard output:
 //!
 //! ```text
-//! load file=<path> bytes=<n> tensors=<k> runs=<r> median_ms=<ms> gbps=<GB/s> best_gbps=<GB/s> validate_ms=<ms> allocate_ms=<ms> copy_ms=<ms> reuse=<bool> dma=<true|false> slabs=<s> packed=<p> threads=<t> adapter=<name>
+//! load file=<path> bytes=<n> tensors=<k> runs=<r> median_ms=<ms> gbps=<GB/s> best_gbps=<GB/s> validate_ms=<ms> allocate_ms=<ms> copy_ms=<ms> gpu_alloc_ms=<ms> build_ms=<ms> fill_ms=<ms> submit_ms=<ms> wait_slot_ms=<ms> reuse=<bool> dma=<true|false> slabs=<s> packed=<p> threads=<t> adapter=<name>
 //! ```
 //!
-//! (`gbps` from the median; the phases are those of the median run; 1 GB =
-//! 10⁹ bytes; `slabs` GPU buffers shared by `packed` small tensor buffers,
+//! (`gbps` from the median; the phases are those of the median run
+//! (`LoadTimes`: `gpu_alloc_ms` the part of `allocate_ms` spent creating
+//! GPU buffers, `build_ms` building the loaded tensors; `fill_ms`,
+//! `submit_ms` and `wait_slot_ms` the DMA copy threads' time copying,
+//! submitting and waiting for a staging slot, summed over the threads, 0
+//! off the threaded DMA path); 1 GB = 10⁹ bytes; `slabs` GPU buffers shared by `packed` small tensor buffers,
 //! `LoadOptions::pack_below`, both 0 with `--no-pack`.)
 
 use std::path::{Path, PathBuf};
@@ -87,8 +91,9 @@ impl LoadReport {
     #[must_use]
     pub fn line(&self, path: &Path) -> String {
         let gbps = |s: f64| self.bytes as f64 / s.max(1e-9) / 1e9;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         format!(
-            "load file={} bytes={} tensors={} runs={} median_ms={:.2} gbps={:.2} best_gbps={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} reuse={} dma={} slabs={} packed={} threads={} adapter={:?}",
+            "load file={} bytes={} tensors={} runs={} median_ms={:.2} gbps={:.2} best_gbps={:.2} validate_ms={:.2} allocate_ms={:.2} copy_ms={:.2} gpu_alloc_ms={:.2} build_ms={:.2} fill_ms={:.2} submit_ms={:.2} wait_slot_ms={:.2} reuse={} dma={} slabs={} packed={} threads={} adapter={:?}",
             path.display(),
             self.bytes,
             self.tensors,
@@ -99,6 +104,11 @@ impl LoadReport {
             self.times.validate.as_secs_f64() * 1e3,
             self.times.allocate.as_secs_f64() * 1e3,
             self.times.copy.as_secs_f64() * 1e3,
+            ms(self.times.gpu_allocate),
+            ms(self.times.build),
+            ms(self.times.workers.fill),
+            ms(self.times.workers.submit),
+            ms(self.times.workers.wait_slot),
             self.reuse,
             self.dma,
             self.slabs,
