@@ -1272,16 +1272,7 @@ impl<'f> Planner<'f> {
                     max: self.max,
                 });
             }
-            // The buffers are sub-slices of the file (zero-copy views):
-            // their offset is the difference of the two addresses.
-            let at = (bytes.as_ptr() as usize).wrapping_sub(self.base);
-            let pi = self.parts.len();
-            self.parts.push(Part {
-                target: usize::MAX,
-                offset: 0,
-                len: 0,
-            });
-            let entry = (at, bytes, pi, ti, u64::from(h.alignment()));
+            let entry = self.entry(bytes, ti, u64::from(h.alignment()));
             match later.as_mut() {
                 Some(l) => l.push(entry),
                 None => self.place(entry)?,
@@ -1291,20 +1282,29 @@ impl<'f> Planner<'f> {
         Ok(())
     }
 
+    /// A new part (not yet placed) for buffer `bytes` of tensor `ti`, and
+    /// its entry for [`place`](Self::place). The buffers are sub-slices of
+    /// the file (zero-copy views): their offset is the difference of the
+    /// two addresses.
+    fn entry(&mut self, bytes: &'f [u8], ti: usize, align: u64) -> Entry<'f> {
+        let at = (bytes.as_ptr() as usize).wrapping_sub(self.base);
+        let pi = self.parts.len();
+        self.parts.push(Part {
+            target: usize::MAX,
+            offset: 0,
+            len: 0,
+        });
+        (at, bytes, pi, ti, align)
+    }
+
     /// The next tensor, in file order, from its buffers listed (bytes and
     /// alignment, sizes already checked: [`PartOut::prepare`]).
     fn add_listed(&mut self, bufs: &[(&'f [u8], u64)]) -> Result<(), LoadError> {
         let ti = self.tensor_parts.len();
         let first = self.parts.len();
         for &(bytes, align) in bufs {
-            let at = (bytes.as_ptr() as usize).wrapping_sub(self.base);
-            let pi = self.parts.len();
-            self.parts.push(Part {
-                target: usize::MAX,
-                offset: 0,
-                len: 0,
-            });
-            self.place((at, bytes, pi, ti, align))?;
+            let entry = self.entry(bytes, ti, align);
+            self.place(entry)?;
         }
         self.tensor_parts.push(first..self.parts.len());
         Ok(())
