@@ -191,23 +191,56 @@ pub(crate) const fn handle_placement(h: &BufferHandle) -> u32 {
     h.device_tag().code() as u32 | (h.memory_class().code() as u32) << 16
 }
 
+/// The fast rule for an entry of a table whose entry 0 passed [`entry_ok`],
+/// over the same four words: `true` exactly when the entry decodes and is
+/// colocated with entry 0 (`first` is entry 0's [`placement`]).
+///
+/// Colocation makes every entry's device tag and memory class entry 0's,
+/// so the pairing rule (the `VALIDITY` lookup), checked once for entry 0,
+/// holds for all of them, and the CPU rule (no sync mode on the CPU device)
+/// becomes a bound on the sync byte, `max_sync`: 0 on the CPU, else the
+/// last sync code. The code word XOR entry 0's placement, rotated so that
+/// the sync byte is its low byte, is then at most `max_sync` exactly when
+/// the device tag and memory class equal entry 0's, the reserved byte is 0
+/// and the sync byte is in bounds: one comparison where [`entry_ok`] makes
+/// eight, and no per-entry table lookup (which the vector unit can only
+/// emulate). A unit test checks the equivalence.
+#[inline(always)]
+#[allow(clippy::indexing_slicing)] // a fixed-size array indexed by constants
+const fn colocated_ok(w: &[U32; 4], first: u32, max_sync: u32) -> bool {
+    let [lo, hi, align, codes] = [w[0].get(), w[1].get(), w[2].get(), w[3].get()];
+    let codes_ok = (codes ^ first).rotate_right(8) <= max_sync;
+    let pow2 = align & align.wrapping_sub(1) == 0;
+    // Given `pow2`, `align >= 64` is `align & !63 != 0`, and implies `align != 0`.
+    let big = align & !(MIN_BUFFER_ALIGNMENT - 1) != 0;
+    let empty_ok = ((lo | hi) == 0) & (align != 0);
+    codes_ok & pow2 & (big | empty_ok)
+}
+
 /// Validates every entry and their colocation with the branch-free fast
 /// path (for large tables); on failure names the first invalid one.
+///
+/// Entry 0 is checked in full ([`entry_ok`]); every entry then by
+/// [`colocated_ok`], a chunk of [`CHUNK`] at a time. A chunk that holds a
+/// bad entry (or an entry 0 that fails) is walked by [`check_each`], so the
+/// error is the first fault in table order, as the entry-by-entry rule
+/// names it.
 fn validate_entries(entries: &[BufferHandleEntry]) -> Result<(), DescriptorError> {
     // Same bytes, seen as four little-endian words per entry; cannot fail
     // (16-byte entries, alignment 1), but a failure would only skip the fast path.
     let words = <[[U32; 4]]>::ref_from_bytes(entries.as_bytes()).unwrap_or(&[]);
-    let fast_ok = words.len() == entries.len();
     let first = entries.first().map_or(0, placement);
+    let fast_ok = words.len() == entries.len() && words.first().is_none_or(entry_ok);
+    let max_sync = if first & 0xFF == 0 { 0 } else { LAST_SYNC };
     for (n, (chunk, words)) in entries
         .chunks(CHUNK)
         .zip(words.chunks(CHUNK).chain(core::iter::repeat(&[][..])))
         .enumerate()
     {
         if fast_ok
-            && words.iter().fold(true, |ok, w| {
-                ok & entry_ok(w) & (w[3].get() & 0x00FF_00FF == first)
-            })
+            && words
+                .iter()
+                .fold(true, |ok, w| ok & colocated_ok(w, first, max_sync))
         {
             continue;
         }
@@ -438,5 +471,140 @@ mod tests {
             }
         }
         assert!(checked > 0);
+    }
+
+    /// Every entry 0 that decodes, as `(device tag, memory class)` codes:
+    /// each named device with each class it allows, and private pairs.
+    fn valid_firsts() -> impl Iterator<Item = (u8, u8)> {
+        let named = (0u8..=8)
+            .flat_map(|d| (0u8..=3).map(move |c| (d, c)))
+            .chain([(0xF0, 0), (0xF0, 0xF0), (0xFE, 0xFE), (0xF3, 0xF7)]);
+        named.filter(|&(dev, class)| entry(1024, 64, dev, 0, class, 0).decode().is_ok())
+    }
+
+    fn entry(
+        size: u64,
+        align: u32,
+        dev: u8,
+        sync: u8,
+        class: u8,
+        reserved: u8,
+    ) -> BufferHandleEntry {
+        BufferHandleEntry {
+            byte_size: size.into(),
+            alignment: align.into(),
+            device_tag: dev,
+            sync_mode: sync,
+            memory_class: class,
+            reserved,
+        }
+    }
+
+    /// Given an entry 0 that passes [`entry_ok`], the colocated rule says
+    /// exactly what `entry_ok` and colocation with entry 0 say together:
+    /// for every valid entry 0, every sync byte, and device tags, memory
+    /// classes and reserved bytes at and around every boundary, over the
+    /// size and alignment shapes the other rules care about.
+    #[test]
+    fn colocated_rule_agrees_with_decode_and_colocation() {
+        // Under Miri, a sample of each axis (the boundaries kept).
+        let (devs, classes, first_step): (&[u8], &[u8], usize) = if cfg!(miri) {
+            (&[0, 1, 9, 0xF0, 0xFF], &[0, 4, 0xF0, 0xFF], 11)
+        } else {
+            (
+                &[0, 1, 2, 7, 8, 9, 0x7F, 0x80, 0xEF, 0xF0, 0xF3, 0xFE, 0xFF],
+                &[0, 1, 2, 3, 4, 0x80, 0xEF, 0xF0, 0xF7, 0xFE, 0xFF],
+                1,
+            )
+        };
+        let syncs = (0u8..=255).filter(|s| !cfg!(miri) || matches!(s, 0..=3 | 0xFF));
+        let shapes: &[(u64, u32)] = &[
+            (1024, 64),
+            (0, 1),
+            (0, 0),
+            (5, 3),
+            (1 << 32, 32),
+            (100, 128),
+            (7, 0),
+            (1, 1 << 31),
+            (0, 0xFFFF_FFC0),
+        ];
+        let shapes = if cfg!(miri) { &shapes[..4] } else { shapes };
+        let mut checked = 0u64;
+        for (dev0, class0) in valid_firsts().step_by(first_step) {
+            let first = u32::from(dev0) | u32::from(class0) << 16;
+            let max_sync = if dev0 == 0 { 0 } else { LAST_SYNC };
+            for &dev in devs.iter().chain(&[dev0]) {
+                for &class in classes.iter().chain(&[class0]) {
+                    for sync in syncs.clone() {
+                        for reserved in [0u8, 1, 0x80] {
+                            for &(size, align) in shapes {
+                                let e = entry(size, align, dev, sync, class, reserved);
+                                let w = <[U32; 4]>::read_from_bytes(e.as_bytes()).unwrap();
+                                let slow = e.decode().is_ok() && placement(&e) == first;
+                                assert_eq!(
+                                    colocated_ok(&w, first, max_sync),
+                                    slow,
+                                    "{e:?} first {first:#x}"
+                                );
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 1_000, "{checked}");
+    }
+
+    /// Tables of varied valid entries with one or two faults planted at
+    /// random places: the table's verdict is the entry-by-entry walk's
+    /// (same first fault, same index and offset), on both sides of every
+    /// chunk boundary.
+    #[test]
+    #[allow(clippy::cast_possible_truncation)] // indices below 200
+    fn table_verdict_is_the_first_fault_in_table_order() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let rounds = if cfg!(miri) { 12 } else { 1500 };
+        let firsts = valid_firsts().count() as u64;
+        let mut faults = 0;
+        for _ in 0..rounds {
+            let len = (next() % 200) as usize + 1;
+            let (dev, class) = valid_firsts().nth((next() % firsts) as usize).unwrap();
+            let mut all = [entry(0, 1, 0, 0, 0, 0); 200];
+            let table = &mut all[..len];
+            for e in table.iter_mut() {
+                *e = {
+                    let r = next();
+                    let sync = if dev == 0 { 0 } else { (r % 3) as u8 };
+                    let size = (r >> 8) % 3 * (r >> 20);
+                    let align = if size == 0 {
+                        1 << ((r >> 60) % 8)
+                    } else {
+                        64 << ((r >> 58) % 8)
+                    };
+                    entry(size, align, dev, sync, class, 0)
+                };
+            }
+            for _ in 0..(next() % 3) {
+                let i = (next() % len as u64) as usize;
+                let byte = (next() % 16) as usize;
+                table[i].as_mut_bytes()[byte] ^= 1 << (next() % 8);
+            }
+            let first = placement(&table[0]);
+            let expected = check_each(table, 0, first);
+            faults += usize::from(expected.is_err());
+            assert_eq!(validate_entries(table), expected, "{table:?}");
+        }
+        assert!(
+            faults > rounds / 8,
+            "{faults} of {rounds} tables had a fault"
+        );
     }
 }
