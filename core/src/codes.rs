@@ -18,31 +18,47 @@ pub const PRIVATE_FIRST: u8 = 0xF0;
 pub const PRIVATE_LAST: u8 = 0xFE;
 
 /// Declares a code enum from one list — variant, wire code, spec name —
-/// and derives from it the list of named values, `from_code`, `code` and
-/// `name`, so each code is written once. An optional `Private(u8)` variant
-/// carries the implementation-private range `0xF0`–`0xFE`.
+/// and derives from it the list of named values, the decoder, `code` and
+/// `name`, so each code is written once. The code type is `u8` and the
+/// decoder `pub fn from_code` unless both are given (`pub enum E: u32, ALL,
+/// fn named`). An optional `Private(u8)` variant carries the
+/// implementation-private range `0xF0`–`0xFE`; an optional `..` variant
+/// keeps any other value, for a decoder written by hand over the generated
+/// one.
 macro_rules! code_enum {
     (
         $(#[$meta:meta])*
-        pub enum $name:ident, $list:ident {
+        pub enum $name:ident, $list:ident { $($body:tt)* }
+    ) => {
+        $crate::codes::code_enum! {
+            $(#[$meta])*
+            pub enum $name: u8, $list, pub fn from_code { $($body)* }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident: $repr:ident, $list:ident, $vis:vis fn $from:ident {
             $( $(#[$vmeta:meta])* $variant:ident = $code:literal => $vname:literal, )*
             $( @ $(#[$pmeta:meta])* $private:ident(u8), )?
+            $( .. $(#[$ometa:meta])* $other:ident($orepr:ty) => $oname:literal, )?
         }
     ) => {
         $(#[$meta])*
         pub enum $name {
             $( $(#[$vmeta])* $variant, )*
             $( $(#[$pmeta])* $private(u8), )?
+            $( $(#[$ometa])* $other($orepr), )?
         }
 
         impl $name {
             /// Every named (non-private) value, in code order.
             pub const $list: &'static [Self] = &[$(Self::$variant),*];
 
-            /// Decodes a wire byte; `None` for a reserved or invalid code.
+            /// Decodes a wire code; `None` for a reserved, invalid or unknown
+            /// code.
             #[must_use]
             #[inline]
-            pub const fn from_code(code: u8) -> Option<Self> {
+            $vis const fn $from(code: $repr) -> Option<Self> {
                 Some(match code {
                     $( $code => Self::$variant, )*
                     $( $crate::codes::PRIVATE_FIRST..=$crate::codes::PRIVATE_LAST => {
@@ -52,30 +68,85 @@ macro_rules! code_enum {
                 })
             }
 
-            /// The wire byte (a private value built by hand with a code
-            /// outside `0xF0`–`0xFE` is written as it is; the constructors
-            /// that take one check it).
+            /// The wire code. A value that carries its own code (a private
+            /// or a kept unknown one) is written as it is; the constructors
+            /// that take a private code check its range.
             #[must_use]
             #[inline]
-            pub const fn code(self) -> u8 {
+            pub const fn code(self) -> $repr {
                 match self {
                     $( Self::$variant => $code, )*
                     $( Self::$private(code) => code, )?
+                    $( Self::$other(code) => code, )?
                 }
             }
 
-            /// The spec's name (`"private"` for a private code).
+            $(
+                /// Whether this is an implementation-private value.
+                #[must_use]
+                #[inline]
+                pub const fn is_private(self) -> bool {
+                    matches!(self, Self::$private(_))
+                }
+            )?
+
+            /// The spec's name (`"private"` for a private code; the
+            /// catch-all's own name for a kept unknown one).
             #[must_use]
             pub const fn name(self) -> &'static str {
                 match self {
                     $( Self::$variant => $vname, )*
                     $( Self::$private(_) => "private", )?
+                    $( Self::$other(_) => $oname, )?
                 }
             }
         }
     };
 }
 pub(crate) use code_enum;
+
+/// Declares a flag word — a newtype over its bits, with one constant a flag
+/// — and derives `bits`, `union` and `contains`; `from_bits`, which says
+/// which bits are reserved, is written by hand next to it.
+macro_rules! flag_set {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident($repr:ty) {
+            $( $(#[$fmeta:meta])* const $flag:ident = $bits:expr; )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        pub struct $name($repr);
+
+        impl $name {
+            $( $(#[$fmeta])* pub const $flag: Self = Self($bits); )*
+
+            /// The raw bits.
+            #[must_use]
+            #[inline]
+            pub const fn bits(self) -> $repr {
+                self.0
+            }
+
+            /// Both sets of flags.
+            #[must_use]
+            #[inline]
+            pub const fn union(self, other: Self) -> Self {
+                Self(self.0 | other.0)
+            }
+
+            /// Whether every flag of `other` is set.
+            #[must_use]
+            #[inline]
+            pub const fn contains(self, other: Self) -> bool {
+                self.0 & other.0 == other.0
+            }
+        }
+    };
+}
+pub(crate) use flag_set;
 
 /// Whether `code` lies in the implementation-private range `0xF0`–`0xFE`.
 ///
@@ -162,13 +233,6 @@ impl DeviceTag {
         }
     }
 
-    /// Whether this is an implementation-private tag.
-    #[must_use]
-    #[inline]
-    pub const fn is_private(self) -> bool {
-        matches!(self, Self::Private(_))
-    }
-
     /// Whether `class` is a valid memory class for a buffer on this device
     /// (`docs/spec/buffer-protocol.md` § Per-Device Validity).
     ///
@@ -227,8 +291,6 @@ code_enum! {
     }
 }
 
-impl SyncMode {}
-
 code_enum! {
     /// How a buffer's memory can be reached (byte 14, ADR-020).
     ///
@@ -264,5 +326,3 @@ code_enum! {
         Private(u8),
     }
 }
-
-impl MemoryClass {}

@@ -204,13 +204,6 @@ impl Packing {
 }
 
 impl ElementType {
-    /// Whether this is an implementation-private type.
-    #[must_use]
-    #[inline]
-    pub const fn is_private(self) -> bool {
-        matches!(self, Self::Private(_))
-    }
-
     /// Bits per element; `None` for a private type (its width is in the
     /// extension type section).
     #[must_use]

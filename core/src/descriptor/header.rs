@@ -5,6 +5,7 @@ use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+use crate::codes::flag_set;
 use crate::element::ElementType;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::wire_struct;
@@ -138,33 +139,34 @@ impl FixedHeader {
     }
 }
 
-/// The descriptor's flag word: which optional sections follow the buffer
-/// table.
-///
-/// ```
-/// use hurray_core::Flags;
-/// let f = Flags::HAS_SHARD.union(Flags::HAS_STATISTICS);
-/// assert_eq!(f.bits(), 0b1010);
-/// assert!(f.contains(Flags::HAS_SHARD));
-/// assert_eq!(Flags::from_bits(1 << 7), None); // reserved bit
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Flags(u32);
+flag_set! {
+    /// The descriptor's flag word: which optional sections follow the buffer
+    /// table.
+    ///
+    /// ```
+    /// use hurray_core::Flags;
+    /// let f = Flags::HAS_SHARD.union(Flags::HAS_STATISTICS);
+    /// assert_eq!(f.bits(), 0b1010);
+    /// assert!(f.contains(Flags::HAS_SHARD));
+    /// assert_eq!(Flags::from_bits(1 << 7), None); // reserved bit
+    /// ```
+    pub struct Flags(u32) {
+        /// No optional section.
+        const EMPTY = 0;
+        /// A quantization section follows (bit 0).
+        const HAS_QUANTIZATION = 1 << 0;
+        /// A shard section follows (bit 1).
+        const HAS_SHARD = 1 << 1;
+        /// An extension type section follows (bit 2).
+        const HAS_EXTENSION_TYPE = 1 << 2;
+        /// A statistics section follows (bit 3).
+        const HAS_STATISTICS = 1 << 3;
+        /// A composite member section follows (bit 4).
+        const HAS_COMPOSITE_MEMBER = 1 << 4;
+    }
+}
 
 impl Flags {
-    /// No optional section.
-    pub const EMPTY: Self = Self(0);
-    /// A quantization section follows (bit 0).
-    pub const HAS_QUANTIZATION: Self = Self(1 << 0);
-    /// A shard section follows (bit 1).
-    pub const HAS_SHARD: Self = Self(1 << 1);
-    /// An extension type section follows (bit 2).
-    pub const HAS_EXTENSION_TYPE: Self = Self(1 << 2);
-    /// A statistics section follows (bit 3).
-    pub const HAS_STATISTICS: Self = Self(1 << 3);
-    /// A composite member section follows (bit 4).
-    pub const HAS_COMPOSITE_MEMBER: Self = Self(1 << 4);
     /// Every defined bit.
     pub const DEFINED: u32 = 0b1_1111;
 
@@ -177,27 +179,6 @@ impl Flags {
         } else {
             None
         }
-    }
-
-    /// The raw bits.
-    #[must_use]
-    #[inline]
-    pub const fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// Whether every bit of `other` is set.
-    #[must_use]
-    #[inline]
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// Both sets of bits.
-    #[must_use]
-    #[inline]
-    pub const fn union(self, other: Self) -> Self {
-        Self(self.0 | other.0)
     }
 
     /// `self` with `other` set when `on`, cleared otherwise.

@@ -6,6 +6,7 @@ use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::error::{FileError, FileErrorKind};
+use crate::codes::flag_set;
 
 /// `"HRRYFILE"`: the first eight bytes of every file.
 pub const FILE_MAGIC: [u8; 8] = *b"HRRYFILE";
@@ -80,30 +81,30 @@ macro_rules! at {
     };
 }
 
-/// The file's flag word.
-///
-/// ```
-/// use hurray_core::file::FileFlags;
-/// let f = FileFlags::SORTED_INDEX.union(FileFlags::HAS_INDEX_CRC32C);
-/// assert_eq!(f.bits(), 0b110);
-/// assert_eq!(FileFlags::from_bits(1 << 3), None); // reserved bit
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct FileFlags(u32);
+flag_set! {
+    /// The file's flag word.
+    ///
+    /// ```
+    /// use hurray_core::file::FileFlags;
+    /// let f = FileFlags::SORTED_INDEX.union(FileFlags::HAS_INDEX_CRC32C);
+    /// assert_eq!(f.bits(), 0b110);
+    /// assert_eq!(FileFlags::from_bits(1 << 3), None); // reserved bit
+    /// ```
+    pub struct FileFlags(u32) {
+        /// No flag.
+        const EMPTY = 0;
+        /// Bit 0: a KV metadata section is present.
+        const HAS_KV_METADATA = 1;
+        /// Bit 1: index entries are in strictly ascending byte order of name.
+        const SORTED_INDEX = 1 << 1;
+        /// Bit 2: the trailer carries the CRC-32C of the index section.
+        const HAS_INDEX_CRC32C = 1 << 2;
+        /// Every defined bit.
+        const ALL = 0b111;
+    }
+}
 
 impl FileFlags {
-    /// No flag.
-    pub const EMPTY: Self = Self(0);
-    /// Bit 0: a KV metadata section is present.
-    pub const HAS_KV_METADATA: Self = Self(1);
-    /// Bit 1: index entries are in strictly ascending byte order of name.
-    pub const SORTED_INDEX: Self = Self(1 << 1);
-    /// Bit 2: the trailer carries the CRC-32C of the index section.
-    pub const HAS_INDEX_CRC32C: Self = Self(1 << 2);
-    /// Every defined bit.
-    pub const ALL: Self = Self(0b111);
-
     /// The flags of `bits`, or `None` when a reserved bit is set.
     #[must_use]
     #[inline]
@@ -113,27 +114,6 @@ impl FileFlags {
         } else {
             None
         }
-    }
-
-    /// The raw bits.
-    #[must_use]
-    #[inline]
-    pub const fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// Both sets of flags.
-    #[must_use]
-    #[inline]
-    pub const fn union(self, other: Self) -> Self {
-        Self(self.0 | other.0)
-    }
-
-    /// Whether every flag of `other` is set.
-    #[must_use]
-    #[inline]
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
     }
 }
 
