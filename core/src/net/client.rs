@@ -20,16 +20,15 @@
 
 use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
 use super::control::{ErrorMessage, Ping};
-use super::cursor::copy;
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
 use super::header::{Frame, Status};
 use super::hello::{Hello, PROTOCOL_VERSION};
 use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
-use super::server::text_of;
 use super::shards::ShardSelect;
 use super::stream::{
-    CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of, encode_pending,
+    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of,
+    encode_pending,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -106,14 +105,6 @@ pub enum ClientEvent<'a> {
     Ignored,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Start,
-    AwaitHello,
-    Open,
-    Closed,
-}
-
 /// One connection to a server.
 ///
 /// ```
@@ -135,18 +126,14 @@ enum State {
 #[derive(Debug, Clone)]
 pub struct ClientSession<'c, const S: usize> {
     config: ClientConfig<'c>,
-    state: State,
-    peer_max: u32,
+    link: Link<S>,
     peer_caps: Capabilities,
     /// The shard selection the server advertised (`[NP-SHARD-4]`).
     peer_select: Option<ShardSelect>,
     accepted_devices: CodeSet,
-    streams: Streams<S>,
-    outbox: Outbox,
-    idle_deadline: u64,
-    ping: Option<u64>,
-    ping_deadline: u64,
 }
+
+super::stream::session_api!(ClientSession);
 
 impl<'c, const S: usize> ClientSession<'c, S> {
     /// A session for a connection opened at `now`; its first
@@ -157,38 +144,14 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         let _ = outbox.push(Pending::Hello);
         Self {
             config,
-            state: State::Start,
-            peer_max: 0,
+            link: Link::new(State::Start, outbox, now, config.handshake_timeout),
             peer_caps: Capabilities::NONE,
             peer_select: None,
             accepted_devices: CodeSet::from_codes(config.hello.devices),
-            streams: Streams::new(),
-            outbox,
-            idle_deadline: after(now, config.handshake_timeout),
-            ping: None,
-            ping_deadline: NEVER,
         }
     }
 
     // --- getters -----------------------------------------------------------
-
-    /// Whether the server accepted the session.
-    #[must_use]
-    pub fn is_established(&self) -> bool {
-        self.state == State::Open
-    }
-
-    /// Whether the connection is over (flush `poll_transmit`, then close).
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.state == State::Closed
-    }
-
-    /// The server's largest accepted payload (0 before the handshake).
-    #[must_use]
-    pub const fn peer_max_message_size(&self) -> u32 {
-        self.peer_max
-    }
 
     /// The server's capabilities.
     #[must_use]
@@ -207,28 +170,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         self.peer_select.map(|s| s.count())
     }
 
-    /// Streams open now.
-    #[must_use]
-    pub fn open_streams(&self) -> usize {
-        self.streams.open_count()
-    }
-
-    /// Whether control messages wait for [`poll_transmit`](Self::poll_transmit).
-    #[must_use]
-    pub const fn has_pending(&self) -> bool {
-        !self.outbox.is_empty()
-    }
-
     /// Whether the stream (a request, shard or put) is still open.
     #[must_use]
     pub fn is_open(&self, stream: u32) -> bool {
-        self.streams.get(stream).is_some()
-    }
-
-    /// Bytes a `poll_transmit` buffer needs for any control message.
-    #[must_use]
-    pub const fn max_control_len(&self) -> usize {
-        super::stream::max_control_len(&self.config.hello)
+        self.link.streams.get(stream).is_some()
     }
 
     // --- what arrived ---------------------------------------------------------
@@ -242,7 +187,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         now: u64,
         buf: &'a [u8],
     ) -> Result<Status<(ClientEvent<'a>, usize)>, SessionError> {
-        if self.state == State::Closed {
+        if self.link.state == State::Closed {
             return Ok(Status::Complete((ClientEvent::Ignored, buf.len())));
         }
         let frame = match Frame::parse(buf, self.config.hello.max_message_size) {
@@ -253,13 +198,13 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     .get(4..8)
                     .and_then(|b| <[u8; 4]>::try_from(b).ok())
                     .map_or(0, u32::from_le_bytes);
-                return Err(self.fatal(stream, SessionErrorKind::Malformed(e)));
+                return Err(self.link.fatal(stream, SessionErrorKind::Malformed(e)));
             }
         };
         let used = frame.len();
         let event = self.dispatch(now, &frame)?;
-        if self.state == State::Open {
-            self.idle_deadline = after(now, self.config.idle_timeout);
+        if self.link.state == State::Open {
+            self.link.idle_deadline = after(now, self.config.idle_timeout);
         }
         Ok(Status::Complete((event, used)))
     }
@@ -279,24 +224,26 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if kind.is_connection_message() != (stream == 0) && kind != MessageType::Error {
             return self.fault(stream, SessionErrorKind::WrongStream { message_type: code });
         }
-        if self.state != State::Open {
+        if self.link.state != State::Open {
             return match msg {
-                Message::ServerHello(h) if self.state == State::AwaitHello => self.on_hello(h),
+                Message::ServerHello(h) if self.link.state == State::AwaitHello => self.on_hello(h),
                 Message::Error(e) if stream == 0 => Err(self.peer_closed(e.code)),
-                _ => Err(self.fatal(stream, SessionErrorKind::Unexpected { message_type: code })),
+                _ => Err(self
+                    .link
+                    .fatal(stream, SessionErrorKind::Unexpected { message_type: code })),
             };
         }
         match msg {
             Message::Ping(t) => {
-                self.queue(Pending::Pong(t.0))?;
+                self.link.queue(Pending::Pong(t.0))?;
                 Ok(ClientEvent::Ping(t))
             }
             Message::Pong(t) => {
-                if self.ping != Some(t.0) {
+                if self.link.ping != Some(t.0) {
                     return self.fault(0, SessionErrorKind::UnsolicitedPong);
                 }
-                self.ping = None;
-                self.ping_deadline = NEVER;
+                self.link.ping = None;
+                self.link.ping_deadline = NEVER;
                 Ok(ClientEvent::Pong(t))
             }
             Message::Error(error) => {
@@ -305,8 +252,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 }
                 // An ERROR on a shard stream ends its whole request.
                 let request = self.request_of(stream).unwrap_or(stream);
-                self.streams.remove(request);
-                self.streams.remove(stream);
+                self.link.streams.remove(request);
+                self.link.streams.remove(stream);
                 Ok(ClientEvent::PeerError {
                     stream_id: stream,
                     error,
@@ -346,9 +293,9 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     }),
                     Ok(true) => {
                         if stream != request {
-                            self.streams.remove(stream);
+                            self.link.streams.remove(stream);
                         }
-                        let complete = self.streams.shard_done(request);
+                        let complete = self.link.streams.shard_done(request);
                         Ok(ClientEvent::DataEnd {
                             stream_id: stream,
                             request_id: request,
@@ -358,12 +305,12 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     Err(k) => self.fault_request(stream, request, k),
                 }
             }
-            Message::TensorPutAck => match self.streams.get(stream) {
+            Message::TensorPutAck => match self.link.streams.get(stream) {
                 Some(Slot {
                     kind: Kind::Put { ended: true, .. },
                     ..
                 }) => {
-                    self.streams.remove(stream);
+                    self.link.streams.remove(stream);
                     Ok(ClientEvent::PutAck { stream_id: stream })
                 }
                 _ => self.not_open(stream, code),
@@ -375,23 +322,23 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     fn on_hello<'a>(&mut self, hello: Hello<'a>) -> Result<ClientEvent<'a>, SessionError> {
         // [NP-HELLO-2]: the server's version is at most ours, and not 0.
         if hello.protocol_version == 0 || hello.protocol_version > PROTOCOL_VERSION {
-            return Err(self.fatal(
+            return Err(self.link.fatal(
                 0,
                 SessionErrorKind::VersionMismatch {
                     version: hello.protocol_version,
                 },
             ));
         }
-        self.peer_max = hello.max_message_size;
+        self.link.peer_max = hello.max_message_size;
         self.peer_caps = hello.capabilities;
         self.peer_select = ShardSelect::find(&hello.layouts);
-        self.state = State::Open;
+        self.link.state = State::Open;
         Ok(ClientEvent::Connected(hello))
     }
 
     /// The request a stream answers: itself, or a shard's parent.
     fn request_of(&self, stream: u32) -> Option<u32> {
-        match self.streams.get(stream)?.kind {
+        match self.link.streams.get(stream)?.kind {
             Kind::Shard { parent, .. } => Some(parent),
             Kind::Response { .. } => Some(stream),
             Kind::Put { .. } => None,
@@ -400,7 +347,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
 
     fn receiving(&mut self, stream: u32, now: u64) -> Option<&mut Transfer> {
         let timeout = self.config.request_timeout;
-        match self.streams.get_mut(stream) {
+        match self.link.streams.get_mut(stream) {
             Some(Slot {
                 kind: Kind::Response { transfer, .. } | Kind::Shard { transfer, .. },
                 deadline,
@@ -426,7 +373,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             Some(r) => r,
             None => {
                 let parent = block_of(stream);
-                match self.streams.get(parent) {
+                match self.link.streams.get(parent) {
                     Some(Slot {
                         kind: Kind::Response { parallel: true, .. },
                         ..
@@ -440,6 +387,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                         }
                         let timeout = self.config.request_timeout;
                         if self
+                            .link
                             .streams
                             .insert(Slot {
                                 id: stream,
@@ -466,7 +414,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             }
         };
         // Shard fields: index as the stream implies, one total for all.
-        let (parallel, shards_total, device, select) = match self.streams.get(request) {
+        let (parallel, shards_total, device, select) = match self.link.streams.get(request) {
             Some(Slot {
                 kind:
                     Kind::Response {
@@ -508,7 +456,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if let Some(Slot {
             kind: Kind::Response { shards_total, .. },
             ..
-        }) = self.streams.get_mut(request)
+        }) = self.link.streams.get_mut(request)
         {
             *shards_total = message.total_shards;
         }
@@ -520,15 +468,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     }
 
     fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<ClientEvent<'a>, SessionError> {
-        if self.streams.recently_closed(stream) && self.streams.get(stream).is_none() {
-            return Ok(ClientEvent::Ignored);
-        }
-        let kind = if self.streams.get(stream).is_some() {
-            SessionErrorKind::Unexpected { message_type: code }
-        } else {
-            SessionErrorKind::UnknownStream
-        };
-        self.fault(stream, kind)
+        let error = self.link.not_open(stream, code)?;
+        Ok(error.map_or(ClientEvent::Ignored, ClientEvent::StreamError))
     }
 
     /// A fault on a stream of `request`: the whole request is closed, with
@@ -540,7 +481,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         kind: SessionErrorKind,
     ) -> Result<ClientEvent<'a>, SessionError> {
         if stream != request {
-            self.streams.remove(stream);
+            self.link.streams.remove(stream);
         }
         match self.fault(request, kind)? {
             ClientEvent::StreamError(e) => Ok(ClientEvent::StreamError(SessionError {
@@ -556,90 +497,18 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         stream: u32,
         kind: SessionErrorKind,
     ) -> Result<ClientEvent<'a>, SessionError> {
-        if stream == 0 || self.state != State::Open {
-            return Err(self.fatal(stream, kind));
-        }
-        let error = SessionError {
-            stream_id: stream,
-            kind,
-        };
-        self.streams.remove(stream);
-        self.queue(Pending::Error {
-            stream,
-            code: error.error_code(),
-            text: text_of(&kind),
-        })?;
-        Ok(ClientEvent::StreamError(error))
-    }
-
-    fn fatal(&mut self, stream: u32, kind: SessionErrorKind) -> SessionError {
-        let error = SessionError {
-            stream_id: stream,
-            kind,
-        };
-        let _ = self.outbox.push(Pending::Error {
-            stream,
-            code: error.error_code(),
-            text: text_of(&kind),
-        });
-        self.state = State::Closed;
-        error
+        self.link.fault(stream, kind).map(ClientEvent::StreamError)
     }
 
     const fn peer_closed(&mut self, code: ErrorCode) -> SessionError {
-        self.state = State::Closed;
+        self.link.state = State::Closed;
         SessionError {
             stream_id: 0,
             kind: SessionErrorKind::PeerError { code },
         }
     }
 
-    fn queue(&mut self, p: Pending) -> Result<(), SessionError> {
-        if self.outbox.push(p) {
-            return Ok(());
-        }
-        Err(self.fatal(
-            0,
-            SessionErrorKind::TooManyStreams {
-                max: super::stream::cap::<S>(),
-            },
-        ))
-    }
-
     // --- timers ------------------------------------------------------------------
-
-    /// When [`handle_timeout`](Self::handle_timeout) must run next.
-    #[must_use]
-    pub fn poll_timeout(&self) -> Option<u64> {
-        if self.state == State::Closed {
-            return None;
-        }
-        Some(
-            self.idle_deadline
-                .min(self.ping_deadline)
-                .min(self.streams.earliest()),
-        )
-    }
-
-    /// Runs the timers at `now`: a request or put whose server went quiet
-    /// past the request timeout is closed with `ERROR` (`TIMEOUT`) and
-    /// returned; a handshake or ping left unanswered ends the connection.
-    ///
-    /// # Errors
-    /// The connection timed out.
-    pub fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
-        if self.state == State::Closed {
-            return Ok(None);
-        }
-        if now >= self.idle_deadline || now >= self.ping_deadline {
-            return Err(self.fatal(0, SessionErrorKind::Timeout));
-        }
-        if let Some(id) = self.streams.expired(now) {
-            let _ = self.fault(id, SessionErrorKind::Timeout)?;
-            return Ok(Some(id));
-        }
-        Ok(None)
-    }
 
     // --- what to send ------------------------------------------------------------------
 
@@ -648,32 +517,25 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     /// # Errors
     /// `out` too small (the message stays queued).
     pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
-        let Some(p) = self.outbox.front() else {
+        let Some(p) = self.link.outbox.front() else {
             return Ok(None);
         };
         let n = match p {
             Pending::Hello => {
                 let n = Message::ClientHello(self.config.hello).encode(0, out)?;
-                self.state = State::AwaitHello;
+                self.link.state = State::AwaitHello;
                 n
             }
             other => encode_pending(other, out)?,
         };
-        self.outbox.pop();
+        self.link.outbox.pop();
         Ok(Some(n))
     }
 
     fn ready(&self, stream: u32, payload: usize) -> Result<(), ApiMisuse> {
-        if self.state != State::Open {
-            return Err(ApiMisuse::NotEstablished);
-        }
-        if payload as u64 > u64::from(self.peer_max) {
-            return Err(ApiMisuse::TooLargeForPeer {
-                length: payload as u64,
-                max: self.peer_max,
-            });
-        }
-        if stream == 0 || self.streams.in_use(stream) {
+        self.link.established()?;
+        self.link.check_size(payload)?;
+        if stream == 0 || self.link.streams.in_use(stream) {
             return Err(ApiMisuse::StreamUnavailable(stream));
         }
         Ok(())
@@ -698,10 +560,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     ) -> Result<usize, ApiMisuse> {
         self.ready(stream, request.encoded_len())?;
         let parallel = request.flags.contains(RequestFlags::PARALLEL_OK);
-        if parallel && (block_of(stream) != stream || self.streams.block_busy(stream)) {
+        if parallel && (block_of(stream) != stream || self.link.streams.block_busy(stream)) {
             return Err(ApiMisuse::StreamUnavailable(stream));
         }
-        if self.streams.open_count() >= S {
+        if self.link.streams.open_count() >= S {
             return Err(ApiMisuse::NoFreeStream);
         }
         // [NP-SHARD-4]: the selection is in force exactly when the server
@@ -709,7 +571,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         let select = ShardSelect::find(&request.preferred_layouts)
             .filter(|s| parallel && self.peer_select_max().is_some_and(|max| s.count() <= max));
         let n = Message::TensorRequest(*request).encode(stream, out)?;
-        self.streams.insert(Slot {
+        self.link.streams.insert(Slot {
             id: stream,
             kind: Kind::Response {
                 transfer: match select {
@@ -740,13 +602,13 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
         self.ready(stream, put.encoded_len())?;
-        if self.streams.open_count() >= S {
+        if self.link.streams.open_count() >= S {
             return Err(ApiMisuse::NoFreeStream);
         }
         let n = Message::TensorPut(*put).encode(stream, out)?;
         let mut transfer = Transfer::new();
         let _ = transfer.on_descriptor(put.total_data_bytes, 0);
-        self.streams.insert(Slot {
+        self.link.streams.insert(Slot {
             id: stream,
             kind: Kind::Put {
                 transfer,
@@ -758,7 +620,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     }
 
     fn put_transfer(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
-        match self.streams.get_mut(stream) {
+        match self.link.streams.get_mut(stream) {
             Some(Slot {
                 kind:
                     Kind::Put {
@@ -782,7 +644,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         offset: u64,
         len: u32,
     ) -> Result<[u8; 20], ApiMisuse> {
-        let max = self.peer_max;
+        let max = self.link.peer_max;
         if u64::from(len).saturating_add(8) > u64::from(max) {
             return Err(ApiMisuse::TooLargeForPeer {
                 length: u64::from(len).saturating_add(8),
@@ -793,37 +655,6 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             .on_data(offset, len as usize)
             .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
         Ok(data_frame_prefix(stream, offset, len))
-    }
-
-    /// [`data_prefix`](Self::data_prefix) and a copy of `data` into `out`.
-    ///
-    /// # Errors
-    /// As [`data_prefix`](Self::data_prefix); `out` too small.
-    pub fn send_data(
-        &mut self,
-        stream: u32,
-        offset: u64,
-        data: &[u8],
-        out: &mut [u8],
-    ) -> Result<usize, ApiMisuse> {
-        let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
-        let total = 20usize.saturating_add(data.len());
-        let dst =
-            out.get_mut(..total)
-                .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
-                    needed: total as u64,
-                    available: 0,
-                }))?;
-        let Some((a, b)) = dst.split_at_mut_checked(20) else {
-            return Err(ApiMisuse::InvalidArgument("data"));
-        };
-        if b.len() != data.len() {
-            return Err(ApiMisuse::InvalidArgument("data"));
-        }
-        let prefix = self.data_prefix(stream, offset, len)?;
-        copy(a, &prefix);
-        copy(b, data);
-        Ok(total)
     }
 
     /// Ends the put's data on `stream` at `now`; the acknowledgement is
@@ -841,48 +672,13 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         t.on_end().map_err(|_| ApiMisuse::OutOfOrder(stream))?;
         let n = Message::TensorDataEnd.encode(stream, out)?;
         let timeout = self.config.request_timeout;
-        if let Some(slot) = self.streams.get_mut(stream) {
+        if let Some(slot) = self.link.streams.get_mut(stream) {
             slot.kind = Kind::Put {
                 transfer: t,
                 ended: true,
             };
             slot.deadline = after(now, timeout);
         }
-        Ok(n)
-    }
-
-    /// Abandons `stream` (a request with its shards, or a put) with
-    /// `ERROR`; stream 0 closes the connection.
-    ///
-    /// # Errors
-    /// `out` too small.
-    pub fn send_error(
-        &mut self,
-        stream: u32,
-        code: ErrorCode,
-        text: &str,
-        out: &mut [u8],
-    ) -> Result<usize, ApiMisuse> {
-        let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
-        if stream == 0 {
-            self.state = State::Closed;
-        } else {
-            self.streams.remove(stream);
-        }
-        Ok(n)
-    }
-
-    /// Sends a `PING` with `token` at `now`.
-    ///
-    /// # Errors
-    /// Not established, or `out` too small.
-    pub fn send_ping(&mut self, now: u64, token: u64, out: &mut [u8]) -> Result<usize, ApiMisuse> {
-        if self.state != State::Open {
-            return Err(ApiMisuse::NotEstablished);
-        }
-        let n = Message::Ping(Ping(token)).encode(0, out)?;
-        self.ping = Some(token);
-        self.ping_deadline = after(now, self.config.idle_timeout);
         Ok(n)
     }
 }

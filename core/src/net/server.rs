@@ -18,7 +18,6 @@
 
 use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
 use super::control::{ErrorMessage, Ping};
-use super::cursor::copy;
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
 use super::header::{Frame, Status};
 use super::hello::{Hello, PROTOCOL_VERSION};
@@ -26,7 +25,8 @@ use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
-    CodeSet, Kind, NEVER, Outbox, Pending, Slot, Streams, Transfer, after, block_of, encode_pending,
+    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of,
+    encode_pending,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -99,13 +99,6 @@ pub enum ServerEvent<'a> {
     Ignored,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    AwaitHello,
-    Open,
-    Closed,
-}
-
 /// One client connection, seen from the server.
 ///
 /// ```
@@ -140,72 +133,32 @@ enum State {
 #[derive(Debug, Clone)]
 pub struct ServerSession<'c, const S: usize> {
     config: ServerConfig<'c>,
-    state: State,
+    link: Link<S>,
     version: u32,
-    peer_max: u32,
     peer_devices: CodeSet,
-    streams: Streams<S>,
-    outbox: Outbox,
-    idle_deadline: u64,
-    ping: Option<u64>,
-    ping_deadline: u64,
 }
+
+super::stream::session_api!(ServerSession);
 
 impl<'c, const S: usize> ServerSession<'c, S> {
     /// A session for a connection accepted at `now`.
     #[must_use]
     pub fn new(config: ServerConfig<'c>, now: u64) -> Self {
+        let outbox = Outbox::new();
         Self {
             config,
-            state: State::AwaitHello,
+            link: Link::new(State::AwaitHello, outbox, now, config.handshake_timeout),
             version: PROTOCOL_VERSION,
-            peer_max: 0,
             peer_devices: CodeSet::default(),
-            streams: Streams::new(),
-            outbox: Outbox::new(),
-            idle_deadline: after(now, config.handshake_timeout),
-            ping: None,
-            ping_deadline: NEVER,
         }
     }
 
     // --- getters -----------------------------------------------------------
 
-    /// Whether the handshake is done and the connection open.
-    #[must_use]
-    pub fn is_established(&self) -> bool {
-        self.state == State::Open
-    }
-
-    /// Whether the connection is over: flush [`poll_transmit`](Self::poll_transmit),
-    /// then close the transport.
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.state == State::Closed
-    }
-
-    /// The largest payload the client accepts (0 before the handshake).
-    #[must_use]
-    pub const fn peer_max_message_size(&self) -> u32 {
-        self.peer_max
-    }
-
     /// The largest payload this server accepts.
     #[must_use]
     pub const fn max_message_size(&self) -> u32 {
         self.config.hello.max_message_size
-    }
-
-    /// Streams open now.
-    #[must_use]
-    pub fn open_streams(&self) -> usize {
-        self.streams.open_count()
-    }
-
-    /// Whether control messages wait for [`poll_transmit`](Self::poll_transmit).
-    #[must_use]
-    pub const fn has_pending(&self) -> bool {
-        !self.outbox.is_empty()
     }
 
     /// Whether the open request on `stream` may be answered in several
@@ -214,7 +167,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     #[must_use]
     pub fn may_shard(&self, stream: u32) -> bool {
         matches!(
-            self.streams.get(stream),
+            self.link.streams.get(stream),
             Some(Slot {
                 kind: Kind::Response { parallel: true, .. },
                 ..
@@ -227,19 +180,13 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// index 0 only, the whole tensor), nothing else.
     #[must_use]
     pub fn shard_select(&self, stream: u32) -> Option<ShardSelect> {
-        match self.streams.get(stream) {
+        match self.link.streams.get(stream) {
             Some(Slot {
                 kind: Kind::Response { select, .. },
                 ..
             }) => *select,
             _ => None,
         }
-    }
-
-    /// Bytes a `poll_transmit` buffer needs to hold any control message.
-    #[must_use]
-    pub const fn max_control_len(&self) -> usize {
-        super::stream::max_control_len(&self.config.hello)
     }
 
     // --- what arrived -------------------------------------------------------
@@ -258,7 +205,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         now: u64,
         buf: &'a [u8],
     ) -> Result<Status<(ServerEvent<'a>, usize)>, SessionError> {
-        if self.state == State::Closed {
+        if self.link.state == State::Closed {
             return Ok(Status::Complete((ServerEvent::Ignored, buf.len())));
         }
         let frame = match Frame::parse(buf, self.config.hello.max_message_size) {
@@ -271,17 +218,17 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                     .get(4..8)
                     .and_then(|b| <[u8; 4]>::try_from(b).ok())
                     .map_or(0, u32::from_le_bytes);
-                return Err(self.fatal(stream, SessionErrorKind::Malformed(e)));
+                return Err(self.link.fatal(stream, SessionErrorKind::Malformed(e)));
             }
         };
         let used = frame.len();
         let event = self.dispatch(now, &frame)?;
-        self.idle_deadline = after(now, self.idle_timeout());
+        self.link.idle_deadline = after(now, self.idle_timeout());
         Ok(Status::Complete((event, used)))
     }
 
     fn idle_timeout(&self) -> u64 {
-        if self.state == State::AwaitHello {
+        if self.link.state == State::AwaitHello {
             self.config.handshake_timeout
         } else {
             self.config.idle_timeout
@@ -304,35 +251,37 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         if kind.is_connection_message() != (stream == 0) && kind != MessageType::Error {
             return self.fault(stream, SessionErrorKind::WrongStream { message_type: code });
         }
-        if self.state == State::AwaitHello {
+        if self.link.state == State::AwaitHello {
             let Message::ClientHello(hello) = msg else {
-                return Err(self.fatal(stream, SessionErrorKind::Unexpected { message_type: code }));
+                return Err(self
+                    .link
+                    .fatal(stream, SessionErrorKind::Unexpected { message_type: code }));
             };
             return self.on_hello(hello);
         }
         match msg {
             Message::Ping(t) => {
-                self.queue(Pending::Pong(t.0))?;
+                self.link.queue(Pending::Pong(t.0))?;
                 Ok(ServerEvent::Ping(t))
             }
             Message::Pong(t) => {
-                if self.ping != Some(t.0) {
+                if self.link.ping != Some(t.0) {
                     return self.fault(0, SessionErrorKind::UnsolicitedPong);
                 }
-                self.ping = None;
-                self.ping_deadline = NEVER;
+                self.link.ping = None;
+                self.link.ping_deadline = NEVER;
                 Ok(ServerEvent::Pong(t))
             }
             Message::Error(error) => {
                 if stream == 0 {
                     // [NP-ERROR-3]: never answer an ERROR with an ERROR.
-                    self.state = State::Closed;
+                    self.link.state = State::Closed;
                     return Err(SessionError {
                         stream_id: 0,
                         kind: SessionErrorKind::PeerError { code: error.code },
                     });
                 }
-                self.streams.remove(stream);
+                self.link.streams.remove(stream);
                 Ok(ServerEvent::PeerError {
                     stream_id: stream,
                     error,
@@ -385,7 +334,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             }
             Message::TensorData(frame) => {
                 let timeout = self.config.request_timeout;
-                let r = match self.streams.get_mut(stream) {
+                let r = match self.link.streams.get_mut(stream) {
                     Some(Slot {
                         kind:
                             Kind::Put {
@@ -410,7 +359,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             }
             Message::TensorDataEnd => {
                 let timeout = self.config.request_timeout;
-                let r = match self.streams.get_mut(stream) {
+                let r = match self.link.streams.get_mut(stream) {
                     Some(Slot {
                         kind: Kind::Put { transfer, ended },
                         deadline,
@@ -440,7 +389,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         // [NP-HELLO-2]: version 0 does not exist; a newer client is answered
         // with ours, which it accepts or refuses.
         if hello.protocol_version == 0 {
-            return Err(self.fatal(
+            return Err(self.link.fatal(
                 0,
                 SessionErrorKind::VersionMismatch {
                     version: hello.protocol_version,
@@ -452,10 +401,10 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         } else {
             PROTOCOL_VERSION
         };
-        self.peer_max = hello.max_message_size;
+        self.link.peer_max = hello.max_message_size;
         self.peer_devices = CodeSet::from_codes(hello.devices);
-        self.state = State::Open;
-        self.queue(Pending::Hello)?;
+        self.link.state = State::Open;
+        self.link.queue(Pending::Hello)?;
         Ok(ServerEvent::Hello(hello))
     }
 
@@ -473,13 +422,13 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             .capabilities
             .contains(Capabilities::PARALLEL_STREAMS);
         let kind = kind(parallel);
-        let refused = if self.streams.in_use(stream)
+        let refused = if self.link.streams.in_use(stream)
             || matches!(kind, Kind::Response { parallel: true, .. })
-                && self.streams.block_busy(stream)
+                && self.link.streams.block_busy(stream)
         {
             // [NP-STREAM-2]: the ERROR closes the stream already open too.
             Some(SessionErrorKind::StreamInUse)
-        } else if self.streams.open_count() >= S {
+        } else if self.link.streams.open_count() >= S {
             Some(SessionErrorKind::TooManyStreams {
                 max: super::stream::cap::<S>(),
             })
@@ -497,7 +446,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             _ => NEVER,
         };
         // Cannot fail: a slot is free (checked above).
-        let _ = self.streams.insert(Slot {
+        let _ = self.link.streams.insert(Slot {
             id: stream,
             kind,
             deadline,
@@ -506,15 +455,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     }
 
     fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<ServerEvent<'a>, SessionError> {
-        if self.streams.recently_closed(stream) && self.streams.get(stream).is_none() {
-            return Ok(ServerEvent::Ignored);
-        }
-        let kind = if self.streams.get(stream).is_some() {
-            SessionErrorKind::Unexpected { message_type: code }
-        } else {
-            SessionErrorKind::UnknownStream
-        };
-        self.fault(stream, kind)
+        let error = self.link.not_open(stream, code)?;
+        Ok(error.map_or(ServerEvent::Ignored, ServerEvent::StreamError))
     }
 
     /// A fault on `stream`: stream 0 closes the connection, any other
@@ -524,85 +466,10 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         stream: u32,
         kind: SessionErrorKind,
     ) -> Result<ServerEvent<'a>, SessionError> {
-        // Before the handshake every fault ends the connection ([NP-HELLO-1]).
-        if stream == 0 || self.state != State::Open {
-            return Err(self.fatal(stream, kind));
-        }
-        let error = SessionError {
-            stream_id: stream,
-            kind,
-        };
-        self.streams.remove(stream);
-        self.queue(Pending::Error {
-            stream,
-            code: error.error_code(),
-            text: text_of(&kind),
-        })?;
-        Ok(ServerEvent::StreamError(error))
-    }
-
-    fn fatal(&mut self, stream: u32, kind: SessionErrorKind) -> SessionError {
-        let error = SessionError {
-            stream_id: stream,
-            kind,
-        };
-        let _ = self.outbox.push(Pending::Error {
-            stream,
-            code: error.error_code(),
-            text: text_of(&kind),
-        });
-        self.state = State::Closed;
-        error
-    }
-
-    fn queue(&mut self, p: Pending) -> Result<(), SessionError> {
-        if self.outbox.push(p) {
-            return Ok(());
-        }
-        // The peer makes us owe more than we can hold: it is not reading.
-        Err(self.fatal(
-            0,
-            SessionErrorKind::TooManyStreams {
-                max: super::stream::cap::<S>(),
-            },
-        ))
+        self.link.fault(stream, kind).map(ServerEvent::StreamError)
     }
 
     // --- timers --------------------------------------------------------------
-
-    /// When [`handle_timeout`](Self::handle_timeout) must run next
-    /// (`None`: never, the connection is closed).
-    #[must_use]
-    pub fn poll_timeout(&self) -> Option<u64> {
-        if self.state == State::Closed {
-            return None;
-        }
-        let t = self
-            .idle_deadline
-            .min(self.ping_deadline)
-            .min(self.streams.earliest());
-        Some(t)
-    }
-
-    /// Runs the timers at `now`: a put stalled past its request timeout is
-    /// closed with `ERROR` (`TIMEOUT`) and returned; a silent connection
-    /// (handshake, idle, unanswered ping) is closed with an error.
-    ///
-    /// # Errors
-    /// The connection timed out.
-    pub fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
-        if self.state == State::Closed {
-            return Ok(None);
-        }
-        if now >= self.idle_deadline || now >= self.ping_deadline {
-            return Err(self.fatal(0, SessionErrorKind::Timeout));
-        }
-        if let Some(id) = self.streams.expired(now) {
-            let _ = self.fault(id, SessionErrorKind::Timeout)?;
-            return Ok(Some(id));
-        }
-        Ok(None)
-    }
 
     // --- what to send ------------------------------------------------------------
 
@@ -613,7 +480,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// [`ApiMisuse::Encode`] when `out` is too small (the message stays
     /// queued).
     pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
-        let Some(p) = self.outbox.front() else {
+        let Some(p) = self.link.outbox.front() else {
             return Ok(None);
         };
         let n = match p {
@@ -626,26 +493,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             }
             other => encode_pending(other, out)?,
         };
-        self.outbox.pop();
+        self.link.outbox.pop();
         Ok(Some(n))
-    }
-
-    fn check_size(&self, payload: usize) -> Result<(), ApiMisuse> {
-        if payload as u64 > u64::from(self.peer_max) {
-            return Err(ApiMisuse::TooLargeForPeer {
-                length: payload as u64,
-                max: self.peer_max,
-            });
-        }
-        Ok(())
-    }
-
-    fn established(&self) -> Result<(), ApiMisuse> {
-        if self.state == State::Open {
-            Ok(())
-        } else {
-            Err(ApiMisuse::NotEstablished)
-        }
     }
 
     /// Answers the request on `request_stream` with a descriptor: on that
@@ -662,8 +511,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         msg: &DescriptorMessage<'_>,
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
-        self.established()?;
-        self.check_size(msg.encoded_len())?;
+        self.link.established()?;
+        self.link.check_size(msg.encoded_len())?;
         let Some(&Slot {
             kind:
                 Kind::Response {
@@ -675,7 +524,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                     ..
                 },
             ..
-        }) = self.streams.get(request_stream)
+        }) = self.link.streams.get(request_stream)
         else {
             return Err(ApiMisuse::WrongState(request_stream));
         };
@@ -709,20 +558,20 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             if let Some(Slot {
                 kind: Kind::Response { transfer, .. },
                 ..
-            }) = self.streams.get_mut(request_stream)
+            }) = self.link.streams.get_mut(request_stream)
             {
                 *transfer = t;
             }
             n
         } else {
-            if self.streams.get(stream).is_some() {
+            if self.link.streams.get(stream).is_some() {
                 return Err(ApiMisuse::WrongState(stream));
             }
             let mut t = Transfer::new();
             t.on_descriptor(msg.total_data_bytes, members)
                 .map_err(|_| ApiMisuse::WrongState(stream))?;
             let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
-            self.streams.insert(Slot {
+            self.link.streams.insert(Slot {
                 id: stream,
                 kind: Kind::Shard {
                     parent: request_stream,
@@ -735,7 +584,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         if let Some(Slot {
             kind: Kind::Response { shards_total, .. },
             ..
-        }) = self.streams.get_mut(request_stream)
+        }) = self.link.streams.get_mut(request_stream)
         {
             *shards_total = msg.total_shards;
         }
@@ -744,7 +593,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
 
     /// The transfer on `stream` (a response or a shard) the server sends.
     fn sending(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
-        match self.streams.get_mut(stream) {
+        match self.link.streams.get_mut(stream) {
             Some(Slot {
                 kind: Kind::Response { transfer, .. } | Kind::Shard { transfer, .. },
                 ..
@@ -767,43 +616,12 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         offset: u64,
         len: u32,
     ) -> Result<[u8; 20], ApiMisuse> {
-        self.established()?;
-        self.check_size((len as usize).saturating_add(8))?;
+        self.link.established()?;
+        self.link.check_size((len as usize).saturating_add(8))?;
         self.sending(stream)?
             .on_data(offset, len as usize)
             .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
         Ok(data_frame_prefix(stream, offset, len))
-    }
-
-    /// [`data_prefix`](Self::data_prefix) and the data, copied into `out`.
-    ///
-    /// # Errors
-    /// As [`data_prefix`](Self::data_prefix); `out` too small.
-    pub fn send_data(
-        &mut self,
-        stream: u32,
-        offset: u64,
-        data: &[u8],
-        out: &mut [u8],
-    ) -> Result<usize, ApiMisuse> {
-        let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
-        let total = 20usize.saturating_add(data.len());
-        let dst =
-            out.get_mut(..total)
-                .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
-                    needed: total as u64,
-                    available: 0,
-                }))?;
-        let Some((a, b)) = dst.split_at_mut_checked(20) else {
-            return Err(ApiMisuse::InvalidArgument("data"));
-        };
-        if b.len() != data.len() {
-            return Err(ApiMisuse::InvalidArgument("data"));
-        }
-        let prefix = self.data_prefix(stream, offset, len)?;
-        copy(a, &prefix);
-        copy(b, data);
-        Ok(total)
     }
 
     /// Ends the current tensor on `stream` (every byte sent); the last one
@@ -812,7 +630,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// # Errors
     /// [`ApiMisuse::OutOfOrder`] before every byte was sent.
     pub fn send_data_end(&mut self, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
-        self.established()?;
+        self.link.established()?;
         let mut t = *self.sending(stream)?;
         let done = t.on_end().map_err(|_| ApiMisuse::OutOfOrder(stream))?;
         let n = Message::TensorDataEnd.encode(stream, out)?;
@@ -824,7 +642,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     }
 
     fn finish_shard(&mut self, stream: u32) {
-        let parent = match self.streams.get(stream) {
+        let parent = match self.link.streams.get(stream) {
             Some(Slot {
                 kind: Kind::Shard { parent, .. },
                 ..
@@ -833,11 +651,11 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         };
         match parent {
             Some(p) => {
-                self.streams.remove(stream);
-                let _ = self.streams.shard_done(p);
+                self.link.streams.remove(stream);
+                let _ = self.link.streams.shard_done(p);
             }
             None => {
-                let _ = self.streams.shard_done(stream);
+                let _ = self.link.streams.shard_done(stream);
             }
         }
     }
@@ -848,8 +666,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// # Errors
     /// [`ApiMisuse::WrongState`] before the put's data ended.
     pub fn send_put_ack(&mut self, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
-        self.established()?;
-        match self.streams.get(stream) {
+        self.link.established()?;
+        match self.link.streams.get(stream) {
             Some(Slot {
                 kind: Kind::Put { ended: true, .. },
                 ..
@@ -857,41 +675,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             _ => return Err(ApiMisuse::WrongState(stream)),
         }
         let n = Message::TensorPutAck.encode(stream, out)?;
-        self.streams.remove(stream);
-        Ok(n)
-    }
-
-    /// Closes `stream` (and its shards) with `ERROR`; stream 0 closes the
-    /// connection.
-    ///
-    /// # Errors
-    /// `out` too small.
-    pub fn send_error(
-        &mut self,
-        stream: u32,
-        code: ErrorCode,
-        text: &str,
-        out: &mut [u8],
-    ) -> Result<usize, ApiMisuse> {
-        let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
-        if stream == 0 {
-            self.state = State::Closed;
-        } else {
-            self.streams.remove(stream);
-        }
-        Ok(n)
-    }
-
-    /// Sends a `PING` with `token` at `now`; the client must answer within
-    /// the idle timeout.
-    ///
-    /// # Errors
-    /// Not established, or `out` too small.
-    pub fn send_ping(&mut self, now: u64, token: u64, out: &mut [u8]) -> Result<usize, ApiMisuse> {
-        self.established()?;
-        let n = Message::Ping(Ping(token)).encode(0, out)?;
-        self.ping = Some(token);
-        self.ping_deadline = after(now, self.config.idle_timeout);
+        self.link.streams.remove(stream);
         Ok(n)
     }
 
@@ -899,27 +683,5 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     #[must_use]
     pub const fn shard_stream(request_stream: u32, shard_index: u32) -> u32 {
         block_of(request_stream).wrapping_add(shard_index)
-    }
-}
-
-/// The text sent with an `ERROR` the session writes itself.
-pub(crate) const fn text_of(kind: &SessionErrorKind) -> &'static str {
-    match kind {
-        SessionErrorKind::Malformed(_) => "malformed message",
-        SessionErrorKind::Unexpected { .. } => "message not allowed in this state",
-        SessionErrorKind::WrongStream { .. } => "message on the wrong stream",
-        SessionErrorKind::UnknownStream => "stream is not open",
-        SessionErrorKind::StreamInUse => "stream id in use",
-        SessionErrorKind::TooManyStreams { .. } => "too many streams open",
-        SessionErrorKind::VersionMismatch { .. } => "protocol version not supported",
-        SessionErrorKind::DataOutOfOrder { .. } => "data frame out of order",
-        SessionErrorKind::DataOverrun { .. } => "data frame past total_data_bytes or empty",
-        SessionErrorKind::DataShort { .. } => "data ended before total_data_bytes",
-        SessionErrorKind::ShardMismatch => "shard descriptors are inconsistent",
-        SessionErrorKind::DeviceRefused { .. } => "device not accepted",
-        SessionErrorKind::UnsolicitedPong => "pong without ping",
-        SessionErrorKind::Timeout => "timed out",
-        SessionErrorKind::Unauthorized => "unauthorized",
-        SessionErrorKind::PeerError { .. } => "peer error",
     }
 }

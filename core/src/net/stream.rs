@@ -6,7 +6,7 @@
 
 use super::codes::{ErrorCode, MessageType};
 use super::control::{ErrorMessage, Ping};
-use super::error::{ApiMisuse, SessionErrorKind};
+use super::error::{ApiMisuse, SessionError, SessionErrorKind};
 use super::message::Message;
 use super::shards::ShardSelect;
 use super::transfer::MAX_SHARDS;
@@ -392,3 +392,349 @@ pub(crate) const fn max_control_len(hello: &super::hello::Hello<'_>) -> usize {
 pub(crate) const fn after(now: u64, timeout: u64) -> u64 {
     now.saturating_add(timeout)
 }
+
+/// Where a connection stands (a server starts awaiting the hello; a client
+/// starts before sending its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Start,
+    AwaitHello,
+    Open,
+    Closed,
+}
+
+/// What both session machines keep of a connection: its state, the peer's
+/// largest payload, the open streams, the control messages owed and the
+/// timers; and what both do with them (faults, timers, `ERROR`, `PING`).
+#[derive(Debug, Clone)]
+pub(crate) struct Link<const S: usize> {
+    pub(crate) state: State,
+    pub(crate) peer_max: u32,
+    pub(crate) streams: Streams<S>,
+    pub(crate) outbox: Outbox,
+    pub(crate) idle_deadline: u64,
+    pub(crate) ping: Option<u64>,
+    pub(crate) ping_deadline: u64,
+}
+
+impl<const S: usize> Link<S> {
+    /// A connection in `state` at `now`, the handshake timer running.
+    pub(crate) const fn new(state: State, outbox: Outbox, now: u64, handshake: u64) -> Self {
+        Self {
+            state,
+            peer_max: 0,
+            streams: Streams::new(),
+            outbox,
+            idle_deadline: after(now, handshake),
+            ping: None,
+            ping_deadline: NEVER,
+        }
+    }
+
+    /// A fault on `stream`: stream 0, or any stream before the handshake
+    /// is done ([NP-HELLO-1]), closes the connection (`Err`); any other
+    /// stream is answered with `ERROR` and closed (`Ok`, the error to
+    /// report).
+    pub(crate) fn fault(
+        &mut self,
+        stream: u32,
+        kind: SessionErrorKind,
+    ) -> Result<SessionError, SessionError> {
+        if stream == 0 || self.state != State::Open {
+            return Err(self.fatal(stream, kind));
+        }
+        let error = SessionError {
+            stream_id: stream,
+            kind,
+        };
+        self.streams.remove(stream);
+        self.queue(Pending::Error {
+            stream,
+            code: error.error_code(),
+            text: text_of(&kind),
+        })?;
+        Ok(error)
+    }
+
+    /// A message of type `code` on `stream` where none may come: `None`
+    /// (ignored) for a late frame on a stream just closed, else a fault.
+    pub(crate) fn not_open(
+        &mut self,
+        stream: u32,
+        code: u32,
+    ) -> Result<Option<SessionError>, SessionError> {
+        if self.streams.recently_closed(stream) && self.streams.get(stream).is_none() {
+            return Ok(None);
+        }
+        let kind = if self.streams.get(stream).is_some() {
+            SessionErrorKind::Unexpected { message_type: code }
+        } else {
+            SessionErrorKind::UnknownStream
+        };
+        self.fault(stream, kind).map(Some)
+    }
+
+    /// Closes the connection with `ERROR` on `stream`.
+    pub(crate) fn fatal(&mut self, stream: u32, kind: SessionErrorKind) -> SessionError {
+        let error = SessionError {
+            stream_id: stream,
+            kind,
+        };
+        let _ = self.outbox.push(Pending::Error {
+            stream,
+            code: error.error_code(),
+            text: text_of(&kind),
+        });
+        self.state = State::Closed;
+        error
+    }
+
+    /// Queues `p`; a peer that makes us owe more than we can hold is not
+    /// reading, and the connection closes.
+    pub(crate) fn queue(&mut self, p: Pending) -> Result<(), SessionError> {
+        if self.outbox.push(p) {
+            return Ok(());
+        }
+        Err(self.fatal(0, SessionErrorKind::TooManyStreams { max: cap::<S>() }))
+    }
+
+    /// The next deadline; `None` once closed.
+    pub(crate) fn poll_timeout(&self) -> Option<u64> {
+        if self.state == State::Closed {
+            return None;
+        }
+        Some(
+            self.idle_deadline
+                .min(self.ping_deadline)
+                .min(self.streams.earliest()),
+        )
+    }
+
+    /// Runs the timers at `now`: an expired stream is closed with `ERROR`
+    /// (`TIMEOUT`) and returned; an expired handshake, idle or ping timer
+    /// ends the connection.
+    pub(crate) fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
+        if self.state == State::Closed {
+            return Ok(None);
+        }
+        if now >= self.idle_deadline || now >= self.ping_deadline {
+            return Err(self.fatal(0, SessionErrorKind::Timeout));
+        }
+        if let Some(id) = self.streams.expired(now) {
+            let _ = self.fault(id, SessionErrorKind::Timeout)?;
+            return Ok(Some(id));
+        }
+        Ok(None)
+    }
+
+    /// `Err(NotEstablished)` unless the handshake is done.
+    pub(crate) fn established(&self) -> Result<(), ApiMisuse> {
+        if self.state == State::Open {
+            Ok(())
+        } else {
+            Err(ApiMisuse::NotEstablished)
+        }
+    }
+
+    /// `Err(TooLargeForPeer)` for a payload past the peer's maximum.
+    pub(crate) fn check_size(&self, payload: usize) -> Result<(), ApiMisuse> {
+        if payload as u64 > u64::from(self.peer_max) {
+            return Err(ApiMisuse::TooLargeForPeer {
+                length: payload as u64,
+                max: self.peer_max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes `ERROR` on `stream` into `out` and closes the stream (with
+    /// its shards), or on stream 0 the connection.
+    pub(crate) fn send_error(
+        &mut self,
+        stream: u32,
+        code: ErrorCode,
+        text: &str,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
+        if stream == 0 {
+            self.state = State::Closed;
+        } else {
+            self.streams.remove(stream);
+        }
+        Ok(n)
+    }
+
+    /// Writes a `PING` with `token` at `now` into `out`; the answer is due
+    /// within `idle_timeout`.
+    pub(crate) fn send_ping(
+        &mut self,
+        now: u64,
+        idle_timeout: u64,
+        token: u64,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
+        self.established()?;
+        let n = Message::Ping(Ping(token)).encode(0, out)?;
+        self.ping = Some(token);
+        self.ping_deadline = after(now, idle_timeout);
+        Ok(n)
+    }
+}
+
+/// Writes the data frame `prefix` gives for `data`'s length, then `data`,
+/// into `out`; the two sessions' `send_data`.
+pub(crate) fn send_data(
+    data: &[u8],
+    out: &mut [u8],
+    prefix: impl FnOnce(u32) -> Result<[u8; 20], ApiMisuse>,
+) -> Result<usize, ApiMisuse> {
+    let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
+    let total = 20usize.saturating_add(data.len());
+    let dst =
+        out.get_mut(..total)
+            .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
+                needed: total as u64,
+                available: 0,
+            }))?;
+    let Some((a, b)) = dst.split_at_mut_checked(20) else {
+        return Err(ApiMisuse::InvalidArgument("data"));
+    };
+    if b.len() != data.len() {
+        return Err(ApiMisuse::InvalidArgument("data"));
+    }
+    super::cursor::copy(a, &prefix(len)?);
+    super::cursor::copy(b, data);
+    Ok(total)
+}
+
+/// The text sent with an `ERROR` the session writes itself.
+pub(crate) const fn text_of(kind: &SessionErrorKind) -> &'static str {
+    match kind {
+        SessionErrorKind::Malformed(_) => "malformed message",
+        SessionErrorKind::Unexpected { .. } => "message not allowed in this state",
+        SessionErrorKind::WrongStream { .. } => "message on the wrong stream",
+        SessionErrorKind::UnknownStream => "stream is not open",
+        SessionErrorKind::StreamInUse => "stream id in use",
+        SessionErrorKind::TooManyStreams { .. } => "too many streams open",
+        SessionErrorKind::VersionMismatch { .. } => "protocol version not supported",
+        SessionErrorKind::DataOutOfOrder { .. } => "data frame out of order",
+        SessionErrorKind::DataOverrun { .. } => "data frame past total_data_bytes or empty",
+        SessionErrorKind::DataShort { .. } => "data ended before total_data_bytes",
+        SessionErrorKind::ShardMismatch => "shard descriptors are inconsistent",
+        SessionErrorKind::DeviceRefused { .. } => "device not accepted",
+        SessionErrorKind::UnsolicitedPong => "pong without ping",
+        SessionErrorKind::Timeout => "timed out",
+        SessionErrorKind::Unauthorized => "unauthorized",
+        SessionErrorKind::PeerError { .. } => "peer error",
+    }
+}
+
+/// The part of the two sessions' public API that is the [`Link`]'s: the
+/// same methods, with the same contracts, on `ClientSession` and
+/// `ServerSession` (each has a `link` and a `config` with the timeouts).
+macro_rules! session_api {
+    ($session:ident) => {
+        impl<const S: usize> $session<'_, S> {
+            /// Whether the handshake is done and the connection open.
+            #[must_use]
+            pub fn is_established(&self) -> bool {
+                self.link.state == State::Open
+            }
+
+            /// Whether the connection is over: flush
+            /// [`poll_transmit`](Self::poll_transmit), then close the transport.
+            #[must_use]
+            pub fn is_closed(&self) -> bool {
+                self.link.state == State::Closed
+            }
+
+            /// The largest payload the peer accepts (0 before the handshake).
+            #[must_use]
+            pub const fn peer_max_message_size(&self) -> u32 {
+                self.link.peer_max
+            }
+
+            /// Streams open now.
+            #[must_use]
+            pub fn open_streams(&self) -> usize {
+                self.link.streams.open_count()
+            }
+
+            /// Whether control messages wait for [`poll_transmit`](Self::poll_transmit).
+            #[must_use]
+            pub const fn has_pending(&self) -> bool {
+                !self.link.outbox.is_empty()
+            }
+
+            /// Bytes a `poll_transmit` buffer needs to hold any control message.
+            #[must_use]
+            pub const fn max_control_len(&self) -> usize {
+                super::stream::max_control_len(&self.config.hello)
+            }
+
+            /// When [`handle_timeout`](Self::handle_timeout) must run next
+            /// (`None`: never, the connection is closed).
+            #[must_use]
+            pub fn poll_timeout(&self) -> Option<u64> {
+                self.link.poll_timeout()
+            }
+
+            /// Runs the timers at `now`: a stream (request, shard or put)
+            /// whose peer went quiet past the request timeout is closed with
+            /// `ERROR` (`TIMEOUT`) and returned; a silent connection
+            /// (handshake, idle, unanswered ping) is closed with an error.
+            ///
+            /// # Errors
+            /// The connection timed out.
+            pub fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
+                self.link.handle_timeout(now)
+            }
+
+            /// [`data_prefix`](Self::data_prefix) and the data, copied into `out`.
+            ///
+            /// # Errors
+            /// As [`data_prefix`](Self::data_prefix); `out` too small.
+            pub fn send_data(
+                &mut self,
+                stream: u32,
+                offset: u64,
+                data: &[u8],
+                out: &mut [u8],
+            ) -> Result<usize, ApiMisuse> {
+                super::stream::send_data(data, out, |len| self.data_prefix(stream, offset, len))
+            }
+
+            /// Closes `stream` (a request with its shards, or a put) with
+            /// `ERROR`; stream 0 closes the connection.
+            ///
+            /// # Errors
+            /// `out` too small.
+            pub fn send_error(
+                &mut self,
+                stream: u32,
+                code: ErrorCode,
+                text: &str,
+                out: &mut [u8],
+            ) -> Result<usize, ApiMisuse> {
+                self.link.send_error(stream, code, text, out)
+            }
+
+            /// Sends a `PING` with `token` at `now`; the peer must answer
+            /// within the idle timeout.
+            ///
+            /// # Errors
+            /// Not established, or `out` too small.
+            pub fn send_ping(
+                &mut self,
+                now: u64,
+                token: u64,
+                out: &mut [u8],
+            ) -> Result<usize, ApiMisuse> {
+                let idle = self.config.idle_timeout;
+                self.link.send_ping(now, idle, token, out)
+            }
+        }
+    };
+}
+pub(crate) use session_api;
