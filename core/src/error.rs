@@ -103,53 +103,76 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// A tensor descriptor or buffer table was rejected: what was wrong
-/// ([`kind`](Self::kind)) and the byte offset of the field at fault
-/// ([`offset`](Self::offset)), counted from the first byte of the descriptor
-/// (or of the table, for [`BufferTable::parse`](crate::BufferTable::parse)).
-///
-/// ```
-/// use hurray_core::{DescriptorErrorKind, TensorView};
-///
-/// let err = TensorView::parse(b"HRAY\x01\x00").unwrap_err();
-/// assert_eq!(err.offset(), 0);
-/// assert_eq!(err.kind(), DescriptorErrorKind::Truncated { needed: 20, available: 6 });
-/// assert_eq!(err.to_string(), "at byte 0: truncated: 20 bytes needed, 6 available");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct DescriptorError {
-    offset: u32,
-    kind: DescriptorErrorKind,
-}
+/// Declares an error that is a kind at a byte offset — the struct, `new`,
+/// `kind`, `offset` and `Display` (`at byte {offset}{where}: {kind}`) — so
+/// the three error types of that shape are written once; `source` is
+/// written beside each.
+macro_rules! located_error {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident($offset:ty, $kind:ty), $where:literal;
+        $(#[$new_doc:meta])* new;
+        $(#[$offset_doc:meta])* offset;
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        pub struct $name {
+            offset: $offset,
+            kind: $kind,
+        }
 
-impl DescriptorError {
+        impl $name {
+            $(#[$new_doc])*
+            #[must_use]
+            #[inline]
+            pub const fn new(offset: $offset, kind: $kind) -> Self {
+                Self { offset, kind }
+            }
+
+            /// What was wrong.
+            #[must_use]
+            #[inline]
+            pub const fn kind(&self) -> $kind {
+                self.kind
+            }
+
+            $(#[$offset_doc])*
+            #[must_use]
+            #[inline]
+            pub const fn offset(&self) -> $offset {
+                self.offset
+            }
+        }
+
+        impl core::fmt::Display for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                write!(f, concat!("at byte {}", $where, ": {}"), self.offset, self.kind)
+            }
+        }
+    };
+}
+pub(crate) use located_error;
+
+located_error! {
+    /// A tensor descriptor or buffer table was rejected: what was wrong
+    /// ([`kind`](Self::kind)) and the byte offset of the field at fault
+    /// ([`offset`](Self::offset)), counted from the first byte of the descriptor
+    /// (or of the table, for [`BufferTable::parse`](crate::BufferTable::parse)).
+    ///
+    /// ```
+    /// use hurray_core::{DescriptorErrorKind, TensorView};
+    ///
+    /// let err = TensorView::parse(b"HRAY\x01\x00").unwrap_err();
+    /// assert_eq!(err.offset(), 0);
+    /// assert_eq!(err.kind(), DescriptorErrorKind::Truncated { needed: 20, available: 6 });
+    /// assert_eq!(err.to_string(), "at byte 0: truncated: 20 bytes needed, 6 available");
+    /// ```
+    pub struct DescriptorError(u32, DescriptorErrorKind), "";
     /// An error of `kind` at byte `offset`.
-    #[must_use]
-    #[inline]
-    pub const fn new(offset: u32, kind: DescriptorErrorKind) -> Self {
-        Self { offset, kind }
-    }
-
-    /// What was wrong.
-    #[must_use]
-    #[inline]
-    pub const fn kind(&self) -> DescriptorErrorKind {
-        self.kind
-    }
-
+    new;
     /// The byte offset of the field at fault.
-    #[must_use]
-    #[inline]
-    pub const fn offset(&self) -> u32 {
-        self.offset
-    }
-}
-
-impl fmt::Display for DescriptorError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at byte {}: {}", self.offset, self.kind)
-    }
+    offset;
 }
 
 impl core::error::Error for DescriptorError {

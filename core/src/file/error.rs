@@ -3,7 +3,7 @@
 use core::fmt;
 
 use crate::composite::CompositeError;
-use crate::error::DescriptorError;
+use crate::error::{DescriptorError, located_error};
 
 /// A part of the file, as named in errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,36 +18,14 @@ pub enum Section {
     Index,
 }
 
-/// Why a file was refused: what is wrong, and the absolute byte offset of
-/// the field at fault.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct FileError {
-    offset: u64,
-    kind: FileErrorKind,
-}
-
-impl FileError {
+located_error! {
+    /// Why a file was refused: what is wrong, and the absolute byte offset of
+    /// the field at fault.
+    pub struct FileError(u64, FileErrorKind), "";
     /// An error of `kind` at byte `offset` of the file.
-    #[must_use]
-    #[inline]
-    pub const fn new(offset: u64, kind: FileErrorKind) -> Self {
-        Self { offset, kind }
-    }
-
+    new;
     /// Absolute byte offset, in the file, of the field at fault.
-    #[must_use]
-    #[inline]
-    pub const fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// What is wrong.
-    #[must_use]
-    #[inline]
-    pub const fn kind(&self) -> FileErrorKind {
-        self.kind
-    }
+    offset;
 }
 
 /// What is wrong with a file.
@@ -160,12 +138,6 @@ pub enum FileErrorKind {
     },
     /// The sequential reader found content where it needed zero padding.
     NonZeroPadding,
-}
-
-impl fmt::Display for FileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at byte {}: {}", self.offset, self.kind)
-    }
 }
 
 impl fmt::Display for Section {

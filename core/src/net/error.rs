@@ -10,59 +10,31 @@
 
 use core::fmt;
 
-use crate::error::{DescriptorError, EncodeError};
+use crate::error::{DescriptorError, EncodeError, located_error};
 
 use super::codes::ErrorCode;
 
-/// A message was rejected by its decoder: what was wrong and where.
-///
-/// The offset counts from the first byte of the message header, so a field
-/// of the payload at payload offset `p` is reported at `12 + p`.
-///
-/// ```
-/// use hurray_core::net::{Frame, NetErrorKind, Status};
-///
-/// // A header announcing a 4 GiB payload is refused before anything is read.
-/// let bytes = [3, 0, 0, 0, 1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF];
-/// let err = Frame::parse(&bytes, 1 << 20).unwrap_err();
-/// assert_eq!(err.offset(), 8);
-/// assert_eq!(err.kind(), NetErrorKind::TooLarge { length: u32::MAX, max: 1 << 20 });
-/// assert_eq!(err.kind().error_code(), hurray_core::net::ErrorCode::MessageTooLarge);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct NetError {
-    offset: u32,
-    kind: NetErrorKind,
-}
-
-impl NetError {
+located_error! {
+    /// A message was rejected by its decoder: what was wrong and where.
+    ///
+    /// The offset counts from the first byte of the message header, so a field
+    /// of the payload at payload offset `p` is reported at `12 + p`.
+    ///
+    /// ```
+    /// use hurray_core::net::{Frame, NetErrorKind, Status};
+    ///
+    /// // A header announcing a 4 GiB payload is refused before anything is read.
+    /// let bytes = [3, 0, 0, 0, 1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF];
+    /// let err = Frame::parse(&bytes, 1 << 20).unwrap_err();
+    /// assert_eq!(err.offset(), 8);
+    /// assert_eq!(err.kind(), NetErrorKind::TooLarge { length: u32::MAX, max: 1 << 20 });
+    /// assert_eq!(err.kind().error_code(), hurray_core::net::ErrorCode::MessageTooLarge);
+    /// ```
+    pub struct NetError(u32, NetErrorKind), " of the message";
     /// An error of `kind` at byte `offset` of the message.
-    #[must_use]
-    #[inline]
-    pub const fn new(offset: u32, kind: NetErrorKind) -> Self {
-        Self { offset, kind }
-    }
-
-    /// What was wrong.
-    #[must_use]
-    #[inline]
-    pub const fn kind(&self) -> NetErrorKind {
-        self.kind
-    }
-
+    new;
     /// The byte offset of the field at fault, from the start of the header.
-    #[must_use]
-    #[inline]
-    pub const fn offset(&self) -> u32 {
-        self.offset
-    }
-}
-
-impl fmt::Display for NetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at byte {} of the message: {}", self.offset, self.kind)
-    }
+    offset;
 }
 
 impl core::error::Error for NetError {
