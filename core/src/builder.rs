@@ -341,48 +341,20 @@ impl<const RANK: usize, const NBUF: usize> DescriptorBuilder<RANK, NBUF> {
 
 /// A scheme that borrows nothing (every public one), as `'static`.
 const fn own_scheme(s: Scheme<'_>) -> Option<Scheme<'static>> {
-    Some(match s {
-        Scheme::PerTensor { scale, zero_point } => Scheme::PerTensor { scale, zero_point },
-        Scheme::PerChannel {
-            axis,
-            scale_buffer,
-            zero_point_buffer,
-        } => Scheme::PerChannel {
-            axis,
-            scale_buffer,
-            zero_point_buffer,
-        },
-        Scheme::PerBlock {
-            axis,
-            block_size,
-            scale_buffer,
-            zero_point_buffer,
-            scale_type,
-        } => Scheme::PerBlock {
-            axis,
-            block_size,
-            scale_buffer,
-            zero_point_buffer,
-            scale_type,
-        },
-        Scheme::Nf4 {
-            axis,
-            block_size,
-            scale_buffer,
-        } => Scheme::Nf4 {
-            axis,
-            block_size,
-            scale_buffer,
-        },
-        Scheme::Mxfp {
-            axis,
-            block_size,
-            scale_buffer,
-        } => Scheme::Mxfp {
-            axis,
-            block_size,
-            scale_buffer,
-        },
-        Scheme::Private { .. } => return None,
+    // Each public variant, rebuilt field by field with the new lifetime.
+    macro_rules! rebuild {
+        ($($variant:ident { $($field:ident),* }),*) => {
+            match s {
+                $(Scheme::$variant { $($field),* } => Scheme::$variant { $($field),* },)*
+                Scheme::Private { .. } => return None,
+            }
+        };
+    }
+    Some(rebuild! {
+        PerTensor { scale, zero_point },
+        PerChannel { axis, scale_buffer, zero_point_buffer },
+        PerBlock { axis, block_size, scale_buffer, zero_point_buffer, scale_type },
+        Nf4 { axis, block_size, scale_buffer },
+        Mxfp { axis, block_size, scale_buffer }
     })
 }
