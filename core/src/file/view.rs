@@ -112,6 +112,13 @@ fn slice_at(bytes: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
 fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     let len = bytes.len() as u64;
     let minimum = (FILE_HEADER_LEN + TRAILER_LEN) as u64;
+    let truncated = at(
+        0,
+        FileErrorKind::Truncated {
+            needed: minimum,
+            available: len,
+        },
+    );
     if len < minimum {
         // The magic is still checked first when there are eight bytes.
         if let Some(m) = bytes.get(..8) {
@@ -119,33 +126,15 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
                 return Err(at(0, FileErrorKind::BadMagic));
             }
         }
-        return Err(at(
-            0,
-            FileErrorKind::Truncated {
-                needed: minimum,
-                available: len,
-            },
-        ));
+        return Err(truncated);
     }
     let Ok((header, _)) = FileHeader::ref_from_prefix(bytes) else {
-        return Err(at(
-            0,
-            FileErrorKind::Truncated {
-                needed: minimum,
-                available: len,
-            },
-        ));
+        return Err(truncated);
     };
     let flags = header.check()?;
     let trailer_at = len.saturating_sub(TRAILER_LEN as u64);
     let Ok((_, trailer)) = Trailer::ref_from_suffix(bytes) else {
-        return Err(at(
-            0,
-            FileErrorKind::Truncated {
-                needed: minimum,
-                available: len,
-            },
-        ));
+        return Err(truncated);
     };
     trailer.check(trailer_at)?;
     let stored_crc = trailer.index_crc32c.get();
