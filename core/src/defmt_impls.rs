@@ -72,29 +72,27 @@ impl Format for TensorDescriptor<'_> {
     }
 }
 
+/// Writes `items` as `[a, b, …]`.
+fn list<T: Format>(f: Formatter<'_>, items: impl Iterator<Item = T>) {
+    write!(f, "[");
+    for (i, v) in items.enumerate() {
+        if i > 0 {
+            write!(f, ", ");
+        }
+        write!(f, "{}", v);
+    }
+    write!(f, "]");
+}
+
 impl<N: Format + Copy, W: Copy + Into<N>> Format for crate::Values<'_, N, W> {
     fn format(&self, f: Formatter<'_>) {
-        write!(f, "[");
-        for (i, v) in self.iter().enumerate() {
-            if i > 0 {
-                write!(f, ", ");
-            }
-            write!(f, "{}", v);
-        }
-        write!(f, "]");
+        list(f, self.iter());
     }
 }
 
 impl Format for crate::Buffers<'_> {
     fn format(&self, f: Formatter<'_>) {
-        write!(f, "[");
-        for (i, h) in self.iter().enumerate() {
-            if i > 0 {
-                write!(f, ", ");
-            }
-            write!(f, "{}", h);
-        }
-        write!(f, "]");
+        list(f, self.iter());
     }
 }
 
