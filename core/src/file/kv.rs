@@ -138,21 +138,8 @@ impl<'a> KvArray<'a> {
     #[must_use]
     pub fn get(&self, i: usize) -> Option<KvValue<'a>> {
         match *self {
-            Self::Encoded { tag, bytes, count } => {
-                if i >= count as usize {
-                    return None;
-                }
-                let mut pos = 0;
-                let mut n = 0;
-                loop {
-                    let (v, next) = read_payload(bytes, pos, tag).ok()?;
-                    if n == i {
-                        return Some(v);
-                    }
-                    n = n.checked_add(1)?;
-                    pos = next;
-                }
-            }
+            // Payloads have their own lengths: walk to the `i`-th.
+            Self::Encoded { .. } => self.iter().nth(i),
             Self::String(s) => s.get(i).map(|v| KvValue::String(v)),
             Self::Int64(s) => s.get(i).map(|v| KvValue::Int64(*v)),
             Self::Uint64(s) => s.get(i).map(|v| KvValue::Uint64(*v)),
