@@ -81,23 +81,14 @@ impl<'a> Message<'a> {
             MessageType::TensorRequest => Self::TensorRequest(TensorRequest::decode(p)?),
             MessageType::TensorDescriptor => Self::TensorDescriptor(DescriptorMessage::decode(p)?),
             MessageType::TensorData => Self::TensorData(DataFrame::decode(p)?),
-            MessageType::TensorDataEnd => {
-                empty(p)?;
-                Self::TensorDataEnd
-            }
+            MessageType::TensorDataEnd => empty(p, Self::TensorDataEnd)?,
             MessageType::TensorPut => Self::TensorPut(TensorPut::decode(p)?),
-            MessageType::TensorPutAck => {
-                empty(p)?;
-                Self::TensorPutAck
-            }
+            MessageType::TensorPutAck => empty(p, Self::TensorPutAck)?,
             MessageType::Error => Self::Error(ErrorMessage::decode(p)?),
             MessageType::Ping => Self::Ping(Ping::decode(p)?),
             MessageType::Pong => Self::Pong(Ping::decode(p)?),
             MessageType::RdmaRegister => Self::RdmaRegister(RdmaRegister::decode(p)?),
-            MessageType::RdmaReady => {
-                empty(p)?;
-                Self::RdmaReady
-            }
+            MessageType::RdmaReady => empty(p, Self::RdmaReady)?,
         })
     }
 
@@ -231,9 +222,10 @@ pub const fn data_frame_prefix(stream_id: u32, offset: u64, data_len: u32) -> [u
     out
 }
 
-const fn empty(p: &[u8]) -> Result<(), NetError> {
+/// `message` when its payload `p` is empty, as it must be.
+const fn empty<'a>(p: &[u8], message: Message<'a>) -> Result<Message<'a>, NetError> {
     if p.is_empty() {
-        return Ok(());
+        return Ok(message);
     }
     Err(NetError::new(
         12,
