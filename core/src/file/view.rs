@@ -1047,6 +1047,18 @@ pub struct FileView<'a> {
     index: FileIndex<'a>,
 }
 
+/// The getters a [`FileView`] answers from its index, each as
+/// [`FileIndex`]'s.
+macro_rules! index_getters {
+    ($($(#[$doc:meta])* $name:ident -> $ty:ty;)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub const fn $name(&self) -> $ty {
+            self.index.$name()
+        }
+    )*};
+}
+
 impl<'a> FileView<'a> {
     /// Opens and fully validates a file with the default options and no
     /// table ([`FileIndex::parse`], then [`FileIndex::verify`]).
@@ -1158,52 +1170,23 @@ impl<'a> FileView<'a> {
         self.index.iter_file_order().filter_map(Result::ok)
     }
 
-    /// Number of tensors.
-    #[must_use]
-    pub const fn len(&self) -> u32 {
-        self.index.len()
-    }
-
-    /// Whether the file holds no tensor.
-    #[must_use]
-    pub const fn is_empty(&self) -> bool {
-        self.index.is_empty()
-    }
-
-    /// The file header.
-    #[must_use]
-    pub const fn header(&self) -> &'a FileHeader {
-        self.index.header()
-    }
-
-    /// The file flags.
-    #[must_use]
-    pub const fn flags(&self) -> FileFlags {
-        self.index.flags()
-    }
-
-    /// `data_buffer_alignment`.
-    #[must_use]
-    pub const fn alignment(&self) -> u32 {
-        self.index.alignment()
-    }
-
-    /// The container version `(major, minor)`.
-    #[must_use]
-    pub const fn version(&self) -> (u8, u8) {
-        self.index.version()
-    }
-
-    /// The KV section (empty when the file has none).
-    #[must_use]
-    pub const fn kv(&self) -> KvSection<'a> {
-        self.index.kv()
-    }
-
-    /// The whole file's bytes.
-    #[must_use]
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.index.as_bytes()
+    index_getters! {
+        /// Number of tensors.
+        len -> u32;
+        /// Whether the file holds no tensor.
+        is_empty -> bool;
+        /// The file header.
+        header -> &'a FileHeader;
+        /// The file flags.
+        flags -> FileFlags;
+        /// `data_buffer_alignment`.
+        alignment -> u32;
+        /// The container version `(major, minor)`.
+        version -> (u8, u8);
+        /// The KV section (empty when the file has none).
+        kv -> KvSection<'a>;
+        /// The whole file's bytes.
+        as_bytes -> &'a [u8];
     }
 }
 
