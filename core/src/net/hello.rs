@@ -20,6 +20,7 @@ use crate::error::EncodeError;
 use super::codes::Capabilities;
 use super::cursor::{Reader, Writer};
 use super::error::{NetError, NetErrorKind};
+use super::request::invalid;
 
 /// The protocol version this implementation speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -172,13 +173,7 @@ fn read_entry<'a>(r: &mut Reader<'a>) -> Result<LayoutEntry<'a>, NetError> {
         return Ok(LayoutEntry { tag, ext_metadata });
     }
     if !is_plain_tag(tag) {
-        return Err(NetError::new(
-            at,
-            NetErrorKind::InvalidValue {
-                field: "layout_tag",
-                value: u64::from(tag),
-            },
-        ));
+        return Err(invalid(at, "layout_tag", u64::from(tag)));
     }
     Ok(LayoutEntry {
         tag,
@@ -246,13 +241,7 @@ impl<'a> Hello<'a> {
         let fixed: HelloFixed = r.read()?;
         let max_message_size = fixed.max_message_size.get();
         if max_message_size < MIN_MESSAGE_SIZE {
-            return Err(NetError::new(
-                16,
-                NetErrorKind::InvalidValue {
-                    field: "max_message_size",
-                    value: u64::from(max_message_size),
-                },
-            ));
+            return Err(invalid(16, "max_message_size", u64::from(max_message_size)));
         }
         let bits = fixed.capability_flags.get();
         let Some(capabilities) = Capabilities::from_bits(bits) else {
@@ -358,13 +347,7 @@ fn check_codes(
     for (i, &c) in codes.iter().enumerate() {
         if !ok(c) {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
-            return Err(NetError::new(
-                at.saturating_add(i),
-                NetErrorKind::InvalidValue {
-                    field,
-                    value: u64::from(c),
-                },
-            ));
+            return Err(invalid(at.saturating_add(i), field, u64::from(c)));
         }
     }
     Ok(())

@@ -20,13 +20,7 @@ pub const MAX_KEY_LEN: usize = 1024;
 /// Checks a tensor key read at message offset `at` (its length prefix).
 pub(crate) const fn check_key(key: &str, at: u32) -> Result<(), NetError> {
     if key.is_empty() || key.len() > MAX_KEY_LEN {
-        return Err(NetError::new(
-            at,
-            NetErrorKind::InvalidValue {
-                field: "tensor_key length",
-                value: key.len() as u64,
-            },
-        ));
+        return Err(invalid(at, "tensor_key length", key.len() as u64));
     }
     Ok(())
 }
@@ -141,6 +135,7 @@ pub(crate) fn key_len(key: &str) -> Result<u32, EncodeError> {
     u32::try_from(key.len()).map_err(|_| too_long("tensor_key"))
 }
 
+/// The error of a field holding a value it may not.
 pub(crate) const fn invalid(at: u32, field: &'static str, value: u64) -> NetError {
     NetError::new(at, NetErrorKind::InvalidValue { field, value })
 }
