@@ -142,25 +142,19 @@ impl<'a> Message<'a> {
     pub fn encode(&self, stream_id: u32, out: &mut [u8]) -> Result<usize, EncodeError> {
         let len = self.payload_len();
         let total = self.encoded_len();
+        let too_small = |available: usize| EncodeError::OutputTooSmall {
+            needed: total as u64,
+            available: available as u64,
+        };
         if out.len() < total {
-            return Err(EncodeError::OutputTooSmall {
-                needed: total as u64,
-                available: out.len() as u64,
-            });
+            return Err(too_small(out.len()));
         }
         let plen = u32::try_from(len).map_err(|_| super::hello::too_long("payload"))?;
+        let available = out.len();
         let Some((head, body)) = out.split_at_mut_checked(MESSAGE_HEADER_LEN) else {
-            return Err(EncodeError::OutputTooSmall {
-                needed: total as u64,
-                available: out.len() as u64,
-            });
+            return Err(too_small(available));
         };
-        put_header(head, self.message_type(), stream_id, plen).ok_or(
-            EncodeError::OutputTooSmall {
-                needed: total as u64,
-                available: 0,
-            },
-        )?;
+        put_header(head, self.message_type(), stream_id, plen).ok_or_else(|| too_small(0))?;
         let n = match self {
             Self::ClientHello(h) | Self::ServerHello(h) => h.encode(body)?,
             Self::TensorRequest(r) => r.encode(body)?,
