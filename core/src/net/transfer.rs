@@ -157,13 +157,13 @@ impl<'a> DescriptorMessage<'a> {
     /// The transport rules; `at` is the message offset of the fields.
     fn check(&self, at: u32) -> Result<(), NetError> {
         check_transport(&self.descriptor, self.total_data_bytes, at, HEADER_AT)?;
-        let shards_at = at.saturating_add(12);
+        let bad_total = Err(invalid(
+            at.saturating_add(12),
+            "total_shards",
+            u64::from(self.total_shards),
+        ));
         if self.total_shards == 0 || self.total_shards > MAX_SHARDS {
-            return Err(invalid(
-                shards_at,
-                "total_shards",
-                u64::from(self.total_shards),
-            ));
+            return bad_total;
         }
         if self.shard_index >= self.total_shards {
             return Err(invalid(
@@ -176,11 +176,7 @@ impl<'a> DescriptorMessage<'a> {
         // composite heads ([NP-SHARD-1]).
         let composite = matches!(self.descriptor.layout(), Layout::Composite(_));
         if self.total_shards > 1 && (self.descriptor.shard().is_none() || composite) {
-            return Err(invalid(
-                shards_at,
-                "total_shards",
-                u64::from(self.total_shards),
-            ));
+            return bad_total;
         }
         Ok(())
     }
