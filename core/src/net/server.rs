@@ -550,27 +550,15 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         }
         let members = msg.member_count();
         let stream = request_stream.saturating_add(msg.shard_index);
-        let n = if msg.shard_index == 0 {
-            let mut t = transfer;
-            t.on_descriptor(msg.total_data_bytes, members)
-                .map_err(|_| ApiMisuse::WrongState(stream))?;
-            let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
-            if let Some(Slot {
-                kind: Kind::Response { transfer, .. },
-                ..
-            }) = self.link.streams.get_mut(request_stream)
-            {
-                *transfer = t;
-            }
-            n
-        } else {
-            if self.link.streams.get(stream).is_some() {
-                return Err(ApiMisuse::WrongState(stream));
-            }
-            let mut t = Transfer::new();
-            t.on_descriptor(msg.total_data_bytes, members)
-                .map_err(|_| ApiMisuse::WrongState(stream))?;
-            let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
+        let first = msg.shard_index == 0;
+        if !first && self.link.streams.get(stream).is_some() {
+            return Err(ApiMisuse::WrongState(stream));
+        }
+        let mut t = if first { transfer } else { Transfer::new() };
+        t.on_descriptor(msg.total_data_bytes, members)
+            .map_err(|_| ApiMisuse::WrongState(stream))?;
+        let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
+        if !first {
             self.link.streams.insert(Slot {
                 id: stream,
                 kind: Kind::Shard {
@@ -579,13 +567,20 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 },
                 deadline: NEVER,
             })?;
-            n
-        };
+        }
         if let Some(Slot {
-            kind: Kind::Response { shards_total, .. },
+            kind:
+                Kind::Response {
+                    transfer,
+                    shards_total,
+                    ..
+                },
             ..
         }) = self.link.streams.get_mut(request_stream)
         {
+            if first {
+                *transfer = t;
+            }
             *shards_total = msg.total_shards;
         }
         Ok(n)
