@@ -456,14 +456,7 @@ mod tests {
             for codes in (0u32..1 << 24).step_by(step) {
                 let [dev, sync, class, _] = codes.to_le_bytes();
                 for reserved in [0u8, 1] {
-                    let e = BufferHandleEntry {
-                        byte_size: size.into(),
-                        alignment: align.into(),
-                        device_tag: dev,
-                        sync_mode: sync,
-                        memory_class: class,
-                        reserved,
-                    };
+                    let e = entry(size, align, dev, sync, class, reserved);
                     let words = <[U32; 4]>::read_from_bytes(e.as_bytes()).unwrap();
                     assert_eq!(entry_ok(&words), e.decode().is_ok(), "{e:?}");
                     checked += 1;
