@@ -468,6 +468,25 @@ impl<'a> TensorDescriptor<'a> {
         count: Option<u64>,
         dynamic: bool,
     ) -> Option<(Option<u64>, usize)> {
+        // Per-block affine gets a copy of its own, where the scheme is
+        // known and the rules' matches on it fold away (ADR-127).
+        match q.scheme {
+            Scheme::PerBlock { .. } => self.scheme_holds(q, at, count, dynamic),
+            Scheme::Private { .. } => None,
+            _ => self.scheme_holds(q, at, count, dynamic),
+        }
+    }
+
+    /// [`quantization_holds`](Self::quantization_holds)' body, for a
+    /// public scheme.
+    #[inline(always)]
+    fn scheme_holds(
+        &self,
+        q: &Quantization<'_>,
+        at: u32,
+        count: Option<u64>,
+        dynamic: bool,
+    ) -> Option<(Option<u64>, usize)> {
         let s = &q.scheme;
         let ctx = QuantCtx {
             shape: self.shape,
@@ -475,9 +494,6 @@ impl<'a> TensorDescriptor<'a> {
             accept_private: true,
             page_size: None,
         };
-        if matches!(s, Scheme::Private { .. }) {
-            return None;
-        }
         // The section's own rules, inlined here (ADR-125).
         if !matches!(q.check(&ctx, at), Ok(true)) {
             return None;
