@@ -555,10 +555,12 @@ impl<'a> TensorDescriptor<'a> {
     #[inline]
     fn colocated(&self) -> bool {
         match self.buffers {
-            Buffers::Handles([first, rest @ ..]) => {
-                let first = table::handle_placement(first);
-                rest.iter().all(|h| table::handle_placement(h) == first)
-            }
+            // The same device and memory class values have the same codes
+            // (the converse, a private value spelling a public code, is
+            // left to the general path's rule on the codes).
+            Buffers::Handles([first, rest @ ..]) => rest.iter().all(|h| {
+                h.device_tag() == first.device_tag() && h.memory_class() == first.memory_class()
+            }),
             _ => true,
         }
     }

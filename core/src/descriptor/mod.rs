@@ -815,7 +815,13 @@ pub(crate) trait Parts {
         // Parameter buffers follow the data buffer.
         let in_table = |i: u32| i >= 1 && (i as usize) < count;
         let buffers = match (p.scale, p.zero) {
-            (Some(s), Some(z)) if in_table(s) && in_table(z) => 2 + usize::from(s != z),
+            (Some(s), Some(z)) if in_table(s) && in_table(z) => {
+                if s == z {
+                    2
+                } else {
+                    3
+                }
+            }
             (Some(s), None) if in_table(s) => 2,
             (None, None) => 1,
             _ => return false,
@@ -841,12 +847,20 @@ pub(crate) trait Parts {
             let entries = if k == 0 {
                 Some(along)
             } else {
+                // A block scheme's size is a power of two (its section's
+                // rule): the blocks along the axis by a shift.
+                if !k.is_power_of_two() {
+                    return false;
+                }
+                let partial = along & u64::from(k.wrapping_sub(1)) != 0;
+                // Below 2^63 when a block is partial (`k` >= 2): no wrap.
+                let per_axis = (along >> k.trailing_zeros()).wrapping_add(u64::from(partial));
                 let others = shape
                     .dims()
                     .enumerate()
                     .filter(|&(i, _)| i != axis as usize)
                     .try_fold(1u64, |acc, (_, n)| acc.checked_mul(n));
-                let blocks = others.and_then(|o| extent::div_ceil(along, u64::from(k)).checked_mul(o));
+                let blocks = others.and_then(|o| per_axis.checked_mul(o));
                 if p.pads {
                     match blocks.and_then(|b| b.checked_mul(u64::from(k))) {
                         Some(padded) => elements = padded,
@@ -865,7 +879,9 @@ pub(crate) trait Parts {
                 Some(z) if z == scale => {
                     size(scale) == scale_bytes.and_then(|s| s.checked_add(zero_bytes?))
                 }
-                Some(z) => scale_bytes.is_some() && size(scale) == scale_bytes && size(z) == zero_bytes,
+                Some(z) => {
+                    scale_bytes.is_some() && size(scale) == scale_bytes && size(z) == zero_bytes
+                }
                 None => scale_bytes.is_some() && size(scale) == scale_bytes,
             };
             if !sized {

@@ -487,6 +487,19 @@ impl<'a> Quantization<'a> {
         if let Some(p) = per_block_holds(payload, ctx) {
             return Ok(p);
         }
+        Self::parse_rules(payload, ctx, at, len)
+    }
+
+    /// [`parse`](Self::parse)'s rules over the payload at `at` (whose
+    /// length field said `len`), in their order. Off bare metal out of
+    /// line, so that the per-block acceptance's path stays short (ADR-127).
+    #[cfg_attr(not(target_os = "none"), inline(never))]
+    fn parse_rules(
+        payload: &'a [u8],
+        ctx: &QuantCtx<impl Shape>,
+        at: u32,
+        len: u32,
+    ) -> Result<Params, DescriptorError> {
         let this = Self::parse_payload(payload, ctx.accept_private)
             .and_then(|q| q.check_shape(ctx).map(|()| q.scheme.params()).map_err(At))
             .map_err(|e| match e {
@@ -920,7 +933,8 @@ impl<F> Fixed<F> {
     /// (saturated, as the length field is a `u32`).
     #[inline(always)]
     fn new(padding: u32, head: SchemeHeader, fields: F) -> Self {
-        let fixed = crate::field::offset32(size_of::<SchemeHeader>().saturating_add(size_of::<F>()));
+        let fixed =
+            crate::field::offset32(size_of::<SchemeHeader>().saturating_add(size_of::<F>()));
         Self {
             length: U32::new(fixed.saturating_add(padding)),
             head,
