@@ -419,7 +419,7 @@ impl<'a> TensorDescriptor<'a> {
                 let size = b.byte_size(0);
                 let (elements, buffers) = match &self.quantization {
                     None => (count, 1),
-                    Some(q) => match self.quantization_holds(q, quantization_at, count, dynamic) {
+                    Some(q) => match self.quantization_holds(q, quantization_at, dynamic) {
                         Some((padded, buffers)) => (padded.or(count), buffers),
                         None => return false,
                     },
@@ -465,15 +465,14 @@ impl<'a> TensorDescriptor<'a> {
         &self,
         q: &Quantization<'_>,
         at: u32,
-        count: Option<u64>,
         dynamic: bool,
     ) -> Option<(Option<u64>, usize)> {
         // Per-block affine gets a copy of its own, where the scheme is
         // known and the rules' matches on it fold away (ADR-127).
         match q.scheme {
-            Scheme::PerBlock { .. } => self.scheme_holds(q, at, count, dynamic),
+            Scheme::PerBlock { .. } => self.scheme_holds(q, at, dynamic),
             Scheme::Private { .. } => None,
-            _ => self.scheme_holds(q, at, count, dynamic),
+            _ => self.scheme_holds(q, at, dynamic),
         }
     }
 
@@ -484,7 +483,6 @@ impl<'a> TensorDescriptor<'a> {
         &self,
         q: &Quantization<'_>,
         at: u32,
-        count: Option<u64>,
         dynamic: bool,
     ) -> Option<(Option<u64>, usize)> {
         let s = &q.scheme;
@@ -518,14 +516,11 @@ impl<'a> TensorDescriptor<'a> {
             _ => {
                 let (axis, k) = (p.axis, p.block_size);
                 let along = self.shape.get(axis as usize)?;
-                // The other dimensions' product: the element count over
-                // this one, unless it is 0 (or the count overflowed).
-                let others = match count.and_then(|n| n.checked_div(along)) {
-                    Some(others) => others,
-                    None => match self.shape {
-                        Values::Native(d) => product_but(d.iter().copied(), axis)?,
-                        Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
-                    },
+                // The other dimensions' product (a multiply per dimension,
+                // not a division of the element count: ADR-127).
+                let others = match self.shape {
+                    Values::Native(d) => product_but(d.iter().copied(), axis)?,
+                    Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
                 };
                 // `k` is a power of two (the section's rule held).
                 let partial = along & u64::from(k).wrapping_sub(1) != 0;

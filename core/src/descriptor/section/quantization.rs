@@ -821,6 +821,7 @@ impl<'a> Quantization<'a> {
     /// reads: the length (known beforehand), the scheme header and the
     /// scheme's fields as one store, each scheme in one arm (its tag, flags
     /// and length are constants there: one dispatch, ADR-127).
+    #[inline]
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         let padding = self.padding;
         let head = |scheme_tag, flags| SchemeHeader {
