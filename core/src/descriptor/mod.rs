@@ -411,6 +411,9 @@ impl<'a> TensorView<'a> {
         let accepted = quantization.is_some_and(|p| parsed.quantized_dense_holds(&p));
         #[cfg(target_os = "none")]
         let accepted = false;
+        // Debug builds (every test, the property tests and the fuzz
+        // corpus among them) hold the acceptance to the rules it shortcuts.
+        debug_assert!(!accepted || parsed.check(&at).is_ok());
         if !accepted {
             parsed.check(&at)?;
         }

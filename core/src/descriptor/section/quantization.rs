@@ -201,7 +201,7 @@ pub struct Quantization<'a> {
 /// the scheme blocks the tensor, as plain values. Both sides derive it from
 /// a [`Scheme`] (the parser's, decoded from the checked payload, or the
 /// encoder's), so the rules stay one set.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Params {
     /// The scale buffer, where the scheme has one.
     pub(crate) scale: Option<u32>,
@@ -485,6 +485,8 @@ impl<'a> Quantization<'a> {
         let payload = r.bytes(len as usize)?;
         #[cfg(not(target_os = "none"))]
         if let Some(p) = per_block_holds(payload, ctx) {
+            // Debug builds hold the acceptance to the rules it shortcuts.
+            debug_assert_eq!(Self::parse_rules(payload, ctx, at, len).ok(), Some(p));
             return Ok(p);
         }
         Self::parse_rules(payload, ctx, at, len)
