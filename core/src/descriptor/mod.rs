@@ -800,9 +800,11 @@ pub(crate) trait Parts {
     /// the parameter buffers after the data buffer, `byte_offset`, the
     /// parameter buffers' exact sizes and buffer 0's extent (whole blocks
     /// where the scheme pads). `false` is no verdict: `check`'s rules then
-    /// run in their order and name the fault. The parser's and the
-    /// encoder's acceptance (ADR-127); the section's own rules were checked
-    /// before it.
+    /// run in their order and name the fault. The parser's acceptance
+    /// (ADR-127; the encoder's `quantization_holds` is the same check on
+    /// its values); the section's own rules were checked before it. Off
+    /// bare metal, as the parse's use of it is.
+    #[cfg(not(target_os = "none"))]
     #[inline(always)]
     fn quantized_dense_holds(&self, p: &Params) -> bool {
         if p.private

@@ -935,7 +935,7 @@ impl<F> Fixed<F> {
     /// its length is the header's and the fields' size plus the padding
     /// (saturated, as the length field is a `u32`).
     #[inline(always)]
-    fn new(padding: u32, head: SchemeHeader, fields: F) -> Self {
+    const fn new(padding: u32, head: SchemeHeader, fields: F) -> Self {
         let fixed =
             crate::field::offset32(size_of::<SchemeHeader>().saturating_add(size_of::<F>()));
         Self {
@@ -970,15 +970,18 @@ struct PerBlockPayload {
 #[inline(always)]
 fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params> {
     let (w, padding) = PerBlockPayload::ref_from_prefix(payload).ok()?;
+    // The header as one word: the tag, version 1 and no flag but
+    // `SYMMETRIC` (the flags are its upper half, little-endian).
+    const _: () = assert!(offset_of!(SchemeHeader, flags) == 2);
     let head: &U32 = zerocopy::transmute_ref!(&w.head);
-    let flags_at = 8 * offset_of!(SchemeHeader, flags);
+    let [symmetric_lo, symmetric_hi] = SYMMETRIC.to_le_bytes();
+    let symmetric_bit = u32::from_le_bytes([0, 0, symmetric_lo, symmetric_hi]);
     let expected = u32::from_le_bytes([scheme_tag::PER_BLOCK, 1, 0, 0]);
-    let head = head.get();
     let f = &w.fields;
-    if head & !(u32::from(SYMMETRIC) << flags_at) != expected || f.reserved != [0; 3] {
+    if head.get() & !symmetric_bit != expected || f.reserved != [0; 3] {
         return None;
     }
-    let symmetric = head >> flags_at & u32::from(SYMMETRIC) != 0;
+    let symmetric = w.head.flags.get() & SYMMETRIC != 0;
     let q = Quantization {
         scheme: Scheme::PerBlock {
             axis: f.axis.get(),
