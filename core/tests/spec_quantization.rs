@@ -811,3 +811,39 @@ fn qz_paged_1_block_paged_composition() {
         );
     }
 }
+
+/// The per-block acceptances (the section's and the quantized dense
+/// family's, ADR-127) decide only "every rule holds": over every byte of
+/// the public per-block vector and of an asymmetric three-buffer variant,
+/// each changed to several values, a debug build holds each acceptance to
+/// the rules it shortcuts (`debug_assert`s in the parser), and a refusal
+/// is the rules' own. Some changes are still accepted, so the acceptances
+/// are reached.
+#[test]
+fn per_block_acceptance_agrees_with_the_rules_on_every_byte() {
+    let h = |size| BufferHandle::new(size, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap();
+    let bufs = [h(36), h(36), h(36)];
+    let asymmetric = TensorDescriptor::row_major(ElementType::Int8, &[3, 10], &bufs)
+        .with_quantization(Scheme::PerBlock {
+            axis: 1,
+            block_size: 4,
+            scale_buffer: 1,
+            zero_point_buffer: Some(2),
+            scale_type: ElementType::Float32,
+        });
+    let mut out = [0u8; 256];
+    let n = asymmetric.encode(&mut out).unwrap();
+    let mut accepted = 0;
+    for base in [&PER_BLOCK_VECTOR[..], &out[..n]] {
+        TensorView::parse(base).unwrap();
+        for i in (0..base.len()).step_by(miri_step(7)) {
+            let b = base[i];
+            for v in [0, 1, 2, 0x7F, 0xFF, b ^ 1, b ^ 0x80, b.wrapping_add(1)] {
+                let mut m = base.to_vec();
+                m[i] = v;
+                accepted += usize::from(TensorView::parse(&m).is_ok());
+            }
+        }
+    }
+    assert!(accepted > 0);
+}

@@ -419,7 +419,7 @@ impl<'a> TensorDescriptor<'a> {
                 let size = b.byte_size(0);
                 let (elements, buffers) = match &self.quantization {
                     None => (count, 1),
-                    Some(q) => match self.quantization_holds(q, quantization_at, count, dynamic) {
+                    Some(q) => match self.quantization_holds(q, quantization_at, dynamic) {
                         Some((padded, buffers)) => (padded.or(count), buffers),
                         None => return false,
                     },
@@ -465,7 +465,24 @@ impl<'a> TensorDescriptor<'a> {
         &self,
         q: &Quantization<'_>,
         at: u32,
-        count: Option<u64>,
+        dynamic: bool,
+    ) -> Option<(Option<u64>, usize)> {
+        // Per-block affine gets a copy of its own, where the scheme is
+        // known and the rules' matches on it fold away (ADR-127).
+        match q.scheme {
+            Scheme::PerBlock { .. } => self.scheme_holds(q, at, dynamic),
+            Scheme::Private { .. } => None,
+            _ => self.scheme_holds(q, at, dynamic),
+        }
+    }
+
+    /// [`quantization_holds`](Self::quantization_holds)' body, for a
+    /// public scheme.
+    #[inline(always)]
+    fn scheme_holds(
+        &self,
+        q: &Quantization<'_>,
+        at: u32,
         dynamic: bool,
     ) -> Option<(Option<u64>, usize)> {
         let s = &q.scheme;
@@ -475,9 +492,6 @@ impl<'a> TensorDescriptor<'a> {
             accept_private: true,
             page_size: None,
         };
-        if matches!(s, Scheme::Private { .. }) {
-            return None;
-        }
         // The section's own rules, inlined here (ADR-125).
         if !matches!(q.check(&ctx, at), Ok(true)) {
             return None;
@@ -502,14 +516,11 @@ impl<'a> TensorDescriptor<'a> {
             _ => {
                 let (axis, k) = (p.axis, p.block_size);
                 let along = self.shape.get(axis as usize)?;
-                // The other dimensions' product: the element count over
-                // this one, unless it is 0 (or the count overflowed).
-                let others = match count.and_then(|n| n.checked_div(along)) {
-                    Some(others) => others,
-                    None => match self.shape {
-                        Values::Native(d) => product_but(d.iter().copied(), axis)?,
-                        Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
-                    },
+                // The other dimensions' product (a multiply per dimension,
+                // not a division of the element count: ADR-127).
+                let others = match self.shape {
+                    Values::Native(d) => product_but(d.iter().copied(), axis)?,
+                    Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
                 };
                 // `k` is a power of two (the section's rule held).
                 let partial = along & u64::from(k).wrapping_sub(1) != 0;
@@ -539,10 +550,12 @@ impl<'a> TensorDescriptor<'a> {
     #[inline]
     fn colocated(&self) -> bool {
         match self.buffers {
-            Buffers::Handles([first, rest @ ..]) => {
-                let first = table::handle_placement(first);
-                rest.iter().all(|h| table::handle_placement(h) == first)
-            }
+            // The same device and memory class values have the same codes
+            // (the converse, a private value spelling a public code, is
+            // left to the general path's rule on the codes).
+            Buffers::Handles([first, rest @ ..]) => rest.iter().all(|h| {
+                h.device_tag() == first.device_tag() && h.memory_class() == first.memory_class()
+            }),
             _ => true,
         }
     }

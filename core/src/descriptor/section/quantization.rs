@@ -201,7 +201,7 @@ pub struct Quantization<'a> {
 /// the scheme blocks the tensor, as plain values. Both sides derive it from
 /// a [`Scheme`] (the parser's, decoded from the checked payload, or the
 /// encoder's), so the rules stay one set.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Params {
     /// The scale buffer, where the scheme has one.
     pub(crate) scale: Option<u32>,
@@ -483,6 +483,25 @@ impl<'a> Quantization<'a> {
         let len = r.u32()?;
         let at = r.pos();
         let payload = r.bytes(len as usize)?;
+        #[cfg(not(target_os = "none"))]
+        if let Some(p) = per_block_holds(payload, ctx) {
+            // Debug builds hold the acceptance to the rules it shortcuts.
+            debug_assert_eq!(Self::parse_rules(payload, ctx, at, len).ok(), Some(p));
+            return Ok(p);
+        }
+        Self::parse_rules(payload, ctx, at, len)
+    }
+
+    /// [`parse`](Self::parse)'s rules over the payload at `at` (whose
+    /// length field said `len`), in their order. Off bare metal out of
+    /// line, so that the per-block acceptance's path stays short (ADR-127).
+    #[cfg_attr(not(target_os = "none"), inline(never))]
+    fn parse_rules(
+        payload: &'a [u8],
+        ctx: &QuantCtx<impl Shape>,
+        at: u32,
+        len: u32,
+    ) -> Result<Params, DescriptorError> {
         let this = Self::parse_payload(payload, ctx.accept_private)
             .and_then(|q| q.check_shape(ctx).map(|()| q.scheme.params()).map_err(At))
             .map_err(|e| match e {
@@ -802,66 +821,52 @@ impl<'a> Quantization<'a> {
 
     /// Writes the section through the same field structs the parser
     /// reads: the length (known beforehand), the scheme header and the
-    /// scheme's fields as one store.
+    /// scheme's fields as one store, each scheme in one arm (its tag, flags
+    /// and length are constants there: one dispatch, ADR-127).
+    #[inline]
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
-        let s = &self.scheme;
-        #[allow(clippy::cast_possible_truncation)] // saturated to `u32`
-        let len = s
-            .encoded_len()
-            .saturating_add(self.padding as usize)
-            .min(u32::MAX as usize) as u32;
-        let symmetric = |zp: Option<u32>| if zp.is_none() { SYMMETRIC } else { 0 };
-        let (version, flags) = match *s {
-            Scheme::Private { version, flags, .. } => (version, flags),
-            Scheme::PerChannel {
-                zero_point_buffer, ..
-            }
-            | Scheme::PerBlock {
-                zero_point_buffer, ..
-            } => (1, symmetric(zero_point_buffer)),
-            _ => (1, 0),
-        };
-        let length = U32::new(len);
-        let head = SchemeHeader {
-            scheme_tag: s.tag(),
-            scheme_version: version,
+        let padding = self.padding;
+        let head = |scheme_tag, flags| SchemeHeader {
+            scheme_tag,
+            scheme_version: 1,
             flags: U16::new(flags),
         };
-        match *s {
-            Scheme::PerTensor { scale, zero_point } => w.value(&Fixed {
-                length,
-                head,
-                fields: PerTensorFields {
+        let symmetric = |zp: Option<u32>| if zp.is_none() { SYMMETRIC } else { 0 };
+        match self.scheme {
+            Scheme::PerTensor { scale, zero_point } => w.value(&Fixed::new(
+                padding,
+                head(scheme_tag::PER_TENSOR, 0),
+                PerTensorFields {
                     scale: F32::new(scale),
                     zero_point: I32::new(zero_point),
                     reserved: [0; 4],
                 },
-            }),
+            )),
             Scheme::PerChannel {
                 axis,
                 scale_buffer,
                 zero_point_buffer,
-            } => w.value(&Fixed {
-                length,
-                head,
-                fields: PerChannelFields {
+            } => w.value(&Fixed::new(
+                padding,
+                head(scheme_tag::PER_CHANNEL, symmetric(zero_point_buffer)),
+                PerChannelFields {
                     axis: U32::new(axis),
                     scale_buffer_index: U32::new(scale_buffer),
                     zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
                     scale_type_tag: ElementType::Float32.code(),
                     reserved: [0; 3],
                 },
-            }),
+            )),
             Scheme::PerBlock {
                 axis,
                 block_size,
                 scale_buffer,
                 zero_point_buffer,
                 scale_type,
-            } => w.value(&Fixed {
-                length,
-                head,
-                fields: PerBlockFields {
+            } => w.value(&Fixed::new(
+                padding,
+                head(scheme_tag::PER_BLOCK, symmetric(zero_point_buffer)),
+                PerBlockFields {
                     axis: U32::new(axis),
                     block_size: U32::new(block_size),
                     scale_buffer_index: U32::new(scale_buffer),
@@ -869,7 +874,7 @@ impl<'a> Quantization<'a> {
                     scale_type_tag: scale_type.code(),
                     reserved: [0; 3],
                 },
-            }),
+            )),
             Scheme::Nf4 {
                 axis,
                 block_size,
@@ -879,23 +884,38 @@ impl<'a> Quantization<'a> {
                 axis,
                 block_size,
                 scale_buffer,
-            } => w.value(&Fixed {
-                length,
-                head,
-                fields: BlockScaleFields {
+            } => w.value(&Fixed::new(
+                padding,
+                head(self.scheme.tag(), 0),
+                BlockScaleFields {
                     axis: U32::new(axis),
                     block_size: U32::new(block_size),
                     scale_buffer_index: U32::new(scale_buffer),
                 },
-            }),
-            Scheme::Private { payload, .. } => {
+            )),
+            Scheme::Private {
+                tag,
+                version,
+                flags,
+                payload,
+            } => {
+                #[allow(clippy::cast_possible_truncation)] // saturated to `u32`
+                let len = self
+                    .scheme
+                    .encoded_len()
+                    .saturating_add(padding as usize)
+                    .min(u32::MAX as usize) as u32;
                 w.u32(len);
-                w.value(&head);
+                w.value(&SchemeHeader {
+                    scheme_tag: tag,
+                    scheme_version: version,
+                    flags: U16::new(flags),
+                });
                 w.bytes(payload);
             }
         }
-        if self.padding != 0 {
-            w.zeros(self.padding as usize);
+        if padding != 0 {
+            w.zeros(padding as usize);
         }
     }
 }
@@ -908,6 +928,74 @@ struct Fixed<F> {
     length: U32,
     head: SchemeHeader,
     fields: F,
+}
+
+impl<F> Fixed<F> {
+    /// The fixed part of a section with `padding` zero bytes after it:
+    /// its length is the header's and the fields' size plus the padding
+    /// (saturated, as the length field is a `u32`).
+    #[inline(always)]
+    const fn new(padding: u32, head: SchemeHeader, fields: F) -> Self {
+        let fixed =
+            crate::field::offset32(size_of::<SchemeHeader>().saturating_add(size_of::<F>()));
+        Self {
+            length: U32::new(fixed.saturating_add(padding)),
+            head,
+            fields,
+        }
+    }
+}
+
+/// Per-block affine's payload up to its padding: the scheme header and
+/// the scheme's fields, read as one value by [`per_block_holds`].
+#[cfg(not(target_os = "none"))]
+#[derive(zerocopy::FromBytes, zerocopy::KnownLayout, zerocopy::Immutable, zerocopy::Unaligned)]
+#[repr(C)]
+struct PerBlockPayload {
+    head: SchemeHeader,
+    fields: PerBlockFields,
+}
+
+/// The per-block affine payload's acceptance (the commonest scheme of
+/// quantized weights): `Some` of what the cross-part rules read when every
+/// rule of [`Quantization::parse`] holds for it, `None` otherwise — for
+/// every other scheme, and for any payload a rule refuses, which the full
+/// rules then name in their order. It decides only "every rule holds": the
+/// header word against tag 3, version 1 and at most the `SYMMETRIC` flag,
+/// the reserved and padding bytes zero, the scale type a type code; then
+/// the scheme's own rules and its shape rules, the same functions the full
+/// path runs, inlined with the scheme known so that most of them fold away
+/// (ADR-127). Off on bare metal, where the flash budget keeps the one path.
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params> {
+    let (w, padding) = PerBlockPayload::ref_from_prefix(payload).ok()?;
+    // The header as one word: the tag, version 1 and no flag but
+    // `SYMMETRIC` (the flags are its upper half, little-endian).
+    const _: () = assert!(offset_of!(SchemeHeader, flags) == 2);
+    let head: &U32 = zerocopy::transmute_ref!(&w.head);
+    let [symmetric_lo, symmetric_hi] = SYMMETRIC.to_le_bytes();
+    let symmetric_bit = u32::from_le_bytes([0, 0, symmetric_lo, symmetric_hi]);
+    let expected = u32::from_le_bytes([scheme_tag::PER_BLOCK, 1, 0, 0]);
+    let f = &w.fields;
+    if head.get() & !symmetric_bit != expected || f.reserved != [0; 3] {
+        return None;
+    }
+    let symmetric = w.head.flags.get() & SYMMETRIC != 0;
+    let q = Quantization {
+        scheme: Scheme::PerBlock {
+            axis: f.axis.get(),
+            block_size: f.block_size.get(),
+            scale_buffer: f.scale_buffer_index.get(),
+            zero_point_buffer: zero_point(symmetric, f.zero_point_buffer_index.get())?,
+            scale_type: ElementType::from_code(f.scale_type_tag)?,
+        },
+        padding: 0,
+    };
+    let holds = padding.iter().all(|&b| b == 0)
+        && q.scheme.check_values().is_ok()
+        && q.shape_rules(ctx).is_ok();
+    holds.then(|| q.scheme.params())
 }
 
 /// Why a payload was refused: too short for its fields (the length's
