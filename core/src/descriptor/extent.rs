@@ -362,7 +362,9 @@ pub fn stride_range(
 #[cfg_attr(target_pointer_width = "32", inline(never))]
 #[cfg_attr(not(target_pointer_width = "32"), inline)]
 fn reach((lo, hi): (i64, i64), n: u64, s: i64) -> Option<(i64, i64)> {
-    let reach = s.checked_mul(i64::try_from(n.checked_sub(1)?).ok()?)?;
+    // `n - 1` wraps to `u64::MAX` for `n = 0`, which `i64` refuses: one
+    // test for both (`None`, as for any `n - 1` past `i64::MAX`).
+    let reach = s.checked_mul(i64::try_from(n.wrapping_sub(1)).ok()?)?;
     if reach < 0 {
         Some((lo.checked_add(reach)?, hi))
     } else {
