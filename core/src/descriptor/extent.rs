@@ -447,8 +447,8 @@ mod tests {
         ];
         let mut shape = [0u64; 3];
         let mut checked = 0;
-        for rank in 0..=3 {
-            let combos = values.len().pow(rank as u32);
+        for rank in 0..=3usize {
+            let combos = (0..rank).fold(1, |n, _| n * values.len());
             for mut k in 0..combos {
                 for d in shape.iter_mut().take(rank) {
                     *d = values[k % values.len()];
