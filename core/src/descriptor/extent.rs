@@ -28,6 +28,37 @@ pub(crate) trait Shape: Copy {
     fn is_dynamic(&self) -> bool {
         self.dims().any(|n| n == crate::DYNAMIC)
     }
+    /// What the size rules need of the shape: `None` when a dimension is
+    /// dynamic, else the element count (`Some(None)` when it overflows).
+    /// One pass for the common shape: a product that neither overflows nor
+    /// is 0 or `u64::MAX` has no dynamic dimension (a `u64::MAX` times
+    /// anything but ones and zeros overflows), so only an empty tensor, an
+    /// overflow or a product of `u64::MAX` looks at the shape again.
+    #[inline]
+    fn elements(&self) -> Option<Option<u64>> {
+        let product = self.dims().try_fold(1u64, u64::checked_mul);
+        match product {
+            Some(count) if count != 0 && count != crate::DYNAMIC => Some(Some(count)),
+            _ => elements_again(self.dims(), product),
+        }
+    }
+}
+
+/// [`Shape::elements`] past its one pass (`product`: that pass's checked
+/// product): a dynamic dimension decides first, then a zero one (which
+/// makes the count 0 even where the product overflowed).
+#[inline(never)]
+fn elements_again(dims: impl Iterator<Item = u64>, product: Option<u64>) -> Option<Option<u64>> {
+    let (mut dynamic, mut zero) = (false, false);
+    for n in dims {
+        dynamic |= n == crate::DYNAMIC;
+        zero |= n == 0;
+    }
+    match (dynamic, zero) {
+        (true, _) => None,
+        (false, true) => Some(Some(0)),
+        (false, false) => Some(product),
+    }
 }
 
 impl Shape for Dims<'_> {
@@ -144,12 +175,6 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
 
     pub(crate) const fn err(&self, index: u8, kind: DescriptorErrorKind) -> DescriptorError {
         DescriptorError::new(entry_offset(self.table_at, index), kind)
-    }
-
-    /// Product of the shape (zero when a dimension is zero); `None` on
-    /// overflow.
-    pub(crate) fn element_count(&self) -> Option<u64> {
-        self.shape.product_from(0)
     }
 
     /// Buffer `index` must hold at least `needed` bytes.
@@ -337,7 +362,9 @@ pub fn stride_range(
 #[cfg_attr(target_pointer_width = "32", inline(never))]
 #[cfg_attr(not(target_pointer_width = "32"), inline)]
 fn reach((lo, hi): (i64, i64), n: u64, s: i64) -> Option<(i64, i64)> {
-    let reach = s.checked_mul(i64::try_from(n.checked_sub(1)?).ok()?)?;
+    // `n - 1` wraps to `u64::MAX` for `n = 0`, which `i64` refuses: one
+    // test for both (`None`, as for any `n - 1` past `i64::MAX`).
+    let reach = s.checked_mul(i64::try_from(n.wrapping_sub(1)).ok()?)?;
     if reach < 0 {
         Some((lo.checked_add(reach)?, hi))
     } else {
@@ -392,7 +419,58 @@ pub(crate) const fn is_multiple_of_pow2(n: u64, d: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{div_ceil, is_multiple_of_pow2};
+    use super::{Shape, div_ceil, is_multiple_of_pow2};
+    use crate::descriptor::arrays::{DimValues, Values};
+
+    /// The one-pass element count agrees with the scan for the dynamic
+    /// marker followed by the product, on shapes made of the values that
+    /// decide it (zero, one, `u64::MAX` and its factors, powers of two
+    /// whose product overflows or wraps to zero).
+    #[test]
+    fn elements_agrees_with_scan_then_product() {
+        let values = [
+            0u64,
+            1,
+            2,
+            3,
+            5,
+            17,
+            257,
+            641,
+            65_537,
+            6_700_417,
+            1 << 32,
+            1 << 40,
+            u64::MAX / 3,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut shape = [0u64; 3];
+        let mut checked = 0;
+        for rank in 0..=3usize {
+            let combos = (0..rank).fold(1, |n, _| n * values.len());
+            for mut k in 0..combos {
+                for d in shape.iter_mut().take(rank) {
+                    *d = values[k % values.len()];
+                    k /= values.len();
+                }
+                let dims: DimValues<'_> = Values::Native(&shape[..rank]);
+                let expected = if dims.is_dynamic() {
+                    None
+                } else {
+                    Some(dims.product_from(0))
+                };
+                assert_eq!(dims.elements(), expected, "{:?}", &shape[..rank]);
+                checked += 1;
+            }
+        }
+        // The seven prime factors of u64::MAX: a product of exactly
+        // u64::MAX with no dynamic dimension.
+        let factors = [3u64, 5, 17, 257, 641, 65_537, 6_700_417];
+        let dims: DimValues<'_> = Values::Native(&factors);
+        assert_eq!(dims.elements(), Some(Some(u64::MAX)));
+        assert!(checked > 3000);
+    }
 
     /// The bit-serial division agrees with the standard one, including
     /// divisors above 2^63 (the carry case) and powers of two.

@@ -326,6 +326,7 @@ impl<'a> Layout<'a> {
 
     /// Reads the layout-specific fields of `layout_tag`. `at` is the offset
     /// of the layout tag in the header (for a bad tag).
+    #[cfg_attr(not(target_pointer_width = "32"), inline(always))]
     pub(crate) fn parse(
         r: &mut Reader<'a>,
         layout_tag: u8,

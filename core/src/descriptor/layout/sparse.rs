@@ -98,8 +98,16 @@ impl Compressed {
     pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
         let base = r.pos();
         let f = r.take::<CompressedFields>()?;
-        let at = base.saturating_add(at!(CompressedFields.reserved));
-        super::reserved(&f.reserved, at, "compressed._reserved")?;
+        // The eight reserved bytes compared as one word.
+        if u64::from_ne_bytes(f.reserved) != 0 {
+            let at = base.saturating_add(at!(CompressedFields.reserved));
+            return Err(DescriptorError::new(
+                at,
+                DescriptorErrorKind::ReservedNonZero {
+                    field: "compressed._reserved",
+                },
+            ));
+        }
         Ok(Self { nnz: f.nnz.get() })
     }
 
