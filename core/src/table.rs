@@ -304,18 +304,14 @@ impl<'a> BufferTable<'a> {
         let last_sync = last_sync(codes0);
         // Every entry must sit where entry 0 does, so entry 0's device tag
         // and memory class stand for all of them: their pair is checked
-        // once, and each entry's code word against entry 0's placement
-        // with a zero reserved byte (the same verdict as `entry_ok` and
-        // colocation entry by entry, in fewer instructions per entry).
+        // once, and each entry by the colocated rule of `from_entries`
+        // (the same verdict as `entry_ok` and colocation entry by entry,
+        // in fewer instructions per entry).
         // Each entry's bytes are read once, without a branch; only a table
         // that breaks a rule is walked again to name the first fault.
         let mut ok = pair_ok(codes0);
         for e in entries {
-            let w: &[U32; 4] = zerocopy::transmute_ref!(e);
-            let [.., codes] = w;
-            let codes = codes.get();
-            let sync = (codes >> 8) & 0xFF;
-            ok &= (codes & 0xFFFF_00FF == first) & (sync <= last_sync) & size_ok(w);
+            ok &= colocated_ok(zerocopy::transmute_ref!(e), first, last_sync);
         }
         if !ok {
             return Err(first_fault(entries, first));
