@@ -472,7 +472,7 @@ static uint64_t bench(uint64_t size, int reps, int have_cuda) {
 }
 
 int main(int argc, char **argv) {
-    int want_bench = 0, require_cuda = 0;
+    int want_bench = 0, require_cuda = 0, bad_args = 0;
     const char *exe = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--bench"))
@@ -481,12 +481,10 @@ int main(int argc, char **argv) {
             require_cuda = 1;
         else if (argv[i][0] != '-' && !exe)
             exe = argv[i];
-        else {
-            fprintf(stderr, "usage: %s SHARE_PEER [--bench] [--require-cuda]\n", argv[0]);
-            return 2;
-        }
+        else
+            bad_args = 1;
     }
-    if (!exe) {
+    if (bad_args || !exe) {
         fprintf(stderr, "usage: %s SHARE_PEER [--bench] [--require-cuda]\n", argv[0]);
         return 2;
     }
