@@ -16,12 +16,13 @@
 
 use crate::element::ElementType;
 use crate::error::{DescriptorErrorKind, EncodeError};
-use crate::handle::BufferHandle;
+use crate::handle::{BufferHandle, BufferHandleEntry};
 
 use super::arrays::{DimValues, Values};
 use super::cursor::Writer;
 use crate::table::BufferTable;
-use zerocopy::little_endian::U32;
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::extent;
 use super::header::{
@@ -302,6 +303,9 @@ impl<'a> TensorDescriptor<'a> {
     ///   reader must reject (the error is the reader's).
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, EncodeError> {
         let header = self.header();
+        if let Some(len) = self.encode_plain(&header, out) {
+            return Ok(len);
+        }
         self.check_lengths(header.layout_tag)?;
         let mut w = Writer::new(out);
         let at = self.write(&header, &mut w);
@@ -376,18 +380,96 @@ impl<'a> TensorDescriptor<'a> {
     /// where [`write`](Self::write) put each part, for the errors'
     /// offsets). Nothing is read back from the output.
     fn check(&self, header: &FixedHeader, at: &Written) -> Result<(), EncodeError> {
-        // Dense may carry a quantization section; compressed, none.
-        let sections = match self.layout {
-            LayoutSpec::RowMajor | LayoutSpec::ColumnMajor => Some(Flags::HAS_QUANTIZATION.bits()),
-            LayoutSpec::Csr(_) | LayoutSpec::Csc(_) => Some(0),
-            _ => None,
-        };
-        let flags = header.flags.get();
-        if sections.is_some_and(|s| flags & !s == 0) && self.plain_holds(at.quantization) {
-            return Ok(());
-        }
         let element_type = self.check_front(header, at)?;
         self.check_rest(header, at, element_type)
+    }
+
+    /// The plain families accepted first and written straight (ADR-130):
+    /// `Some(len)` once [`plain_holds`](Self::plain_holds) said every rule
+    /// holds and the bytes fitted `out`. `None` is no verdict and nothing
+    /// written: the general path then writes, checks and names any fault
+    /// (a private scheme, a padded section, an output too small, a refusal).
+    /// Written as [`write`](Self::write) writes them, the length known
+    /// before the first store, each part one bounded store.
+    #[inline(always)]
+    fn encode_plain(&self, header: &FixedHeader, out: &mut [u8]) -> Option<usize> {
+        // Dense may carry a quantization section; compressed, none.
+        // (and the length of the layout's fields: a compressed one's `nnz`
+        // and reserved word).
+        let (sections, fields) = match self.layout {
+            LayoutSpec::RowMajor | LayoutSpec::ColumnMajor => (Flags::HAS_QUANTIZATION.bits(), 0),
+            LayoutSpec::Csr(_) | LayoutSpec::Csc(_) => (0, COMPRESSED_LEN),
+            _ => return None,
+        };
+        if header.flags.get() & !sections != 0 {
+            return None;
+        }
+        let (rank, count) = (self.shape.len(), self.buffers.len());
+        // Where the section goes: the header, the shape, `byte_offset`, the
+        // layout's fields, the buffer count and the entries (rank and count
+        // are bounded by the acceptance before any of it is written).
+        let front = rank
+            .wrapping_mul(8)
+            .wrapping_add(count.wrapping_mul(crate::handle::ENTRY_LEN))
+            .wrapping_add(header::HEADER_LEN + 8 + 1 + fields);
+        // Only the section rules' error offsets read it (a refusal is no
+        // verdict here), so a wrapped value is harmless.
+        #[allow(clippy::cast_possible_truncation)]
+        if !self.plain_holds(front as u32) {
+            return None;
+        }
+        let (head, rest) = out.split_first_chunk_mut::<{ header::HEADER_LEN }>()?;
+        let rest = match self.shape {
+            Values::Native(d) => {
+                let (dims, rest) = <[U64]>::mut_from_prefix_with_elems(rest, rank).ok()?;
+                for (w, &n) in dims.iter_mut().zip(d) {
+                    *w = U64::new(n);
+                }
+                rest
+            }
+            Values::Wire(d) => put(rest, d.as_bytes())?,
+        };
+        let (offset, rest) = rest.split_first_chunk_mut::<8>()?;
+        *offset = self.byte_offset.to_le_bytes();
+        let rest = match self.layout {
+            LayoutSpec::Csr(_) | LayoutSpec::Csc(_) => {
+                let (f, rest) = rest.split_first_chunk_mut::<COMPRESSED_LEN>()?;
+                self.layout.encode(&mut Writer::new(f));
+                rest
+            }
+            _ => rest,
+        };
+        let (n, rest) = rest.split_first_mut()?;
+        #[allow(clippy::cast_possible_truncation)] // at most 3 (the acceptance)
+        {
+            *n = count as u8;
+        }
+        let rest = match self.buffers {
+            Buffers::Handles(h) => {
+                let (entries, rest) =
+                    <[BufferHandleEntry]>::mut_from_prefix_with_elems(rest, count).ok()?;
+                for (e, h) in entries.iter_mut().zip(h) {
+                    *e = h.to_entry();
+                }
+                rest
+            }
+            Buffers::Table(t) => put(rest, t.as_bytes())?,
+        };
+        let len = match &self.quantization {
+            Some(q) => {
+                let mut w = Writer::new(rest);
+                q.encode(&mut w);
+                front.wrapping_add(w.finish().ok()?)
+            }
+            None => front,
+        };
+        #[allow(clippy::cast_possible_truncation)] // a few hundred bytes
+        let header = FixedHeader {
+            descriptor_length: U32::new(len as u32),
+            ..*header
+        };
+        *head = zerocopy::transmute!(header);
+        Some(len)
     }
 
     /// Whether every rule holds, for a native row-, column-major (with or
@@ -398,7 +480,7 @@ impl<'a> TensorDescriptor<'a> {
     /// `false` is no verdict: the general path runs every rule and names
     /// the first one broken (it also takes an overflowing element count,
     /// which a zero may excuse, and a compressed tensor of dynamic shape).
-    #[inline]
+    #[inline(always)] // one caller, `encode_plain`
     fn plain_holds(&self, quantization_at: u32) -> bool {
         let Some(packing) = self.element_type.packing() else {
             return false;
@@ -729,6 +811,18 @@ impl<'a> TensorDescriptor<'a> {
         w.patch_u32(header::at::LENGTH as usize, total);
         at
     }
+}
+
+/// The CSR and CSC layouts' fields: `nnz` and a reserved word.
+const COMPRESSED_LEN: usize = 16;
+
+/// Copies `bytes` to the front of `out`; the rest, or `None` if they do
+/// not fit.
+#[inline(always)]
+fn put<'o>(out: &'o mut [u8], bytes: &[u8]) -> Option<&'o mut [u8]> {
+    let (dst, rest) = out.split_at_mut_checked(bytes.len())?;
+    dst.copy_from_slice(bytes);
+    Some(rest)
 }
 
 /// The element count (`None` on overflow) and whether a dimension is
