@@ -111,7 +111,10 @@ impl Packing {
     /// assert_eq!(Packing::Bytes(8).bytes_for(u64::MAX), None);
     /// ```
     #[must_use]
-    #[inline]
+    // Off bare metal, inlined where the encoder's acceptance calls it with
+    // the packing known (ADR-130); the firmware keeps the compiler's choice.
+    #[cfg_attr(not(target_os = "none"), inline(always))]
+    #[cfg_attr(target_os = "none", inline)]
     pub const fn bytes_for(self, n: u64) -> Option<u64> {
         match self {
             Self::Bytes(w) => n.checked_mul(w as u64),
