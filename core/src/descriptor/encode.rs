@@ -456,11 +456,7 @@ impl<'a> TensorDescriptor<'a> {
             Buffers::Table(t) => put(rest, t.as_bytes())?,
         };
         let len = match &self.quantization {
-            Some(q) => {
-                let mut w = Writer::new(rest);
-                q.encode(&mut w);
-                front.wrapping_add(w.finish().ok()?)
-            }
+            Some(q) => front.wrapping_add(q.write_to(rest)?),
             None => front,
         };
         #[allow(clippy::cast_possible_truncation)] // a few hundred bytes

@@ -857,24 +857,11 @@ impl<'a> Quantization<'a> {
                     reserved: [0; 3],
                 },
             )),
-            Scheme::PerBlock {
-                axis,
-                block_size,
-                scale_buffer,
-                zero_point_buffer,
-                scale_type,
-            } => w.value(&Fixed::new(
-                padding,
-                head(scheme_tag::PER_BLOCK, symmetric(zero_point_buffer)),
-                PerBlockFields {
-                    axis: U32::new(axis),
-                    block_size: U32::new(block_size),
-                    scale_buffer_index: U32::new(scale_buffer),
-                    zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
-                    scale_type_tag: scale_type.code(),
-                    reserved: [0; 3],
-                },
-            )),
+            Scheme::PerBlock { .. } => {
+                if let Some(fixed) = self.per_block() {
+                    w.value(&fixed);
+                }
+            }
             Scheme::Nf4 {
                 axis,
                 block_size,
@@ -917,6 +904,58 @@ impl<'a> Quantization<'a> {
         if padding != 0 {
             w.zeros(padding as usize);
         }
+    }
+}
+
+impl Quantization<'_> {
+    /// A per-block affine section's fixed part (length, scheme header,
+    /// fields), `None` for any other scheme.
+    #[inline(always)]
+    fn per_block(&self) -> Option<Fixed<PerBlockFields>> {
+        let Scheme::PerBlock {
+            axis,
+            block_size,
+            scale_buffer,
+            zero_point_buffer,
+            scale_type,
+        } = self.scheme
+        else {
+            return None;
+        };
+        let flags = if zero_point_buffer.is_none() { SYMMETRIC } else { 0 };
+        Some(Fixed::new(
+            self.padding,
+            SchemeHeader {
+                scheme_tag: scheme_tag::PER_BLOCK,
+                scheme_version: 1,
+                flags: U16::new(flags),
+            },
+            PerBlockFields {
+                axis: U32::new(axis),
+                block_size: U32::new(block_size),
+                scale_buffer_index: U32::new(scale_buffer),
+                zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
+                scale_type_tag: scale_type.code(),
+                reserved: [0; 3],
+            },
+        ))
+    }
+
+    /// Writes the section at the front of `out` and returns its length,
+    /// `None` if it does not fit: the encoder's straight path (ADR-130). A
+    /// per-block affine section with no padding (the commonest) is one
+    /// fixed-size store; any other goes through [`encode`](Self::encode).
+    #[inline(always)]
+    pub(crate) fn write_to(&self, out: &mut [u8]) -> Option<usize> {
+        const LEN: usize = size_of::<Fixed<PerBlockFields>>();
+        if let (Some(fixed), 0) = (self.per_block(), self.padding) {
+            let (dst, _) = out.split_first_chunk_mut::<LEN>()?;
+            *dst = zerocopy::transmute!(fixed);
+            return Some(LEN);
+        }
+        let mut w = Writer::new(out);
+        self.encode(&mut w);
+        w.finish().ok()
     }
 }
 
