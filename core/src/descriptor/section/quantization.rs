@@ -923,6 +923,14 @@ impl Quantization<'_> {
             return None;
         };
         let flags = if zero_point_buffer.is_none() { SYMMETRIC } else { 0 };
+        // The three scale types the scheme allows as constants (no lookup);
+        // any other is written as its code and refused by the rules.
+        let scale_type_tag = match scale_type {
+            ElementType::Float16 => const { ElementType::Float16.code() },
+            ElementType::BFloat16 => const { ElementType::BFloat16.code() },
+            ElementType::Float32 => const { ElementType::Float32.code() },
+            other => other.code(),
+        };
         Some(Fixed::new(
             self.padding,
             SchemeHeader {
@@ -935,7 +943,7 @@ impl Quantization<'_> {
                 block_size: U32::new(block_size),
                 scale_buffer_index: U32::new(scale_buffer),
                 zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
-                scale_type_tag: scale_type.code(),
+                scale_type_tag,
                 reserved: [0; 3],
             },
         ))
