@@ -905,3 +905,114 @@ impl<'a> Parts for Checked<'_, 'a> {
         self.desc.statistics.and_then(|s| s.nnz())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Buffers, LayoutSpec, Quantization, Scheme, TensorDescriptor, Writer};
+    use crate::descriptor::layout::Compressed;
+    use crate::{BufferHandle, DeviceTag, ElementType, EncodeError, SyncMode};
+
+    /// What the general path does with `d` and `out`: the write, the length
+    /// check and the rules (the encoder before ADR-130, step by step).
+    fn general(d: &TensorDescriptor<'_>, out: &mut [u8]) -> Result<usize, EncodeError> {
+        let header = d.header();
+        d.check_lengths(header.layout_tag)?;
+        let mut w = Writer::new(out);
+        let at = d.write(&header, &mut w);
+        let len = w.finish()?;
+        d.check(&header, &at)?;
+        Ok(len)
+    }
+
+    /// The straight path (ADR-130) writes what the general path writes and
+    /// only where the general path accepts; it leaves every refusal and an
+    /// output too small to the general path, which then answers as before:
+    /// over dense, quantized (per-block with and without padding, per-tensor)
+    /// and compressed descriptors, buffer sizes around their edges, a
+    /// misplaced handle, and outputs of every length up to the descriptor's.
+    #[test]
+    fn the_straight_path_writes_what_the_general_path_writes() {
+        let cuda = |n| BufferHandle::new(n, 64, DeviceTag::Cuda, SyncMode::Event).unwrap();
+        let shape = [256u64, 256];
+        let per_block = |padding, zero: Option<u32>| Quantization {
+            scheme: Scheme::PerBlock {
+                axis: 1,
+                block_size: 64,
+                scale_buffer: 1,
+                zero_point_buffer: zero,
+                scale_type: ElementType::Float16,
+            },
+            padding,
+        };
+        let per_tensor = Quantization::new(Scheme::PerTensor {
+            scale: 0.5,
+            zero_point: 1,
+        });
+        let (mut straight, mut accepted) = (0, 0);
+        for delta in [0u64, 1, u64::MAX] {
+            let sized = |n: u64| cuda(n.wrapping_add(delta));
+            let dense = [sized(256 * 256 * 4)];
+            let quantized = [sized(256 * 128), cuda(1024 * 2)];
+            let asymmetric = [cuda(256 * 128), cuda(1024 * 2), cuda(1024 * 4)];
+            let misplaced = [cuda(256 * 128), BufferHandle::empty(DeviceTag::Cpu)];
+            let csr = [cuda(5 * 4), sized(5 * 8), cuda(257 * 8)];
+            let mut cases = [
+                TensorDescriptor::row_major(ElementType::Float32, &shape, &dense),
+                TensorDescriptor::column_major(ElementType::Float32, &shape, &dense)
+                    .with_byte_offset(4),
+                TensorDescriptor::row_major(ElementType::Int4, &shape, &quantized),
+                TensorDescriptor::row_major(ElementType::Int4, &shape, &quantized),
+                TensorDescriptor::row_major(ElementType::Int4, &shape, &asymmetric),
+                TensorDescriptor::row_major(ElementType::Int4, &shape, &misplaced),
+                TensorDescriptor::row_major(ElementType::Int4, &shape[..1], &quantized[..1]),
+                TensorDescriptor::new(
+                    ElementType::Float32,
+                    &shape,
+                    LayoutSpec::Csr(Compressed { nnz: 5 }),
+                    &csr,
+                ),
+            ];
+            cases[2].quantization = Some(per_block(0, None));
+            cases[3].quantization = Some(per_block(3, None));
+            cases[4].quantization = Some(per_block(0, Some(2)));
+            cases[5].quantization = Some(per_block(0, None));
+            cases[6].quantization = Some(per_tensor);
+            for d in &cases {
+                let full = d.encoded_len();
+                // Every length on Miri would be slow: the edges there.
+                let edges = [0, 20, full - 1, full];
+                for n in (0..=full).filter(|n| !cfg!(miri) || edges.contains(n)) {
+                    let (mut a, mut b) = ([0xA5u8; 256], [0xA5u8; 256]);
+                    if let Some(len) = d.encode_plain(&d.header(), &mut a[..n]) {
+                        straight += 1;
+                        assert_eq!(general(d, &mut b[..n]), Ok(len), "{d:?}");
+                        assert_eq!(a, b, "{d:?}");
+                    }
+                    let (mut a, mut b) = ([0xA5u8; 256], [0xA5u8; 256]);
+                    let verdict = d.encode(&mut a[..n]);
+                    assert_eq!(verdict, general(d, &mut b[..n]), "{d:?}");
+                    assert_eq!(a, b, "{d:?} into {n} bytes");
+                    accepted += usize::from(verdict.is_ok());
+                }
+            }
+            // A parsed descriptor's wire shape and validated table take the
+            // straight path too (with a native layout: a parsed one is left
+            // to the general path), and write themselves back as they lie.
+            if delta != 0 {
+                continue;
+            }
+            let mut out = [0u8; 256];
+            let len = cases[2].encode(&mut out).unwrap();
+            let view = crate::TensorView::parse(&out[..len]).unwrap();
+            let mut again = view.descriptor();
+            assert!(matches!(again.buffers, Buffers::Table(_)));
+            assert!(matches!(again.shape, super::Values::Wire(_)));
+            again.layout = LayoutSpec::RowMajor;
+            let mut back = [0u8; 256];
+            assert_eq!(again.encode_plain(&again.header(), &mut back), Some(len));
+            assert_eq!(back[..len], out[..len]);
+        }
+        // Both paths were taken, and some descriptors were refused.
+        assert!(straight > 0 && accepted > straight / 2, "{straight} {accepted}");
+    }
+}
