@@ -411,7 +411,7 @@ impl<'a> TensorDescriptor<'a> {
         let front = rank
             .wrapping_mul(8)
             .wrapping_add(count.wrapping_mul(crate::handle::ENTRY_LEN))
-            .wrapping_add(header::HEADER_LEN + 8 + 1 + fields);
+            .wrapping_add(FRONT_LEN.wrapping_add(fields));
         // Only the section rules' error offsets read it (a refusal is no
         // verdict here), so a wrapped value is harmless.
         #[allow(clippy::cast_possible_truncation)]
@@ -812,6 +812,9 @@ impl<'a> TensorDescriptor<'a> {
 /// The CSR and CSC layouts' fields: `nnz` and a reserved word.
 const COMPRESSED_LEN: usize = 16;
 
+/// The fixed header, `byte_offset` and the buffer count.
+const FRONT_LEN: usize = header::HEADER_LEN + 8 + 1;
+
 /// Copies `bytes` to the front of `out`; the rest, or `None` if they do
 /// not fit.
 #[inline(always)]
@@ -1013,6 +1016,9 @@ mod tests {
             assert_eq!(back[..len], out[..len]);
         }
         // Both paths were taken, and some descriptors were refused.
-        assert!(straight > 0 && accepted > straight / 2, "{straight} {accepted}");
+        assert!(
+            straight > 0 && accepted > straight / 2,
+            "{straight} {accepted}"
+        );
     }
 }

@@ -922,7 +922,11 @@ impl Quantization<'_> {
         else {
             return None;
         };
-        let flags = if zero_point_buffer.is_none() { SYMMETRIC } else { 0 };
+        let flags = if zero_point_buffer.is_none() {
+            SYMMETRIC
+        } else {
+            0
+        };
         // The three scale types the scheme allows as constants (no lookup);
         // any other is written as its code and refused by the rules.
         let scale_type_tag = match scale_type {
