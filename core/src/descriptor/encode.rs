@@ -386,11 +386,13 @@ impl<'a> TensorDescriptor<'a> {
 
     /// The plain families accepted first and written straight (ADR-130):
     /// `Some(len)` once [`plain_holds`](Self::plain_holds) said every rule
-    /// holds and the bytes fitted `out`. `None` is no verdict and nothing
-    /// written: the general path then writes, checks and names any fault
-    /// (a private scheme, a padded section, an output too small, a refusal).
-    /// Written as [`write`](Self::write) writes them, the length known
-    /// before the first store, each part one bounded store.
+    /// holds (before anything is written) and the bytes fitted `out`.
+    /// `None` is no verdict: any other descriptor, a refusal or an output
+    /// too small (of which a prefix may have been written), and the general
+    /// path then writes the whole descriptor again, checks it and names
+    /// the fault, as it always did. The bytes are those
+    /// [`write`](Self::write) writes, the length known before the first
+    /// store, each part one split of the rest of `out`.
     #[inline(always)]
     fn encode_plain(&self, header: &FixedHeader, out: &mut [u8]) -> Option<usize> {
         // Dense may carry a quantization section; compressed, none.
