@@ -233,7 +233,7 @@ const fn colocated_ok(w: &[U32; 4], first: u32, max_sync: u32) -> bool {
 
 /// The colocated rule over many entries: the portable form, a branch-free
 /// fold that LLVM vectorises where it can (the firmware targets, wasm32,
-/// aarch64). x86-64 uses [`sse2::Colocated`] instead, with the same
+/// aarch64). x86-64 uses `sse2::Colocated` instead, with the same
 /// interface.
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[derive(Clone, Copy)]
