@@ -271,7 +271,8 @@ use sse2::Colocated;
 /// entry is loaded whole (one 16-byte load), four entries are transposed
 /// with eight unpacks into vectors of sizes' low and high words,
 /// alignments and code words, and the rule is computed lane-wise into two
-/// accumulators tested once per call:
+/// accumulators tested once per call (a chunk): eight entries per loop
+/// iteration, then a group of four, then the scalar rule for the last 0–3.
 ///
 /// * `zero` must stay 0: the code word XOR entry 0's placement, minus the
 ///   byte-wise bound `[0, max_sync, 0, 0]` with unsigned saturation (0
