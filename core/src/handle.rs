@@ -344,7 +344,12 @@ impl BufferHandle {
     ///
     /// The alignment is set to 1 — the minimum valid power-of-two for an
     /// empty buffer — and `sync_mode` is always [`SyncMode::ProducerSynced`].
-    /// This constructor is infallible.
+    /// This constructor is infallible, so it keeps a hand-built
+    /// [`DeviceTag::Private`] whose code lies outside `0xF0`–`0xFE` as
+    /// given (the fallible constructors refuse one): its wire entry then
+    /// carries a code [`BufferHandleEntry::decode`] refuses, and
+    /// [`TensorDescriptor::encode`](crate::TensorDescriptor::encode) refuses
+    /// the handle with that error rather than write bytes no parser reads.
     ///
     /// # Examples
     ///

@@ -14,6 +14,7 @@
 //! the plain families' edges) and the fuzz target `descriptor_structured`
 //! compare the encoder's verdict with the parser's on the written bytes.
 
+use crate::codes::{DeviceTag, MemoryClass};
 use crate::element::ElementType;
 use crate::error::{DescriptorErrorKind, EncodeError};
 use crate::handle::{BufferHandle, BufferHandleEntry};
@@ -633,9 +634,13 @@ impl<'a> TensorDescriptor<'a> {
             // The same device and memory class values have the same codes
             // (the converse, a private value spelling a public code, is
             // left to the general path's rule on the codes).
-            Buffers::Handles([first, rest @ ..]) => rest.iter().all(|h| {
-                h.device_tag() == first.device_tag() && h.memory_class() == first.memory_class()
-            }),
+            Buffers::Handles([first, rest @ ..]) => {
+                codes_parse(first)
+                    && rest.iter().all(|h| {
+                        h.device_tag() == first.device_tag()
+                            && h.memory_class() == first.memory_class()
+                    })
+            }
             _ => true,
         }
     }
@@ -656,6 +661,18 @@ impl<'a> TensorDescriptor<'a> {
         }
         // Colocation: every handle against the first (which trivially is).
         if let Buffers::Handles([first, rest @ ..]) = self.buffers {
+            // The first handle's own codes, as the parser reads them (the
+            // rest then sit on the same codes or fail colocation).
+            if !codes_parse(first) {
+                let (device, class) = (first.device_tag().code(), first.memory_class().code());
+                let error = match DeviceTag::from_code(device) {
+                    None => crate::Error::InvalidDeviceTag(device),
+                    Some(_) => crate::Error::InvalidMemoryClass(class),
+                };
+                let offset = at.parts.table.saturating_add(1);
+                let kind = crate::DescriptorErrorKind::Buffer { index: 0, error };
+                return Err(crate::DescriptorError::new(offset, kind).into());
+            }
             let first = rest.first().map_or(0, |_| table::handle_placement(first));
             for (i, h) in (1..).zip(rest) {
                 table::colocated(i, table::handle_placement(h), first).map_err(|e| {
@@ -911,6 +928,16 @@ impl<'a> Parts for Checked<'_, 'a> {
     }
 }
 
+/// A handle's device tag and memory class have codes the parser accepts.
+/// Every constructor of [`BufferHandle`] but the infallible
+/// [`BufferHandle::empty`] refuses a hand-built `Private` value whose code
+/// is outside the private range; this catches that one.
+#[inline]
+const fn codes_parse(h: &BufferHandle) -> bool {
+    DeviceTag::from_code(h.device_tag().code()).is_some()
+        && MemoryClass::from_code(h.memory_class().code()).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Buffers, LayoutSpec, Quantization, Scheme, TensorDescriptor, Writer};
@@ -927,6 +954,37 @@ mod tests {
         let len = w.finish()?;
         d.check(&header, &at)?;
         Ok(len)
+    }
+
+    /// A `Private` device tag built by hand with a code outside the private
+    /// range, which the infallible `BufferHandle::empty` cannot refuse, is
+    /// refused by both paths with the error the parser gives the same bytes,
+    /// so every encoded descriptor still parses.
+    #[test]
+    fn a_hand_built_private_code_is_refused_as_the_parser_refuses_it() {
+        let shape = [0u64];
+        for bad in [0x09u8, 0x20, 0xEF, 0xFF] {
+            let handles = [BufferHandle::empty(DeviceTag::Private(bad))];
+            let d = TensorDescriptor::row_major(ElementType::Float32, &shape, &handles);
+            let Err(EncodeError::Invalid(e)) = d.encode(&mut [0u8; 256]) else {
+                panic!("{bad:#x} encoded");
+            };
+            assert_eq!(general(&d, &mut [0u8; 256]), Err(EncodeError::Invalid(e)));
+            // The same descriptor with a private code the parser accepts,
+            // then the device byte (byte 12 of the entry) replaced by `bad`.
+            let good = [BufferHandle::empty(DeviceTag::Private(0xF9))];
+            let d = TensorDescriptor::row_major(ElementType::Float32, &shape, &good);
+            let mut bytes = [0u8; 256];
+            let n = d.encode(&mut bytes).unwrap();
+            let device_byte = usize::try_from(e.offset()).unwrap() + 12;
+            assert_eq!(bytes[device_byte], 0xF9);
+            bytes[device_byte] = bad;
+            assert_eq!(
+                crate::TensorView::parse(&bytes[..n]).err(),
+                Some(e),
+                "{bad:#x}"
+            );
+        }
     }
 
     /// The straight path (ADR-130) writes what the general path writes and
