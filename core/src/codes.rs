@@ -165,15 +165,7 @@ code_enum! {
     ///
     /// | Code | Device |
     /// |---:|---|
-    /// | `0x00` | CPU host memory |
-    /// | `0x01` | CUDA device memory |
-    /// | `0x02` | ROCm device memory |
-    /// | `0x03` | Metal |
-    /// | `0x04` | Vulkan |
-    /// | `0x05` | WebGPU |
-    /// | `0x06` | Qualcomm Hexagon (HVX/HMX) |
-    /// | `0x07` | Intel Level Zero / oneAPI |
-    /// | `0x08` | OpenCL |
+    /// | `0x00`–`0x08` | the named variants below |
     /// | `0x09`–`0xEF` | reserved: rejected |
     /// | `0xF0`–`0xFE` | implementation-private: [`DeviceTag::Private`] |
     /// | `0xFF` | invalid: rejected |

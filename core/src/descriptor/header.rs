@@ -25,18 +25,8 @@ pub const MAX_RANK: u32 = 64;
 pub const DYNAMIC: u64 = u64::MAX;
 
 wire_struct! {
-    /// The fixed header, as it lies on the wire (any 20 bytes form one).
-    ///
-    /// | Offset | Field | Type |
-    /// |---:|---|---|
-    /// | 0 | `magic` | `[u8; 4]` = `"HRRY"` |
-    /// | 4 | `version_major` | `u8` |
-    /// | 5 | `version_minor` | `u8` |
-    /// | 6 | `descriptor_length` | `u32` LE |
-    /// | 10 | `flags` | `u32` LE |
-    /// | 14 | `type_tag` | `u8` |
-    /// | 15 | `layout_tag` | `u8` |
-    /// | 16 | `rank` | `u32` LE |
+    /// The fixed header, as it lies on the wire (any 20 bytes form one):
+    /// `docs/spec/metadata.md` § Fixed header, offsets asserted below.
 #[derive(
         FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
     )]

@@ -19,15 +19,8 @@ pub const MIN_ENTRY_LEN: usize = 2 + 1 + ENTRY_FIELDS_LEN;
 /// Length of the index's entry count.
 pub const INDEX_COUNT_LEN: usize = 8;
 
-/// The fixed fields of an index entry, after its name.
-///
-/// | Offset (after the name) | Field | Type |
-/// |---:|---|---|
-/// | 0 | `descriptor_offset` | `u64` LE |
-/// | 8 | `descriptor_length` | `u32` LE |
-/// | 12 | `data_offset` | `u64` LE |
-/// | 20 | `data_length` | `u64` LE |
-/// | 28 | `flags` | `u32` LE, zero |
+/// The fixed fields of an index entry, after its name
+/// (`docs/spec/file-format.md` § Index section, offsets asserted below).
 #[derive(
     FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
 )]

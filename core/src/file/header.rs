@@ -23,19 +23,8 @@ pub const MAX_DATA_ALIGNMENT: u32 = 2 * 1024 * 1024;
 /// `tensor_count_hint` of a writer that did not know the count up front.
 pub const UNKNOWN_TENSOR_COUNT: u64 = u64::MAX;
 
-/// The file header, as it lies on the wire (any 64 bytes form one).
-///
-/// | Offset | Field | Type |
-/// |---:|---|---|
-/// | 0 | `magic` | `[u8; 8]` = `"HRRYFILE"` |
-/// | 8 | `version_major` | `u8` |
-/// | 9 | `version_minor` | `u8` |
-/// | 10 | `reserved` | `[u8; 2]`, zero |
-/// | 12 | `flags` | `u32` LE ([`FileFlags`]) |
-/// | 16 | `data_buffer_alignment` | `u32` LE |
-/// | 20 | `first_descriptor_offset` | `u64` LE |
-/// | 28 | `tensor_count_hint` | `u64` LE |
-/// | 36 | `reserved_tail` | `[u8; 28]`, zero |
+/// The file header, as it lies on the wire (any 64 bytes form one):
+/// `docs/spec/file-format.md` § Header, offsets asserted below.
 #[derive(
     FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
 )]

@@ -473,6 +473,10 @@ impl<'a> FileIndex<'a> {
         // with a table to fill: the table is then sorted as it stands);
         // else through the table, or pairwise for a small index.
         let unique = sorted || (ascending && use_table);
+        let needs_table = at(
+            l.index_offset,
+            FileErrorKind::NeedsTable { entries: l.count },
+        );
         if !unique {
             if use_table {
                 heapsort(names, |a, b| name_of(a).cmp(name_of(b)));
@@ -491,10 +495,7 @@ impl<'a> FileIndex<'a> {
             } else if l.count <= SMALL_INDEX {
                 check_unique_pairwise(index, n, l.index_offset)?;
             } else {
-                return Err(at(
-                    l.index_offset,
-                    FileErrorKind::NeedsTable { entries: l.count },
-                ));
+                return Err(needs_table);
             }
         }
         // File order: the index's, or sorted through the table, or found
@@ -511,10 +512,7 @@ impl<'a> FileIndex<'a> {
         } else if in_file_order || l.count <= SMALL_INDEX {
             None
         } else {
-            return Err(at(
-                l.index_offset,
-                FileErrorKind::NeedsTable { entries: l.count },
-            ));
+            return Err(needs_table);
         };
         let _ = desc_of;
         let view = FileIndex {
@@ -571,12 +569,7 @@ impl<'a> FileIndex<'a> {
     /// As [`verify`](Self::verify).
     pub fn verify_each(self, mut each: impl FnMut(Tensor<'a>)) -> Result<FileView<'a>, FileError> {
         if !self.file_order_known() {
-            return Err(at(
-                self.index_offset,
-                FileErrorKind::NeedsTable {
-                    entries: u64::from(self.count),
-                },
-            ));
+            return Err(self.needs_table());
         }
         self.check_tensors(&mut each)?;
         Ok(FileView { index: self })
@@ -801,13 +794,8 @@ impl<'a> FileIndex<'a> {
         Tensors {
             view: *self,
             order: FileOrder {
-                index: self.index,
                 table: None,
-                scan: false,
-                count: self.count,
-                pos: INDEX_COUNT_LEN,
-                i: 0,
-                last: None,
+                ..self.order(false)
             },
         }
     }
@@ -823,6 +811,17 @@ impl<'a> FileIndex<'a> {
             view: *self,
             order: self.order(self.needs_scan()),
         }
+    }
+
+    /// [`FileErrorKind::NeedsTable`]: the index is neither in file order
+    /// nor small, and no table was given.
+    const fn needs_table(&self) -> FileError {
+        at(
+            self.index_offset,
+            FileErrorKind::NeedsTable {
+                entries: self.count as u64,
+            },
+        )
     }
 
     /// Whether file order can be walked: the index's own, a sorted table,
@@ -1003,12 +1002,7 @@ impl<'a> Iterator for Tensors<'a> {
         if self.order.scan && !self.view.count_is_small() {
             // File order is unknown and a scan would be quadratic.
             self.order.count = 0;
-            return Some(Err(at(
-                self.view.index_offset,
-                FileErrorKind::NeedsTable {
-                    entries: u64::from(self.view.count),
-                },
-            )));
+            return Some(Err(self.view.needs_table()));
         }
         let off = self.order.next()?;
         Some(self.view.tensor_at(off))
@@ -1133,12 +1127,7 @@ impl<'a> FileView<'a> {
     ) -> Result<FileParts<'a>, FileError> {
         let index = FileIndex::open(bytes, options, table, true)?;
         if !index.file_order_known() {
-            return Err(at(
-                index.index_offset,
-                FileErrorKind::NeedsTable {
-                    entries: u64::from(index.count),
-                },
-            ));
+            return Err(index.needs_table());
         }
         let parts = if index.needs_scan() {
             1

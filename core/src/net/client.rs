@@ -190,16 +190,9 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if self.link.state == State::Closed {
             return Ok(Status::Complete((ClientEvent::Ignored, buf.len())));
         }
-        let frame = match Frame::parse(buf, self.config.hello.max_message_size) {
-            Ok(Status::Complete(f)) => f,
-            Ok(Status::Partial { needed }) => return Ok(Status::Partial { needed }),
-            Err(e) => {
-                let stream = buf
-                    .get(4..8)
-                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                    .map_or(0, u32::from_le_bytes);
-                return Err(self.link.fatal(stream, SessionErrorKind::Malformed(e)));
-            }
+        let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
+            Status::Complete(f) => f,
+            Status::Partial { needed } => return Ok(Status::Partial { needed }),
         };
         let used = frame.len();
         let event = self.dispatch(now, &frame)?;
@@ -234,18 +227,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             };
         }
         match msg {
-            Message::Ping(t) => {
-                self.link.queue(Pending::Pong(t.0))?;
-                Ok(ClientEvent::Ping(t))
-            }
-            Message::Pong(t) => {
-                if self.link.ping != Some(t.0) {
-                    return self.fault(0, SessionErrorKind::UnsolicitedPong);
-                }
-                self.link.ping = None;
-                self.link.ping_deadline = NEVER;
-                Ok(ClientEvent::Pong(t))
-            }
+            Message::Ping(t) => self.link.on_ping(t).map(ClientEvent::Ping),
+            Message::Pong(t) => self.link.on_pong(t).map(ClientEvent::Pong),
             Message::Error(error) => {
                 if stream == 0 {
                     return Err(self.peer_closed(error.code));
@@ -508,8 +491,6 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         }
     }
 
-    // --- timers ------------------------------------------------------------------
-
     // --- what to send ------------------------------------------------------------------
 
     /// The next control message the session owes the server.
@@ -566,24 +547,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if self.link.streams.open_count() >= S {
             return Err(ApiMisuse::NoFreeStream);
         }
-        // [NP-SHARD-4]: the selection is in force exactly when the server
-        // honours it; otherwise it steps over the entry, and so do we.
-        let select = ShardSelect::find(&request.preferred_layouts)
-            .filter(|s| parallel && self.peer_select_max().is_some_and(|max| s.count() <= max));
         let n = Message::TensorRequest(*request).encode(stream, out)?;
         self.link.streams.insert(Slot {
             id: stream,
-            kind: Kind::Response {
-                transfer: match select {
-                    Some(s) if s.index() != 0 => Transfer::none(),
-                    _ => Transfer::new(),
-                },
-                parallel,
-                shards_total: 0,
-                shards_done: 0,
-                device: request.preferred_device,
-                select,
-            },
+            kind: Kind::response(request, parallel, self.peer_select_max()),
             deadline: after(now, self.config.request_timeout),
         })?;
         Ok(n)

@@ -29,13 +29,8 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// every control message we send fits in it.
 pub const MIN_MESSAGE_SIZE: u32 = 512;
 
-/// The fixed first 16 bytes of a hello payload.
-///
-/// | Offset | Field              | Type      |
-/// |-------:|--------------------|-----------|
-/// | 0      | `protocol_version` | uint32 LE |
-/// | 4      | `max_message_size` | uint32 LE |
-/// | 8      | `capability_flags` | uint64 LE |
+/// The fixed first 16 bytes of a hello payload
+/// (`docs/spec/network.md` § Session establishment), in wire order.
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy)]
 #[repr(C)]
 pub struct HelloFixed {

@@ -208,18 +208,9 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         if self.link.state == State::Closed {
             return Ok(Status::Complete((ServerEvent::Ignored, buf.len())));
         }
-        let frame = match Frame::parse(buf, self.config.hello.max_message_size) {
-            Ok(Status::Complete(f)) => f,
-            Ok(Status::Partial { needed }) => return Ok(Status::Partial { needed }),
-            Err(e) => {
-                // [NP-FRAME-2]: answered on the message's stream, then the
-                // connection closes (its payload is never read).
-                let stream = buf
-                    .get(4..8)
-                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                    .map_or(0, u32::from_le_bytes);
-                return Err(self.link.fatal(stream, SessionErrorKind::Malformed(e)));
-            }
+        let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
+            Status::Complete(f) => f,
+            Status::Partial { needed } => return Ok(Status::Partial { needed }),
         };
         let used = frame.len();
         let event = self.dispatch(now, &frame)?;
@@ -260,18 +251,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             return self.on_hello(hello);
         }
         match msg {
-            Message::Ping(t) => {
-                self.link.queue(Pending::Pong(t.0))?;
-                Ok(ServerEvent::Ping(t))
-            }
-            Message::Pong(t) => {
-                if self.link.ping != Some(t.0) {
-                    return self.fault(0, SessionErrorKind::UnsolicitedPong);
-                }
-                self.link.ping = None;
-                self.link.ping_deadline = NEVER;
-                Ok(ServerEvent::Pong(t))
-            }
+            Message::Ping(t) => self.link.on_ping(t).map(ServerEvent::Ping),
+            Message::Pong(t) => self.link.on_pong(t).map(ServerEvent::Pong),
             Message::Error(error) => {
                 if stream == 0 {
                     // [NP-ERROR-3]: never answer an ERROR with an ERROR.
@@ -288,27 +269,12 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 })
             }
             Message::TensorRequest(request) => {
-                let advertised = ShardSelect::find(&self.config.hello.layouts);
+                let advertised = ShardSelect::find(&self.config.hello.layouts).map(|a| a.count());
                 if let Some(e) = self.open(stream, now, |ok_parallel| {
                     let parallel = ok_parallel
                         && request.flags.contains(RequestFlags::PARALLEL_OK)
                         && block_of(stream) == stream;
-                    // [NP-SHARD-4]: honoured only on a parallel request,
-                    // up to the count we advertised; otherwise stepped
-                    // over like any unknown extension entry.
-                    let select = ShardSelect::find(&request.preferred_layouts)
-                        .filter(|s| parallel && advertised.is_some_and(|a| s.count() <= a.count()));
-                    Kind::Response {
-                        transfer: match select {
-                            Some(s) if s.index() != 0 => Transfer::none(),
-                            _ => Transfer::new(),
-                        },
-                        parallel,
-                        shards_total: 0,
-                        shards_done: 0,
-                        device: request.preferred_device,
-                        select,
-                    }
+                    Kind::response(&request, parallel, advertised)
                 })? {
                     return Ok(ServerEvent::StreamError(e));
                 }
@@ -468,8 +434,6 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     ) -> Result<ServerEvent<'a>, SessionError> {
         self.link.fault(stream, kind).map(ServerEvent::StreamError)
     }
-
-    // --- timers --------------------------------------------------------------
 
     // --- what to send ------------------------------------------------------------
 

@@ -1,16 +1,6 @@
 //! Extension type section (20 bytes): how a private element type
-//! (`0xF0`–`0xFE`) is stored, so a reader can size its buffers.
-//!
-//! | Offset | Field |
-//! |---:|---|
-//! | 0 | `bit_width: uint32` (> 0) |
-//! | 4 | `packing_factor: uint8` |
-//! | 5 | `is_float`, 6 `is_signed: uint8` (0 or 1) |
-//! | 7 | `sign_bits`, 8 `exponent_bits`, 9 `mantissa_bits: uint8` |
-//! | 10 | `_reserved: uint8[2]` |
-//! | 12 | `exponent_bias: uint32` |
-//! | 16 | `has_nan`, 17 `has_inf: uint8` (0 or 1) |
-//! | 18 | `_reserved2: uint8[2]` |
+//! (`0xF0`–`0xFE`) is stored, so a reader can size its buffers; the field
+//! map is `docs/spec/metadata.md` § Extension type section.
 //!
 //! Widths below 8 are 1, 2 or 4 bits with `packing_factor = 8 / bit_width`;
 //! wider types have `packing_factor = 1` and (stricter than the format's
