@@ -245,14 +245,36 @@ pub mod dl_code {
 /// assert!(interop::to_dlpack_dtype(ElementType::Bool).is_err());
 /// ```
 pub const fn to_dlpack_dtype(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
-    let mut rest: &[(ElementType, u8, u8)] = &DTYPES;
-    while let [(e, code, bits), tail @ ..] = rest {
-        if e.code() == t.code() {
-            return Ok((*code, *bits, 1));
-        }
-        rest = tail;
-    }
-    Err(InteropError::NoDataType(t))
+    use ElementType as E;
+    use dl_code as c;
+    let (code, bits) = match t {
+        E::Int8 => (c::INT, 8),
+        E::Int16 => (c::INT, 16),
+        E::Int32 => (c::INT, 32),
+        E::Int64 => (c::INT, 64),
+        E::Int4 => (c::INT, 4),
+        E::Int2 => (c::INT, 2),
+        E::UInt8 => (c::UINT, 8),
+        E::UInt16 => (c::UINT, 16),
+        E::UInt32 => (c::UINT, 32),
+        E::UInt64 => (c::UINT, 64),
+        E::UInt4 => (c::UINT, 4),
+        E::UInt2 => (c::UINT, 2),
+        E::Float16 => (c::FLOAT, 16),
+        E::Float32 => (c::FLOAT, 32),
+        E::Float64 => (c::FLOAT, 64),
+        E::BFloat16 => (c::BFLOAT, 16),
+        E::Complex64 => (c::COMPLEX, 64),
+        E::Complex128 => (c::COMPLEX, 128),
+        E::Float8E4M3 => (c::FLOAT8_E4M3FN, 8),
+        E::Float8E5M2 => (c::FLOAT8_E5M2, 8),
+        E::Float8E8M0 => (c::FLOAT8_E8M0FNU, 8),
+        E::Float6E2M3 => (c::FLOAT6_E2M3FN, 6),
+        E::Float6E3M2 => (c::FLOAT6_E3M2FN, 6),
+        E::Float4E2M1 => (c::FLOAT4_E2M1FN, 4),
+        E::Bool | E::Float128 | E::Private(_) => return Err(InteropError::NoDataType(t)),
+    };
+    Ok((code, bits, 1))
 }
 
 /// The element type of a DLPack `DLDataType`; the inverse of
@@ -266,48 +288,39 @@ pub const fn from_dlpack_dtype(
     bits: u8,
     lanes: u16,
 ) -> Result<ElementType, InteropError> {
-    let mut rest: &[(ElementType, u8, u8)] = &DTYPES;
-    while let [(e, c, b), tail @ ..] = rest {
-        if *c == code && *b == bits && lanes == 1 {
-            return Ok(*e);
-        }
-        rest = tail;
-    }
-    Err(InteropError::UnknownDataType { code, bits, lanes })
-}
-
-/// Every element type DLPack has, with its `DLDataType` code and bits
-/// (one lane): the one table both directions read.
-const DTYPES: [(ElementType, u8, u8); 24] = {
     use ElementType as E;
     use dl_code as c;
-    [
-        (E::Int8, c::INT, 8),
-        (E::Int16, c::INT, 16),
-        (E::Int32, c::INT, 32),
-        (E::Int64, c::INT, 64),
-        (E::Int4, c::INT, 4),
-        (E::Int2, c::INT, 2),
-        (E::UInt8, c::UINT, 8),
-        (E::UInt16, c::UINT, 16),
-        (E::UInt32, c::UINT, 32),
-        (E::UInt64, c::UINT, 64),
-        (E::UInt4, c::UINT, 4),
-        (E::UInt2, c::UINT, 2),
-        (E::Float16, c::FLOAT, 16),
-        (E::Float32, c::FLOAT, 32),
-        (E::Float64, c::FLOAT, 64),
-        (E::BFloat16, c::BFLOAT, 16),
-        (E::Complex64, c::COMPLEX, 64),
-        (E::Complex128, c::COMPLEX, 128),
-        (E::Float8E4M3, c::FLOAT8_E4M3FN, 8),
-        (E::Float8E5M2, c::FLOAT8_E5M2, 8),
-        (E::Float8E8M0, c::FLOAT8_E8M0FNU, 8),
-        (E::Float6E2M3, c::FLOAT6_E2M3FN, 6),
-        (E::Float6E3M2, c::FLOAT6_E3M2FN, 6),
-        (E::Float4E2M1, c::FLOAT4_E2M1FN, 4),
-    ]
-};
+    if lanes != 1 {
+        return Err(InteropError::UnknownDataType { code, bits, lanes });
+    }
+    Ok(match (code, bits) {
+        (c::INT, 8) => E::Int8,
+        (c::INT, 16) => E::Int16,
+        (c::INT, 32) => E::Int32,
+        (c::INT, 64) => E::Int64,
+        (c::INT, 4) => E::Int4,
+        (c::INT, 2) => E::Int2,
+        (c::UINT, 8) => E::UInt8,
+        (c::UINT, 16) => E::UInt16,
+        (c::UINT, 32) => E::UInt32,
+        (c::UINT, 64) => E::UInt64,
+        (c::UINT, 4) => E::UInt4,
+        (c::UINT, 2) => E::UInt2,
+        (c::FLOAT, 16) => E::Float16,
+        (c::FLOAT, 32) => E::Float32,
+        (c::FLOAT, 64) => E::Float64,
+        (c::BFLOAT, 16) => E::BFloat16,
+        (c::COMPLEX, 64) => E::Complex64,
+        (c::COMPLEX, 128) => E::Complex128,
+        (c::FLOAT8_E4M3FN, 8) => E::Float8E4M3,
+        (c::FLOAT8_E5M2, 8) => E::Float8E5M2,
+        (c::FLOAT8_E8M0FNU, 8) => E::Float8E8M0,
+        (c::FLOAT6_E2M3FN, 6) => E::Float6E2M3,
+        (c::FLOAT6_E3M2FN, 6) => E::Float6E3M2,
+        (c::FLOAT4_E2M1FN, 4) => E::Float4E2M1,
+        _ => return Err(InteropError::UnknownDataType { code, bits, lanes }),
+    })
+}
 
 #[cfg(test)]
 mod tests {

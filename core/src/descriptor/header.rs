@@ -160,17 +160,6 @@ impl Flags {
     /// Every defined bit.
     pub const DEFINED: u32 = 0b1_1111;
 
-    /// The flags of `bits`; `None` if a reserved bit (5–31) is set.
-    #[must_use]
-    #[inline]
-    pub const fn from_bits(bits: u32) -> Option<Self> {
-        if bits & !Self::DEFINED == 0 {
-            Some(Self(bits))
-        } else {
-            None
-        }
-    }
-
     /// `self` with `other` set when `on`, cleared otherwise.
     #[must_use]
     #[inline]

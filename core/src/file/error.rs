@@ -26,6 +26,7 @@ located_error! {
     new;
     /// Absolute byte offset, in the file, of the field at fault.
     offset;
+    source FileErrorKind::Descriptor(e) => e, FileErrorKind::Composite(e) => e;
 }
 
 /// What is wrong with a file.
@@ -208,16 +209,6 @@ impl fmt::Display for FileErrorKind {
             ),
             Self::TableTooSmall { needed } => write!(f, "table too small: {needed} slots needed"),
             Self::NonZeroPadding => write!(f, "padding is not zero"),
-        }
-    }
-}
-
-impl core::error::Error for FileError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match &self.kind {
-            FileErrorKind::Descriptor(e) => Some(e),
-            FileErrorKind::Composite(e) => Some(e),
-            _ => None,
         }
     }
 }

@@ -93,19 +93,6 @@ flag_set! {
     }
 }
 
-impl FileFlags {
-    /// The flags of `bits`, or `None` when a reserved bit is set.
-    #[must_use]
-    #[inline]
-    pub const fn from_bits(bits: u32) -> Option<Self> {
-        if bits & !Self::ALL.0 == 0 {
-            Some(Self(bits))
-        } else {
-            None
-        }
-    }
-}
-
 impl FileHeader {
     /// A header for a writer: version 1.0, the given flags and alignment,
     /// the first descriptor right after the header.

@@ -254,20 +254,15 @@ impl<'b> SequentialReader<'b> {
                         continue;
                     }
                     let at = self.desc_at;
-                    let head = self
-                        .view()
-                        .map_err(|e| FileError::new(at, FileErrorKind::Descriptor(e)))?
-                        .buffers()
-                        .is_empty();
+                    let bytes = self.buf.get(..self.filled).unwrap_or_default();
+                    let view = TensorView::parse(bytes)
+                        .map_err(|e| FileError::new(at, FileErrorKind::Descriptor(e)))?;
                     self.remaining = self.remaining.map(|r| r.saturating_sub(1));
-                    self.state = if head {
+                    self.state = if view.buffers().is_empty() {
                         State::PadToEight
                     } else {
                         State::PadToData
                     };
-                    let view = self
-                        .view()
-                        .map_err(|e| FileError::new(at, FileErrorKind::Descriptor(e)))?;
                     return Ok((used, Some(SeqEvent::Descriptor { offset: at, view })));
                 }
                 State::PadToData => {
@@ -387,10 +382,7 @@ impl<'b> SequentialReader<'b> {
                 },
             ));
         };
-        // (Element by element: `copy_from_slice` keeps a length-check panic.)
-        for (d, s) in dst.iter_mut().zip(src) {
-            *d = *s;
-        }
+        crate::copy_at(dst, 0, src);
         self.filled = self.filled.saturating_add(n);
         self.offset = self.offset.saturating_add(n as u64);
         Ok(n)

@@ -244,14 +244,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             }
             Message::TensorDescriptor(message) => self.on_descriptor(now, stream, message),
             Message::TensorData(frame) => {
-                let Some(request) = self.request_of(stream) else {
+                let Some((request, t)) = self.receiving(stream, now) else {
                     return self.not_open(stream, code);
                 };
-                let r = match self.receiving(stream, now) {
-                    Some(t) => t.on_data(frame.offset, frame.data.len()),
-                    None => return self.not_open(stream, code),
-                };
-                match r {
+                match t.on_data(frame.offset, frame.data.len()) {
                     Ok(()) => Ok(ClientEvent::Data {
                         stream_id: stream,
                         request_id: request,
@@ -261,28 +257,18 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 }
             }
             Message::TensorDataEnd => {
-                let Some(request) = self.request_of(stream) else {
+                let Some((request, t)) = self.receiving(stream, now) else {
                     return self.not_open(stream, code);
                 };
-                let r = match self.receiving(stream, now) {
-                    Some(t) => t.on_end(),
-                    None => return self.not_open(stream, code),
-                };
-                match r {
-                    Ok(false) => Ok(ClientEvent::DataEnd {
-                        stream_id: stream,
-                        request_id: request,
-                        request_complete: false,
-                    }),
-                    Ok(true) => {
-                        if stream != request {
+                match t.on_end() {
+                    Ok(last) => {
+                        if last && stream != request {
                             self.link.streams.remove(stream);
                         }
-                        let complete = self.link.streams.shard_done(request);
                         Ok(ClientEvent::DataEnd {
                             stream_id: stream,
                             request_id: request,
-                            request_complete: complete,
+                            request_complete: last && self.link.streams.shard_done(request),
                         })
                     }
                     Err(k) => self.fault_request(stream, request, k),
@@ -328,19 +314,18 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         }
     }
 
-    fn receiving(&mut self, stream: u32, now: u64) -> Option<&mut Transfer> {
+    /// The request `stream` answers and the transfer on it, its timer
+    /// restarted at `now`.
+    fn receiving(&mut self, stream: u32, now: u64) -> Option<(u32, &mut Transfer)> {
         let timeout = self.config.request_timeout;
-        match self.link.streams.get_mut(stream) {
-            Some(Slot {
-                kind: Kind::Response { transfer, .. } | Kind::Shard { transfer, .. },
-                deadline,
-                ..
-            }) => {
-                *deadline = after(now, timeout);
-                Some(transfer)
-            }
-            _ => None,
-        }
+        let slot = self.link.streams.get_mut(stream)?;
+        let found = match &mut slot.kind {
+            Kind::Response { transfer, .. } => (stream, transfer),
+            Kind::Shard { parent, transfer } => (*parent, transfer),
+            Kind::Put { .. } => return None,
+        };
+        slot.deadline = after(now, timeout);
+        Some(found)
     }
 
     fn on_descriptor<'a>(
@@ -429,11 +414,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 );
             }
         }
-        let r = match self.receiving(stream, now) {
-            Some(t) => t.on_descriptor(message.total_data_bytes, message.member_count()),
-            None => return self.not_open(stream, code),
+        let Some((_, t)) = self.receiving(stream, now) else {
+            return self.not_open(stream, code);
         };
-        if let Err(k) = r {
+        if let Err(k) = t.on_descriptor(message.total_data_bytes, message.member_count()) {
             return self.fault_request(stream, request, k);
         }
         if let Some(Slot {

@@ -660,8 +660,8 @@ pub(crate) fn send_data(
     if b.len() != data.len() {
         return Err(ApiMisuse::InvalidArgument("data"));
     }
-    super::cursor::copy(a, &prefix(len)?);
-    super::cursor::copy(b, data);
+    crate::copy_at(a, 0, &prefix(len)?);
+    crate::copy_at(b, 0, data);
     Ok(total)
 }
 
