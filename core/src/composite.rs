@@ -132,6 +132,13 @@ pub enum CompositeErrorKind {
     NestingTooDeep,
 }
 
+impl CompositeError {
+    /// `kind` at `member` (`u32::MAX`: the head).
+    pub(crate) const fn at(member: u32, kind: CompositeErrorKind) -> Self {
+        Self { member, kind }
+    }
+}
+
 impl fmt::Display for CompositeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.member == u32::MAX {
@@ -246,10 +253,7 @@ impl Progress {
     /// The progress of `head`, or `NotAHead`.
     pub(crate) const fn new(head: &TensorView<'_>) -> Result<Self, CompositeError> {
         let Layout::Composite(h) = head.layout() else {
-            return Err(CompositeError {
-                member: u32::MAX,
-                kind: CompositeErrorKind::NotAHead,
-            });
+            return Err(CompositeError::at(u32::MAX, CompositeErrorKind::NotAHead));
         };
         Ok(Self {
             head: h,
@@ -289,12 +293,7 @@ impl Progress {
         store: &mut impl BoxStore<'m>,
     ) -> Result<(), CompositeError> {
         let index = self.seen;
-        let fail = |kind| {
-            Err(CompositeError {
-                member: index,
-                kind,
-            })
-        };
+        let fail = |kind| Err(CompositeError::at(index, kind));
         if self.remaining() == 0 {
             return fail(CompositeErrorKind::TooManyMembers);
         }
@@ -370,23 +369,26 @@ impl Progress {
     /// The verdict once every member has been pushed.
     pub(crate) fn finish(&self, head_shape: Dims<'_>) -> Result<(), CompositeError> {
         if self.remaining() > 0 {
-            return Err(CompositeError {
-                member: self.seen,
-                kind: CompositeErrorKind::Torn {
-                    expected: self.head.member_count,
-                    found: self.seen,
-                },
-            });
+            return Err(self.torn());
         }
         // Disjoint boxes inside the head cover it exactly when their
         // volumes add up to its volume.
         if self.head.rule == CompositionRule::Partition && self.volume != volume(head_shape) {
-            return Err(CompositeError {
-                member: self.seen,
-                kind: CompositeErrorKind::CoverageGap,
-            });
+            return Err(CompositeError::at(
+                self.seen,
+                CompositeErrorKind::CoverageGap,
+            ));
         }
         Ok(())
+    }
+
+    /// The error of a composite whose members stopped early.
+    pub(crate) const fn torn(&self) -> CompositeError {
+        let kind = CompositeErrorKind::Torn {
+            expected: self.head.member_count,
+            found: self.seen,
+        };
+        CompositeError::at(self.seen, kind)
     }
 }
 
@@ -483,10 +485,7 @@ fn read_level<'a, const N: usize>(
     options: &ReadOptions<'_>,
     depth: u8,
 ) -> Result<(TensorView<'a>, &'a [u8]), CompositeError> {
-    let head_err = |kind| CompositeError {
-        member: u32::MAX,
-        kind,
-    };
+    let head_err = |kind| CompositeError::at(u32::MAX, kind);
     if depth > MAX_COMPOSITE_DEPTH {
         return Err(head_err(CompositeErrorKind::NestingTooDeep));
     }
@@ -498,10 +497,7 @@ fn read_level<'a, const N: usize>(
         if rest.is_empty() {
             break;
         }
-        let member_err = |kind| CompositeError {
-            member: index,
-            kind,
-        };
+        let member_err = |kind| CompositeError::at(index, kind);
         let layout_tag = FixedHeader::ref_from_prefix(rest)
             .ok()
             .map(|(h, _)| h.layout_tag);

@@ -658,10 +658,8 @@ impl<'a> FileIndex<'a> {
             let here = e.descriptor_offset;
             let fail = |err: CompositeError| at(here, FileErrorKind::Composite(err));
             if depth > MAX_COMPOSITE_DEPTH {
-                return Err(fail(CompositeError {
-                    member: u32::MAX,
-                    kind: CompositeErrorKind::NestingTooDeep,
-                }));
+                let kind = CompositeErrorKind::NestingTooDeep;
+                return Err(fail(CompositeError::at(u32::MAX, kind)));
             }
             let mut v = CompositeValidator::<MAX_PARTITION_MEMBERS>::new(&view).map_err(fail)?;
             while v.remaining() > 0 {

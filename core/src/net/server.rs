@@ -298,52 +298,34 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                     put,
                 })
             }
-            Message::TensorData(frame) => {
+            Message::TensorData(_) | Message::TensorDataEnd => {
                 let timeout = self.config.request_timeout;
-                let r = match self.link.streams.get_mut(stream) {
-                    Some(Slot {
-                        kind:
-                            Kind::Put {
-                                transfer,
-                                ended: false,
-                            },
-                        deadline,
-                        ..
-                    }) => {
-                        *deadline = after(now, timeout);
-                        transfer.on_data(frame.offset, frame.data.len())
-                    }
-                    _ => return self.not_open(stream, code),
+                let Some(Slot {
+                    kind:
+                        Kind::Put {
+                            transfer,
+                            ended: ended @ false,
+                        },
+                    deadline,
+                    ..
+                }) = self.link.streams.get_mut(stream)
+                else {
+                    return self.not_open(stream, code);
                 };
-                match r {
-                    Ok(()) => Ok(ServerEvent::PutData {
-                        stream_id: stream,
-                        frame,
+                *deadline = after(now, timeout);
+                let r = match msg {
+                    Message::TensorData(frame) => transfer
+                        .on_data(frame.offset, frame.data.len())
+                        .map(|()| ServerEvent::PutData {
+                            stream_id: stream,
+                            frame,
+                        }),
+                    _ => transfer.on_end().map(|_| {
+                        *ended = true;
+                        ServerEvent::PutEnd { stream_id: stream }
                     }),
-                    Err(kind) => self.fault(stream, kind),
-                }
-            }
-            Message::TensorDataEnd => {
-                let timeout = self.config.request_timeout;
-                let r = match self.link.streams.get_mut(stream) {
-                    Some(Slot {
-                        kind: Kind::Put { transfer, ended },
-                        deadline,
-                        ..
-                    }) if !*ended => {
-                        *deadline = after(now, timeout);
-                        let r = transfer.on_end();
-                        if r.is_ok() {
-                            *ended = true;
-                        }
-                        r
-                    }
-                    _ => return self.not_open(stream, code),
                 };
-                match r {
-                    Ok(_) => Ok(ServerEvent::PutEnd { stream_id: stream }),
-                    Err(kind) => self.fault(stream, kind),
-                }
+                r.or_else(|kind| self.fault(stream, kind))
             }
             // Server-to-client messages, a second hello, and RDMA (never
             // negotiated, [NP-RDMA-1]).
@@ -362,11 +344,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 },
             ));
         }
-        self.version = if hello.protocol_version < PROTOCOL_VERSION {
-            hello.protocol_version
-        } else {
-            PROTOCOL_VERSION
-        };
+        self.version = hello.protocol_version.min(PROTOCOL_VERSION);
         self.link.peer_max = hello.max_message_size;
         self.peer_devices = CodeSet::from_codes(hello.devices);
         self.link.state = State::Open;
@@ -601,22 +579,16 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     }
 
     fn finish_shard(&mut self, stream: u32) {
-        let parent = match self.link.streams.get(stream) {
-            Some(Slot {
-                kind: Kind::Shard { parent, .. },
-                ..
-            }) => Some(*parent),
-            _ => None,
-        };
-        match parent {
-            Some(p) => {
-                self.link.streams.remove(stream);
-                let _ = self.link.streams.shard_done(p);
-            }
-            None => {
-                let _ = self.link.streams.shard_done(stream);
-            }
+        let mut request = stream;
+        if let Some(Slot {
+            kind: Kind::Shard { parent, .. },
+            ..
+        }) = self.link.streams.get(stream)
+        {
+            request = *parent;
+            self.link.streams.remove(stream);
         }
+        let _ = self.link.streams.shard_done(request);
     }
 
     /// Acknowledges the put on `stream` (all of its data arrived) and

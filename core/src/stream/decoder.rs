@@ -384,36 +384,9 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
     pub fn step(&mut self, input: &[u8]) -> Result<(usize, Step), StreamError> {
         let (used, step) = self.advance(input)?;
         if step == Step::Descriptor {
-            let start = self.start;
-            let tensor = self.tensors.saturating_sub(1);
-            let bytes = self.desc.as_ref().get(..self.len).unwrap_or_default();
-            match check(
-                bytes,
-                start,
-                &mut self.composites,
-                self.scratch.as_mut(),
-                &self.limits,
-            ) {
-                Ok((view, table_at)) => {
-                    let buffers = u32::try_from(view.buffers().len()).unwrap_or(u32::MAX);
-                    self.enter_data(table_at, buffers);
-                }
-                Err((offset, kind)) => {
-                    let e = StreamError::new(offset, tensor, kind);
-                    self.failed = Some(e);
-                    return Err(e);
-                }
-            }
+            self.accept(used)?;
         }
         Ok((used, step))
-    }
-
-    const fn enter_data(&mut self, table_at: usize, buffers: u32) {
-        self.table_at = table_at;
-        self.buffers = buffers;
-        self.buffer = 0;
-        self.offset = 0;
-        self.state = State::Data;
     }
 
     /// The machine: everything but checking and handing out a descriptor.
