@@ -5,20 +5,10 @@
 //! descriptors of a stream. [`TensorView::parse`](crate::TensorView::parse)
 //! checks each descriptor alone; [`CompositeValidator`] checks the members
 //! against their head as they arrive, in bounded memory (`N` member boxes,
-//! a const generic), and reaches one verdict at the last member:
-//!
-//! * partition and overlay members carry a shard whose `parent_shape` is the
-//!   head's shape; group members need none;
-//! * a member's value type is the head's: its storage type when it is not
-//!   quantized, and (dequantized values being real numbers) any float head
-//!   type when it is;
-//! * overlay members carry a member role: the first is the base, with a box
-//!   spanning the whole head; every later one is a correction. Partition and
-//!   group members carry none;
-//! * a partition's boxes are pairwise disjoint and exactly cover the head's
-//!   index space (disjoint boxes inside the head whose volumes add up to the
-//!   head's volume);
-//! * a stream that ends before `member_count` members is torn.
+//! a const generic), and reaches one verdict at the last member: the rules
+//! of `docs/spec/layouts.md` § Composite members (`[LY-MEMBER-1]` to
+//! `[LY-MEMBER-6]`: shards and parent shape, value type, overlay roles, a
+//! partition's disjoint exact cover, torn and too-deep composites).
 //!
 //! [`read_composite`] walks a whole composite (nested composites included,
 //! at most 8 levels deep) from a byte stream.

@@ -250,10 +250,7 @@ pub enum Misuse {
 impl fmt::Display for Misuse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Self::BadAlignment(a) => write!(
-                f,
-                "data_buffer_alignment {a} is not a power of two in 4096..=2097152"
-            ),
+            Self::BadAlignment(a) => write!(f, "{}", FileErrorKind::BadAlignment(a)),
             Self::BadName => write!(f, "name is empty or longer than 65535 bytes"),
             Self::DuplicateName => write!(f, "name written twice"),
             Self::BufferMismatch(i) => write!(f, "buffer {i} does not match the descriptor"),

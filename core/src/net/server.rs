@@ -475,10 +475,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         {
             return Err(ApiMisuse::InvalidArgument("total_shards"));
         }
-        if let Some(s) = select {
-            if !s.takes(msg.total_shards, msg.shard_index) {
-                return Err(ApiMisuse::InvalidArgument("shard_index"));
-            }
+        if select.is_some_and(|s| !s.takes(msg.total_shards, msg.shard_index)) {
+            return Err(ApiMisuse::InvalidArgument("shard_index"));
         }
         if let Some(b) = msg.descriptor.buffers().get(0) {
             let tag = b.device_tag().code();
