@@ -186,6 +186,20 @@ located_error! {
     source DescriptorErrorKind::Buffer { error, .. } => error;
 }
 
+impl DescriptorError {
+    /// [`DescriptorErrorKind::InvalidValue`]: `field` holds `value`.
+    #[inline]
+    pub(crate) const fn invalid(offset: u32, field: &'static str, value: u64) -> Self {
+        Self::new(offset, DescriptorErrorKind::InvalidValue { field, value })
+    }
+
+    /// [`DescriptorErrorKind::ReservedNonZero`]: reserved `field` is not zero.
+    #[inline]
+    pub(crate) const fn reserved(offset: u32, field: &'static str) -> Self {
+        Self::new(offset, DescriptorErrorKind::ReservedNonZero { field })
+    }
+}
+
 /// What is wrong with a tensor descriptor.
 ///
 /// Variants that name a `field` use the spec's field names (`"tile_shape"`,

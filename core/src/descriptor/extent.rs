@@ -177,6 +177,11 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         DescriptorError::new(entry_offset(self.table_at, index), kind)
     }
 
+    /// [`DescriptorErrorKind::Overflow`] of `what`, at buffer `index`'s entry.
+    pub(crate) const fn overflow(&self, index: u8, what: &'static str) -> DescriptorError {
+        self.err(index, DescriptorErrorKind::Overflow { what })
+    }
+
     /// Buffer `index` must hold at least `needed` bytes.
     pub(crate) fn at_least(&self, index: u8, needed: u64) -> Result<(), DescriptorError> {
         let byte_size = self.size(index);
@@ -211,12 +216,9 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
 
     /// Bytes of `n` elements of the tensor's type; overflow is an error.
     pub(crate) fn element_bytes(&self, index: u8, n: u64) -> Result<u64, DescriptorError> {
-        self.packing.bytes_for(n).ok_or(self.err(
-            index,
-            DescriptorErrorKind::Overflow {
-                what: "buffer size",
-            },
-        ))
+        self.packing
+            .bytes_for(n)
+            .ok_or(self.overflow(index, "buffer size"))
     }
 
     /// `count` values of `width` bytes each; overflow is an error.
@@ -226,12 +228,9 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         count: u64,
         width: u64,
     ) -> Result<u64, DescriptorError> {
-        count.checked_mul(width).ok_or(self.err(
-            index,
-            DescriptorErrorKind::Overflow {
-                what: "buffer size",
-            },
-        ))
+        count
+            .checked_mul(width)
+            .ok_or(self.overflow(index, "buffer size"))
     }
 
     /// The one size rule of a buffer, which the sparse and paged layouts
@@ -284,24 +283,17 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
     /// The data buffer (0) holds `n` contiguous elements from `byte_offset`.
     pub(crate) fn contiguous(&self, n: u64) -> Result<(), DescriptorError> {
         let bytes = self.element_bytes(0, n)?;
-        let needed = self.byte_offset.checked_add(bytes).ok_or(self.err(
-            0,
-            DescriptorErrorKind::Overflow {
-                what: "buffer extent",
-            },
-        ))?;
+        let needed = self
+            .byte_offset
+            .checked_add(bytes)
+            .ok_or(self.overflow(0, "buffer extent"))?;
         self.at_least(0, needed)
     }
 
     /// The data buffer (0) holds every element whose linear offset lies in
     /// `first ..= last` (in elements, relative to `byte_offset`).
     pub(crate) fn span(&self, first: i64, last: i64) -> Result<(), DescriptorError> {
-        let overflow = self.err(
-            0,
-            DescriptorErrorKind::Overflow {
-                what: "buffer extent",
-            },
-        );
+        let overflow = self.overflow(0, "buffer extent");
         // In i128, where nothing here can overflow: the elements' byte span
         // alone may pass `i64` (a stride near 2^61 of 4-byte elements) while
         // `byte_offset` brings it back, and `byte_offset` may pass `i64::MAX`

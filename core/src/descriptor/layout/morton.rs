@@ -32,13 +32,7 @@ pub(super) fn check_bits(
             at.saturating_add((axis as u32).saturating_mul(4)),
         );
         if b == 0 {
-            return Err(DescriptorError::new(
-                field_at,
-                DescriptorErrorKind::InvalidValue {
-                    field: "morton_bits",
-                    value: 0,
-                },
-            ));
+            return Err(DescriptorError::invalid(field_at, "morton_bits", 0));
         }
         // n <= 2^b, i.e. n - 1 < 2^b; any n fits when b >= 64. A dynamic
         // dimension is not checked here (its size is unknown).
@@ -65,12 +59,7 @@ pub(super) fn check(
     let elements = match total {
         Some(t) if t < 64 => 1u64 << t,
         _ => {
-            return Err(ctx.err(
-                0,
-                DescriptorErrorKind::Overflow {
-                    what: "Morton curve size",
-                },
-            ));
+            return Err(ctx.overflow(0, "Morton curve size"));
         }
     };
     ctx.contiguous(elements)

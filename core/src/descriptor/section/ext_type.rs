@@ -228,11 +228,9 @@ impl ExtensionType {
         }
         if raw.reserved != [0; 2] || raw.reserved2 != [0; 2] {
             let off = if raw.reserved != [0; 2] { 10 } else { 18 };
-            return Err(DescriptorError::new(
+            return Err(DescriptorError::reserved(
                 at.saturating_add(off),
-                DescriptorErrorKind::ReservedNonZero {
-                    field: "extension_type._reserved",
-                },
+                "extension_type._reserved",
             ));
         }
         if raw.is_float == 1 {
