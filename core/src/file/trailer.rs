@@ -57,17 +57,12 @@ impl Trailer {
     /// # Errors
     /// [`FileErrorKind::BadTrailerMagic`] or [`FileErrorKind::ReservedBytes`].
     pub fn check(&self, base: u64) -> Result<(), FileError> {
+        let fail = |at, kind| Err(FileError::new(base.saturating_add(at), kind));
         if self.magic != TRAILER_MAGIC {
-            return Err(FileError::new(
-                base.saturating_add(Self::MAGIC_AT),
-                FileErrorKind::BadTrailerMagic,
-            ));
+            return fail(Self::MAGIC_AT, FileErrorKind::BadTrailerMagic);
         }
         if self.reserved != [0; 4] {
-            return Err(FileError::new(
-                base.saturating_add(Self::RESERVED_AT),
-                FileErrorKind::ReservedBytes,
-            ));
+            return fail(Self::RESERVED_AT, FileErrorKind::ReservedBytes);
         }
         Ok(())
     }

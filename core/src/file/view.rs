@@ -145,11 +145,10 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         ));
     }
     let first = header.first_descriptor_offset.get();
+    let first_at = core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64;
+    let bad_first = at(first_at, FileErrorKind::BadFirstDescriptorOffset(first));
     if first > trailer_at {
-        return Err(at(
-            core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64,
-            FileErrorKind::BadFirstDescriptorOffset(first),
-        ));
+        return Err(bad_first);
     }
     // The index: 8-aligned, after the header, before the trailer.
     let index_offset = trailer.index_offset.get();
@@ -195,10 +194,7 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     };
     let region_end = kv.map_or(index_offset, |(_, o)| o);
     if first > region_end {
-        return Err(at(
-            core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64,
-            FileErrorKind::BadFirstDescriptorOffset(first),
-        ));
+        return Err(bad_first);
     }
     let Ok((count, _)) = U64::read_from_prefix(index) else {
         return Err(at(index_offset, FileErrorKind::IndexLength));

@@ -15,7 +15,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 use crate::field::wire_struct;
 
 use crate::element::Packing;
-use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::error::DescriptorError;
 
 use super::super::cursor::{Reader, Writer};
 
@@ -193,9 +193,10 @@ impl ExtensionType {
     pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
         let raw = self.raw;
         let invalid = |off: u32, field, value: u64| {
-            Err(DescriptorError::new(
+            Err(DescriptorError::invalid(
                 at.saturating_add(off),
-                DescriptorErrorKind::InvalidValue { field, value },
+                field,
+                value,
             ))
         };
         let bw = raw.bit_width.get();
