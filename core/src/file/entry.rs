@@ -131,26 +131,19 @@ pub fn read_entry(
     at: usize,
     base: u64,
 ) -> Result<(IndexEntry<'_>, usize), FileError> {
-    let pos = |o: usize| base.saturating_add(o as u64);
+    let fail = |o: usize, kind| Err(FileError::new(base.saturating_add(o as u64), kind));
     let Some((name, fields, next)) = split_entry(index, at) else {
-        return Err(FileError::new(pos(at), FileErrorKind::IndexLength));
+        return fail(at, FileErrorKind::IndexLength);
     };
     if name.is_empty() {
-        return Err(FileError::new(pos(at), FileErrorKind::EmptyName));
+        return fail(at, FileErrorKind::EmptyName);
     }
     let Ok(name) = core::str::from_utf8(name) else {
-        return Err(FileError::new(
-            pos(at.saturating_add(2)),
-            FileErrorKind::NotUtf8,
-        ));
+        return fail(at.saturating_add(2), FileErrorKind::NotUtf8);
     };
     let flags = fields.flags.get();
     if flags != 0 {
-        let at_flags = next.saturating_sub(4);
-        return Err(FileError::new(
-            pos(at_flags),
-            FileErrorKind::EntryFlags(flags),
-        ));
+        return fail(next.saturating_sub(4), FileErrorKind::EntryFlags(flags));
     }
     Ok((
         IndexEntry {

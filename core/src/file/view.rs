@@ -153,11 +153,9 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     // The index: 8-aligned, after the header, before the trailer.
     let index_offset = trailer.index_offset.get();
     let index_length = trailer.index_length.get();
+    let misplaced = |kind| Err(at(trailer_at, kind));
     if !index_offset.is_multiple_of(8) {
-        return Err(at(
-            trailer_at,
-            FileErrorKind::SectionMisaligned(Section::Index),
-        ));
+        return misplaced(FileErrorKind::SectionMisaligned(Section::Index));
     }
     let index_end = index_offset.checked_add(index_length);
     let index_ok = index_offset >= first
@@ -166,12 +164,7 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         && index_end.is_some_and(|e| e <= trailer_at);
     let index = match slice_at(bytes, index_offset, index_length) {
         Some(index) if index_ok => index,
-        _ => {
-            return Err(at(
-                trailer_at,
-                FileErrorKind::SectionOutOfBounds(Section::Index),
-            ));
-        }
+        _ => return misplaced(FileErrorKind::SectionOutOfBounds(Section::Index)),
     };
     // The KV section: both location fields zero, or both set; the flag,
     // when set, requires one (a reference writer omits the flag).

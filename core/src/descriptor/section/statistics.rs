@@ -276,27 +276,16 @@ impl Statistics {
         let (s, raw) = (self, self.raw);
         let fail = |off: u32, kind| Err(DescriptorError::new(at.saturating_add(off), kind));
         let inconsistent = |field| DescriptorErrorKind::StatisticsInconsistent { field };
-        if s.mask() & !bit::DEFINED != 0 {
-            return fail(
-                0,
-                DescriptorErrorKind::ReservedFlags(s.mask() & !bit::DEFINED),
-            );
+        let reserved = |field| DescriptorErrorKind::ReservedNonZero { field };
+        let undefined = s.mask() & !bit::DEFINED;
+        if undefined != 0 {
+            return fail(0, DescriptorErrorKind::ReservedFlags(undefined));
         }
         if raw.reserved.get() != 0 {
-            return fail(
-                4,
-                DescriptorErrorKind::ReservedNonZero {
-                    field: "statistics._reserved",
-                },
-            );
+            return fail(4, reserved("statistics._reserved"));
         }
         if raw.reserved2 != [0; 4] {
-            return fail(
-                68,
-                DescriptorErrorKind::ReservedNonZero {
-                    field: "statistics._reserved2",
-                },
-            );
+            return fail(68, reserved("statistics._reserved2"));
         }
         // Float rules through integer keys: no soft-float code on firmware.
         if s.has(bit::SPARSITY) {
