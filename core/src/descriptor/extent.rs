@@ -267,7 +267,7 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         width: u64,
         exact: bool,
     ) -> Result<(), DescriptorError> {
-        let count = count.ok_or(self.err(index, DescriptorErrorKind::Overflow { what }))?;
+        let count = count.ok_or(self.overflow(index, what))?;
         let bytes = if width == ELEMENTS {
             self.element_bytes(index, count)?
         } else {

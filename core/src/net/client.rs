@@ -341,44 +341,32 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             Some(r) => r,
             None => {
                 let parent = block_of(stream);
-                match self.link.streams.get(parent) {
-                    Some(Slot {
-                        kind: Kind::Response { parallel: true, .. },
-                        ..
-                    }) if parent != stream => {
-                        if message.shard_index != stream.wrapping_sub(parent) {
-                            return self.fault_request(
-                                stream,
-                                parent,
-                                SessionErrorKind::ShardMismatch,
-                            );
-                        }
-                        let timeout = self.config.request_timeout;
-                        if self
-                            .link
-                            .streams
-                            .insert(Slot {
-                                id: stream,
-                                kind: Kind::Shard {
-                                    parent,
-                                    transfer: Transfer::new(),
-                                },
-                                deadline: after(now, timeout),
-                            })
-                            .is_err()
-                        {
-                            return self.fault_request(
-                                stream,
-                                parent,
-                                SessionErrorKind::TooManyStreams {
-                                    max: super::stream::cap::<S>(),
-                                },
-                            );
-                        }
-                        parent
-                    }
-                    _ => return self.not_open(stream, code),
+                let open = match self.link.streams.get(parent) {
+                    Some(slot) => matches!(slot.kind, Kind::Response { parallel: true, .. }),
+                    None => false,
+                };
+                if !open || parent == stream {
+                    return self.not_open(stream, code);
                 }
+                if message.shard_index != stream.wrapping_sub(parent) {
+                    return self.fault_request(stream, parent, SessionErrorKind::ShardMismatch);
+                }
+                let kind = Kind::Shard {
+                    parent,
+                    transfer: Transfer::new(),
+                };
+                let deadline = after(now, self.config.request_timeout);
+                let slot = Slot {
+                    id: stream,
+                    kind,
+                    deadline,
+                };
+                if self.link.streams.insert(slot).is_err() {
+                    let max = super::stream::cap::<S>();
+                    let kind = SessionErrorKind::TooManyStreams { max };
+                    return self.fault_request(stream, parent, kind);
+                }
+                parent
             }
         };
         // Shard fields: index as the stream implies, one total for all.

@@ -58,9 +58,7 @@ pub(super) fn check(
     let total = bits.try_fold(0u32, u32::checked_add);
     let elements = match total {
         Some(t) if t < 64 => 1u64 << t,
-        _ => {
-            return Err(ctx.overflow(0, "Morton curve size"));
-        }
+        _ => return Err(ctx.overflow(0, "Morton curve size")),
     };
     ctx.contiguous(elements)
 }

@@ -307,7 +307,7 @@ pub(super) fn check_grid<L: Level>(
     if count == 0 {
         return Ok(());
     }
-    let overflow = ctx.err(0, DescriptorErrorKind::Overflow { what: "tile grid" });
+    let overflow = ctx.overflow(0, "tile grid");
     let Some(top) = levels.next() else {
         return Ok(());
     };
