@@ -362,7 +362,7 @@ impl<'b> SequentialReader<'b> {
 
     /// [`FileErrorKind::Truncated`] at `at`: `needed` bytes do not fit the
     /// buffer.
-    fn no_room(&self, at: u64, needed: usize) -> FileError {
+    const fn no_room(&self, at: u64, needed: usize) -> FileError {
         let available = self.buf.len() as u64;
         let needed = needed as u64;
         FileError::new(at, FileErrorKind::Truncated { needed, available })
