@@ -8,7 +8,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Words};
 use super::super::cursor::Reader;
-use super::super::extent::{Ctx, Shape, Sizes};
+use super::super::extent::{Ctx, Shape, Sizes, overflow};
 
 /// Reads `morton_bits` and checks each against its dimension.
 pub(super) fn parse<'a>(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Words<'a>, DescriptorError> {
@@ -58,7 +58,7 @@ pub(super) fn check(
     let total = bits.try_fold(0u32, u32::checked_add);
     let elements = match total {
         Some(t) if t < 64 => 1u64 << t,
-        _ => return Err(ctx.overflow(0, "Morton curve size")),
+        _ => return Err(overflow!(ctx, 0, "Morton curve size")),
     };
     ctx.contiguous(elements)
 }

@@ -6,7 +6,7 @@
 
 use crate::error::DescriptorError;
 
-use super::super::extent::{Ctx, Shape, Sizes, stride_range};
+use super::super::extent::{Ctx, Shape, Sizes, overflow, stride_range};
 
 /// Every addressed element of a non-empty strided tensor lies in buffer 0
 /// (the parser's wire strides and the encoder's native ones alike).
@@ -19,6 +19,6 @@ pub(super) fn check(
         return Ok(());
     }
     let (lo, hi) =
-        stride_range(ctx.shape.dims(), strides).ok_or(ctx.overflow(0, "stride extent"))?;
+        stride_range(ctx.shape.dims(), strides).ok_or(overflow!(ctx, 0, "stride extent"))?;
     ctx.span(lo, hi)
 }

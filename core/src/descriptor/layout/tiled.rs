@@ -15,7 +15,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Shape, Sizes, div_ceil, mul, stride_range};
+use super::super::extent::{Ctx, Shape, Sizes, div_ceil, mul, overflow, stride_range};
 use super::tag;
 
 /// The deepest nesting a reader accepts.
@@ -307,7 +307,7 @@ pub(super) fn check_grid<L: Level>(
     if count == 0 {
         return Ok(());
     }
-    let overflow = ctx.overflow(0, "tile grid");
+    let overflow = overflow!(ctx, 0, "tile grid");
     let Some(top) = levels.next() else {
         return Ok(());
     };
