@@ -106,12 +106,37 @@ macro_rules! code_enum {
 pub(crate) use code_enum;
 
 /// Declares a flag word — a newtype over its bits, with one constant a flag
-/// — and derives `bits`, `union` and `contains`; `from_bits`, which says
-/// which bits are reserved, is written by hand next to it.
+/// — and derives `bits`, `union` and `contains`, and `from_bits` (every bit
+/// no flag names is reserved) unless the word is declared `: manual`, whose
+/// `from_bits` has a rule of its own, written by hand next to it.
 macro_rules! flag_set {
     (
         $(#[$meta:meta])*
         pub struct $name:ident($repr:ty) {
+            $( $(#[$fmeta:meta])* const $flag:ident = $bits:expr; )*
+        }
+    ) => {
+        $crate::codes::flag_set! {
+            $(#[$meta])*
+            pub struct $name($repr): manual { $( $(#[$fmeta])* const $flag = $bits; )* }
+        }
+
+        impl $name {
+            /// The flags of `bits`; `None` when a reserved bit is set.
+            #[must_use]
+            #[inline]
+            pub const fn from_bits(bits: $repr) -> Option<Self> {
+                if bits & !(0 $(| ($bits))*) == 0 {
+                    Some(Self(bits))
+                } else {
+                    None
+                }
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident($repr:ty): manual {
             $( $(#[$fmeta:meta])* const $flag:ident = $bits:expr; )*
         }
     ) => {
@@ -165,15 +190,7 @@ code_enum! {
     ///
     /// | Code | Device |
     /// |---:|---|
-    /// | `0x00` | CPU host memory |
-    /// | `0x01` | CUDA device memory |
-    /// | `0x02` | ROCm device memory |
-    /// | `0x03` | Metal |
-    /// | `0x04` | Vulkan |
-    /// | `0x05` | WebGPU |
-    /// | `0x06` | Qualcomm Hexagon (HVX/HMX) |
-    /// | `0x07` | Intel Level Zero / oneAPI |
-    /// | `0x08` | OpenCL |
+    /// | `0x00`–`0x08` | the named variants below |
     /// | `0x09`–`0xEF` | reserved: rejected |
     /// | `0xF0`–`0xFE` | implementation-private: [`DeviceTag::Private`] |
     /// | `0xFF` | invalid: rejected |

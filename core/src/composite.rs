@@ -5,20 +5,10 @@
 //! descriptors of a stream. [`TensorView::parse`](crate::TensorView::parse)
 //! checks each descriptor alone; [`CompositeValidator`] checks the members
 //! against their head as they arrive, in bounded memory (`N` member boxes,
-//! a const generic), and reaches one verdict at the last member:
-//!
-//! * partition and overlay members carry a shard whose `parent_shape` is the
-//!   head's shape; group members need none;
-//! * a member's value type is the head's: its storage type when it is not
-//!   quantized, and (dequantized values being real numbers) any float head
-//!   type when it is;
-//! * overlay members carry a member role: the first is the base, with a box
-//!   spanning the whole head; every later one is a correction. Partition and
-//!   group members carry none;
-//! * a partition's boxes are pairwise disjoint and exactly cover the head's
-//!   index space (disjoint boxes inside the head whose volumes add up to the
-//!   head's volume);
-//! * a stream that ends before `member_count` members is torn.
+//! a const generic), and reaches one verdict at the last member: the rules
+//! of `docs/spec/layouts.md` § Composite members (`[LY-MEMBER-1]` to
+//! `[LY-MEMBER-6]`: shards and parent shape, value type, overlay roles, a
+//! partition's disjoint exact cover, torn and too-deep composites).
 //!
 //! [`read_composite`] walks a whole composite (nested composites included,
 //! at most 8 levels deep) from a byte stream.
@@ -130,6 +120,13 @@ pub enum CompositeErrorKind {
     },
     /// Composites nest deeper than [`MAX_COMPOSITE_DEPTH`].
     NestingTooDeep,
+}
+
+impl CompositeError {
+    /// `kind` at `member` (`u32::MAX`: the head).
+    pub(crate) const fn at(member: u32, kind: CompositeErrorKind) -> Self {
+        Self { member, kind }
+    }
 }
 
 impl fmt::Display for CompositeError {
@@ -246,10 +243,7 @@ impl Progress {
     /// The progress of `head`, or `NotAHead`.
     pub(crate) const fn new(head: &TensorView<'_>) -> Result<Self, CompositeError> {
         let Layout::Composite(h) = head.layout() else {
-            return Err(CompositeError {
-                member: u32::MAX,
-                kind: CompositeErrorKind::NotAHead,
-            });
+            return Err(CompositeError::at(u32::MAX, CompositeErrorKind::NotAHead));
         };
         Ok(Self {
             head: h,
@@ -289,12 +283,7 @@ impl Progress {
         store: &mut impl BoxStore<'m>,
     ) -> Result<(), CompositeError> {
         let index = self.seen;
-        let fail = |kind| {
-            Err(CompositeError {
-                member: index,
-                kind,
-            })
-        };
+        let fail = |kind| Err(CompositeError::at(index, kind));
         if self.remaining() == 0 {
             return fail(CompositeErrorKind::TooManyMembers);
         }
@@ -370,23 +359,26 @@ impl Progress {
     /// The verdict once every member has been pushed.
     pub(crate) fn finish(&self, head_shape: Dims<'_>) -> Result<(), CompositeError> {
         if self.remaining() > 0 {
-            return Err(CompositeError {
-                member: self.seen,
-                kind: CompositeErrorKind::Torn {
-                    expected: self.head.member_count,
-                    found: self.seen,
-                },
-            });
+            return Err(self.torn());
         }
         // Disjoint boxes inside the head cover it exactly when their
         // volumes add up to its volume.
         if self.head.rule == CompositionRule::Partition && self.volume != volume(head_shape) {
-            return Err(CompositeError {
-                member: self.seen,
-                kind: CompositeErrorKind::CoverageGap,
-            });
+            return Err(CompositeError::at(
+                self.seen,
+                CompositeErrorKind::CoverageGap,
+            ));
         }
         Ok(())
+    }
+
+    /// The error of a composite whose members stopped early.
+    pub(crate) const fn torn(&self) -> CompositeError {
+        let kind = CompositeErrorKind::Torn {
+            expected: self.head.member_count,
+            found: self.seen,
+        };
+        CompositeError::at(self.seen, kind)
     }
 }
 
@@ -483,10 +475,7 @@ fn read_level<'a, const N: usize>(
     options: &ReadOptions<'_>,
     depth: u8,
 ) -> Result<(TensorView<'a>, &'a [u8]), CompositeError> {
-    let head_err = |kind| CompositeError {
-        member: u32::MAX,
-        kind,
-    };
+    let head_err = |kind| CompositeError::at(u32::MAX, kind);
     if depth > MAX_COMPOSITE_DEPTH {
         return Err(head_err(CompositeErrorKind::NestingTooDeep));
     }
@@ -498,10 +487,7 @@ fn read_level<'a, const N: usize>(
         if rest.is_empty() {
             break;
         }
-        let member_err = |kind| CompositeError {
-            member: index,
-            kind,
-        };
+        let member_err = |kind| CompositeError::at(index, kind);
         let layout_tag = FixedHeader::ref_from_prefix(rest)
             .ok()
             .map(|(h, _)| h.layout_tag);

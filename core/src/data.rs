@@ -4,25 +4,10 @@
 //!
 //! [`TensorView::parse`](crate::TensorView::parse) validates everything the
 //! descriptor says about its buffers; the spec also has rules about what the
-//! buffers hold, which a reader "SHOULD validate and MUST reject":
-//!
-//! * CSR/CSC: the pointer array starts at 0, ends at `nnz` and never
-//!   decreases; the indices of each row (column) are in bounds and strictly
-//!   increasing;
-//! * COO: every coordinate is in bounds; sorted entries are strictly
-//!   increasing in lexicographic order (duplicates of an unsorted list are
-//!   not searched for: that needs memory this crate does not allocate);
-//! * CSF: every level's `pos` starts at 0, never decreases and ends at the
-//!   next level's node count; each sibling run of `crd` is strictly
-//!   increasing and in bounds of its mode;
-//! * block-paged: `seq_ptr` starts at 0, never decreases and ends at the
-//!   block table's length; every page id is below `num_pages`;
-//! * quantization parameters: finite non-zero scales (finite non-negative for
-//!   NF4), zero points inside the storage type's range, MX scales other than
-//!   the reserved `0x00`/`0xFF`;
-//! * `float8_e8m0` data holds neither `0x00` nor `0xFF`;
-//! * packed sub-byte data (bool, 2- and 4-bit, 6-bit groups) of a contiguous
-//!   tensor has zero padding bits after its last element.
+//! buffers hold, which a reader "SHOULD validate and MUST reject": sparse
+//! indices and pointers, block-paged page tables, quantization parameters,
+//! `float8_e8m0` data and sub-byte padding (`docs/spec/layouts.md` § Buffer
+//! contents, `[LY-DATA-1]` to `[LY-DATA-7]`).
 //!
 //! [`validate_contents`] takes the view and one byte slice per buffer (the
 //! mapped memory, in table order), never panics and never allocates.

@@ -104,15 +104,16 @@ impl fmt::Display for Error {
 impl core::error::Error for Error {}
 
 /// Declares an error that is a kind at a byte offset — the struct, `new`,
-/// `kind`, `offset` and `Display` (`at byte {offset}{where}: {kind}`) — so
-/// the three error types of that shape are written once; `source` is
-/// written beside each.
+/// `kind`, `offset`, `Display` (`at byte {offset}{where}: {kind}`) and
+/// `Error`, whose `source` is the error the listed kinds nest — so the
+/// three error types of that shape are written once.
 macro_rules! located_error {
     (
         $(#[$meta:meta])*
         pub struct $name:ident($offset:ty, $kind:ty), $where:literal;
         $(#[$new_doc:meta])* new;
         $(#[$offset_doc:meta])* offset;
+        source $($nested:pat => $source:expr),*;
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -150,6 +151,15 @@ macro_rules! located_error {
                 write!(f, concat!("at byte {}", $where, ": {}"), self.offset, self.kind)
             }
         }
+
+        impl core::error::Error for $name {
+            fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+                match &self.kind {
+                    $($nested => Some($source),)*
+                    _ => None,
+                }
+            }
+        }
     };
 }
 pub(crate) use located_error;
@@ -173,14 +183,20 @@ located_error! {
     new;
     /// The byte offset of the field at fault.
     offset;
+    source DescriptorErrorKind::Buffer { error, .. } => error;
 }
 
-impl core::error::Error for DescriptorError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match &self.kind {
-            DescriptorErrorKind::Buffer { error, .. } => Some(error),
-            _ => None,
-        }
+impl DescriptorError {
+    /// [`DescriptorErrorKind::InvalidValue`]: `field` holds `value`.
+    #[inline]
+    pub(crate) const fn invalid(offset: u32, field: &'static str, value: u64) -> Self {
+        Self::new(offset, DescriptorErrorKind::InvalidValue { field, value })
+    }
+
+    /// [`DescriptorErrorKind::ReservedNonZero`]: reserved `field` is not zero.
+    #[inline]
+    pub(crate) const fn reserved(offset: u32, field: &'static str) -> Self {
+        Self::new(offset, DescriptorErrorKind::ReservedNonZero { field })
     }
 }
 

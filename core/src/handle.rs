@@ -25,16 +25,8 @@ use crate::interop::{self, InteropError};
 pub const ENTRY_LEN: usize = 16;
 
 wire_struct! {
-    /// The raw, unvalidated wire form of a buffer handle (ADR-018 § 3).
-    ///
-    /// | Offset | Field          | Type       | Size |
-    /// |-------:|----------------|------------|-----:|
-    /// | 0      | `byte_size`    | uint64 LE  | 8    |
-    /// | 8      | `alignment`    | uint32 LE  | 4    |
-    /// | 12     | `device_tag`   | uint8      | 1    |
-    /// | 13     | `sync_mode`    | uint8      | 1    |
-    /// | 14     | `memory_class` | uint8      | 1    |
-    /// | 15     | `reserved`     | uint8      | 1    |
+    /// The raw, unvalidated wire form of a buffer handle (ADR-018 § 3): the
+    /// fields of [`BufferHandle`]'s layout table, in order.
     ///
     /// Any 16 bytes form a `BufferHandleEntry`; call [`decode`](Self::decode) to
     /// validate it. A slice of entries can be viewed in place with zerocopy:

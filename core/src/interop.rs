@@ -4,22 +4,10 @@
 //!
 //! Hurray device tags are **not** DLPack numbers (the format forbids storing
 //! DLPack integers in a handle); this module is the only place the two
-//! meet. The tables are in `docs/spec/buffer-protocol.md` § Interchange
-//! codes:
-//!
-//! * **Export** (hurray → DLPack/Arrow) maps every (device, class) pair a
-//!   consumer can address to the device type through which it addresses it:
-//!   CUDA pinned host memory is `kDLCUDAHost`, CUDA unified memory
-//!   `kDLCUDAManaged`, ROCm pinned memory `kDLROCMHost`, and every other
-//!   class of a device that DLPack knows is that device's own code. A
-//!   private device has no code ([`InteropError::NoDeviceCode`]).
-//! * **Import** (DLPack/Arrow → hurray) maps each code hurray has a device
-//!   for to one canonical pair; `kDLVPI`, `kDLExtDev`, `kDLMAIA`, `kDLTrn`
-//!   and any code above them (`kDLTPU` = 19, `kDLTPUHost` = 20, …) are
-//!   [`InteropError::UnknownDeviceCode`] (a caller may map them to a
-//!   private tag of its own: `hurray-interop`'s `PrivateDevice`).
-//!
-//! Export then import returns the original pair for every canonical pair.
+//! meet, by the export and import tables of `docs/spec/buffer-protocol.md`
+//! § Interchange codes. A private device, and a code hurray has no device
+//! for, is an [`InteropError`]; export then import returns the original
+//! pair for every canonical pair.
 //!
 //! ```
 //! use hurray_core::{interop, DeviceTag, MemoryClass};

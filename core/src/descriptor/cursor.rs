@@ -98,10 +98,7 @@ impl<'a> Reader<'a> {
         let at = self.pos();
         let bytes = self.bytes(n)?;
         if bytes.iter().any(|&b| b != 0) {
-            return Err(DescriptorError::new(
-                at,
-                DescriptorErrorKind::ReservedNonZero { field },
-            ));
+            return Err(DescriptorError::reserved(at, field));
         }
         Ok(())
     }

@@ -135,6 +135,18 @@ impl Sizes for Buffers<'_> {
     }
 }
 
+/// The size rules' overflow error: `what` overflows, at buffer `index`'s
+/// entry of `ctx` (a macro, so every rule builds it in place).
+macro_rules! overflow {
+    ($ctx:expr, $index:expr, $what:expr) => {
+        $ctx.err(
+            $index,
+            $crate::error::DescriptorErrorKind::Overflow { what: $what },
+        )
+    };
+}
+pub(crate) use overflow;
+
 /// What the size checks of a layout need to know about the descriptor.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Ctx<S, B> {
@@ -211,12 +223,9 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
 
     /// Bytes of `n` elements of the tensor's type; overflow is an error.
     pub(crate) fn element_bytes(&self, index: u8, n: u64) -> Result<u64, DescriptorError> {
-        self.packing.bytes_for(n).ok_or(self.err(
-            index,
-            DescriptorErrorKind::Overflow {
-                what: "buffer size",
-            },
-        ))
+        self.packing
+            .bytes_for(n)
+            .ok_or(overflow!(self, index, "buffer size"))
     }
 
     /// `count` values of `width` bytes each; overflow is an error.
@@ -226,12 +235,9 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         count: u64,
         width: u64,
     ) -> Result<u64, DescriptorError> {
-        count.checked_mul(width).ok_or(self.err(
-            index,
-            DescriptorErrorKind::Overflow {
-                what: "buffer size",
-            },
-        ))
+        count
+            .checked_mul(width)
+            .ok_or(overflow!(self, index, "buffer size"))
     }
 
     /// The one size rule of a buffer, which the sparse and paged layouts
@@ -268,7 +274,7 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         width: u64,
         exact: bool,
     ) -> Result<(), DescriptorError> {
-        let count = count.ok_or(self.err(index, DescriptorErrorKind::Overflow { what }))?;
+        let count = count.ok_or(overflow!(self, index, what))?;
         let bytes = if width == ELEMENTS {
             self.element_bytes(index, count)?
         } else {
@@ -284,24 +290,17 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
     /// The data buffer (0) holds `n` contiguous elements from `byte_offset`.
     pub(crate) fn contiguous(&self, n: u64) -> Result<(), DescriptorError> {
         let bytes = self.element_bytes(0, n)?;
-        let needed = self.byte_offset.checked_add(bytes).ok_or(self.err(
-            0,
-            DescriptorErrorKind::Overflow {
-                what: "buffer extent",
-            },
-        ))?;
+        let needed =
+            self.byte_offset
+                .checked_add(bytes)
+                .ok_or(overflow!(self, 0, "buffer extent"))?;
         self.at_least(0, needed)
     }
 
     /// The data buffer (0) holds every element whose linear offset lies in
     /// `first ..= last` (in elements, relative to `byte_offset`).
     pub(crate) fn span(&self, first: i64, last: i64) -> Result<(), DescriptorError> {
-        let overflow = self.err(
-            0,
-            DescriptorErrorKind::Overflow {
-                what: "buffer extent",
-            },
-        );
+        let overflow = overflow!(self, 0, "buffer extent");
         // In i128, where nothing here can overflow: the elements' byte span
         // alone may pass `i64` (a stride near 2^61 of 4-byte elements) while
         // `byte_offset` brings it back, and `byte_offset` may pass `i64::MAX`

@@ -25,18 +25,8 @@ pub const MAX_RANK: u32 = 64;
 pub const DYNAMIC: u64 = u64::MAX;
 
 wire_struct! {
-    /// The fixed header, as it lies on the wire (any 20 bytes form one).
-    ///
-    /// | Offset | Field | Type |
-    /// |---:|---|---|
-    /// | 0 | `magic` | `[u8; 4]` = `"HRRY"` |
-    /// | 4 | `version_major` | `u8` |
-    /// | 5 | `version_minor` | `u8` |
-    /// | 6 | `descriptor_length` | `u32` LE |
-    /// | 10 | `flags` | `u32` LE |
-    /// | 14 | `type_tag` | `u8` |
-    /// | 15 | `layout_tag` | `u8` |
-    /// | 16 | `rank` | `u32` LE |
+    /// The fixed header, as it lies on the wire (any 20 bytes form one):
+    /// `docs/spec/metadata.md` § Fixed header, offsets asserted below.
 #[derive(
         FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
     )]
@@ -169,17 +159,6 @@ flag_set! {
 impl Flags {
     /// Every defined bit.
     pub const DEFINED: u32 = 0b1_1111;
-
-    /// The flags of `bits`; `None` if a reserved bit (5–31) is set.
-    #[must_use]
-    #[inline]
-    pub const fn from_bits(bits: u32) -> Option<Self> {
-        if bits & !Self::DEFINED == 0 {
-            Some(Self(bits))
-        } else {
-            None
-        }
-    }
 
     /// `self` with `other` set when `on`, cleared otherwise.
     #[must_use]

@@ -67,7 +67,7 @@ use crate::handle::BufferHandleEntry;
 use crate::table::BufferTable;
 
 use cursor::Reader;
-use extent::{Ctx, Shape, Sizes};
+use extent::{Ctx, Shape, Sizes, overflow};
 use layout::{Family, Rules};
 use section::quantization::{Params, QuantCtx};
 
@@ -828,12 +828,7 @@ pub(crate) trait Parts {
             None => self.dims().product_from(0),
         };
         let Some(count) = count else {
-            return Err(ctx.err(
-                0,
-                DescriptorErrorKind::Overflow {
-                    what: "element count",
-                },
-            ));
+            return Err(overflow!(ctx, 0, "element count"));
         };
         self.layout().sizes(&ctx, count)
     }
@@ -1048,12 +1043,7 @@ pub(crate) trait Parts {
         p: &Params,
         ctx: &Ctx<Self::Dims, Self::Sizes>,
     ) -> Result<Option<u64>, DescriptorError> {
-        let overflow = ctx.err(
-            0,
-            DescriptorErrorKind::Overflow {
-                what: "quantization parameter count",
-            },
-        );
+        let overflow = overflow!(ctx, 0, "quantization parameter count");
         let (scale, zero) = (p.scale, p.zero);
         let Some(scale) = scale else {
             return Ok(None);

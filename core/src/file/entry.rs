@@ -19,15 +19,8 @@ pub const MIN_ENTRY_LEN: usize = 2 + 1 + ENTRY_FIELDS_LEN;
 /// Length of the index's entry count.
 pub const INDEX_COUNT_LEN: usize = 8;
 
-/// The fixed fields of an index entry, after its name.
-///
-/// | Offset (after the name) | Field | Type |
-/// |---:|---|---|
-/// | 0 | `descriptor_offset` | `u64` LE |
-/// | 8 | `descriptor_length` | `u32` LE |
-/// | 12 | `data_offset` | `u64` LE |
-/// | 20 | `data_length` | `u64` LE |
-/// | 28 | `flags` | `u32` LE, zero |
+/// The fixed fields of an index entry, after its name
+/// (`docs/spec/file-format.md` § Index section, offsets asserted below).
 #[derive(
     FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
 )]
@@ -138,26 +131,19 @@ pub fn read_entry(
     at: usize,
     base: u64,
 ) -> Result<(IndexEntry<'_>, usize), FileError> {
-    let pos = |o: usize| base.saturating_add(o as u64);
+    let fail = |o: usize, kind| Err(FileError::new(base.saturating_add(o as u64), kind));
     let Some((name, fields, next)) = split_entry(index, at) else {
-        return Err(FileError::new(pos(at), FileErrorKind::IndexLength));
+        return fail(at, FileErrorKind::IndexLength);
     };
     if name.is_empty() {
-        return Err(FileError::new(pos(at), FileErrorKind::EmptyName));
+        return fail(at, FileErrorKind::EmptyName);
     }
     let Ok(name) = core::str::from_utf8(name) else {
-        return Err(FileError::new(
-            pos(at.saturating_add(2)),
-            FileErrorKind::NotUtf8,
-        ));
+        return fail(at.saturating_add(2), FileErrorKind::NotUtf8);
     };
     let flags = fields.flags.get();
     if flags != 0 {
-        let at_flags = next.saturating_sub(4);
-        return Err(FileError::new(
-            pos(at_flags),
-            FileErrorKind::EntryFlags(flags),
-        ));
+        return fail(next.saturating_sub(4), FileErrorKind::EntryFlags(flags));
     }
     Ok((
         IndexEntry {

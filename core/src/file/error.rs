@@ -26,6 +26,7 @@ located_error! {
     new;
     /// Absolute byte offset, in the file, of the field at fault.
     offset;
+    source FileErrorKind::Descriptor(e) => e, FileErrorKind::Composite(e) => e;
 }
 
 /// What is wrong with a file.
@@ -212,16 +213,6 @@ impl fmt::Display for FileErrorKind {
     }
 }
 
-impl core::error::Error for FileError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match &self.kind {
-            FileErrorKind::Descriptor(e) => Some(e),
-            FileErrorKind::Composite(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
 /// Why the writer refused a call (the caller's mistake), apart from the
 /// sink's own errors ([`WriteError::Sink`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -259,10 +250,7 @@ pub enum Misuse {
 impl fmt::Display for Misuse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Self::BadAlignment(a) => write!(
-                f,
-                "data_buffer_alignment {a} is not a power of two in 4096..=2097152"
-            ),
+            Self::BadAlignment(a) => write!(f, "{}", FileErrorKind::BadAlignment(a)),
             Self::BadName => write!(f, "name is empty or longer than 65535 bytes"),
             Self::DuplicateName => write!(f, "name written twice"),
             Self::BufferMismatch(i) => write!(f, "buffer {i} does not match the descriptor"),

@@ -23,19 +23,8 @@ pub const MAX_DATA_ALIGNMENT: u32 = 2 * 1024 * 1024;
 /// `tensor_count_hint` of a writer that did not know the count up front.
 pub const UNKNOWN_TENSOR_COUNT: u64 = u64::MAX;
 
-/// The file header, as it lies on the wire (any 64 bytes form one).
-///
-/// | Offset | Field | Type |
-/// |---:|---|---|
-/// | 0 | `magic` | `[u8; 8]` = `"HRRYFILE"` |
-/// | 8 | `version_major` | `u8` |
-/// | 9 | `version_minor` | `u8` |
-/// | 10 | `reserved` | `[u8; 2]`, zero |
-/// | 12 | `flags` | `u32` LE ([`FileFlags`]) |
-/// | 16 | `data_buffer_alignment` | `u32` LE |
-/// | 20 | `first_descriptor_offset` | `u64` LE |
-/// | 28 | `tensor_count_hint` | `u64` LE |
-/// | 36 | `reserved_tail` | `[u8; 28]`, zero |
+/// The file header, as it lies on the wire (any 64 bytes form one):
+/// `docs/spec/file-format.md` § Header, offsets asserted below.
 #[derive(
     FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
 )]
@@ -104,19 +93,6 @@ flag_set! {
     }
 }
 
-impl FileFlags {
-    /// The flags of `bits`, or `None` when a reserved bit is set.
-    #[must_use]
-    #[inline]
-    pub const fn from_bits(bits: u32) -> Option<Self> {
-        if bits & !Self::ALL.0 == 0 {
-            Some(Self(bits))
-        } else {
-            None
-        }
-    }
-}
-
 impl FileHeader {
     /// A header for a writer: version 1.0, the given flags and alignment,
     /// the first descriptor right after the header.
@@ -141,48 +117,37 @@ impl FileHeader {
     /// # Errors
     /// The first rule broken, at the offset of its field.
     pub fn check(&self) -> Result<FileFlags, FileError> {
+        let fail = |at, kind| Err(FileError::new(at, kind));
         if self.magic != FILE_MAGIC {
-            return Err(FileError::new(0, FileErrorKind::BadMagic));
+            return fail(0, FileErrorKind::BadMagic);
         }
-        if self.version_major != FILE_VERSION_MAJOR {
-            return Err(FileError::new(
+        let (major, minor) = (self.version_major, self.version_minor);
+        if major != FILE_VERSION_MAJOR {
+            return fail(
                 at!(version_major),
-                FileErrorKind::UnsupportedVersion {
-                    major: self.version_major,
-                    minor: self.version_minor,
-                },
-            ));
+                FileErrorKind::UnsupportedVersion { major, minor },
+            );
         }
         if self.reserved != [0; 2] {
-            return Err(FileError::new(at!(reserved), FileErrorKind::ReservedBytes));
+            return fail(at!(reserved), FileErrorKind::ReservedBytes);
         }
         let Some(flags) = FileFlags::from_bits(self.flags.get()) else {
-            return Err(FileError::new(
-                at!(flags),
-                FileErrorKind::ReservedFlags(self.flags.get()),
-            ));
+            return fail(at!(flags), FileErrorKind::ReservedFlags(self.flags.get()));
         };
         let alignment = self.data_buffer_alignment.get();
         if !alignment.is_power_of_two()
             || !(MIN_DATA_ALIGNMENT..=MAX_DATA_ALIGNMENT).contains(&alignment)
         {
-            return Err(FileError::new(
-                at!(data_buffer_alignment),
-                FileErrorKind::BadAlignment(alignment),
-            ));
+            let kind = FileErrorKind::BadAlignment(alignment);
+            return fail(at!(data_buffer_alignment), kind);
         }
         let first = self.first_descriptor_offset.get();
         if first < FILE_HEADER_LEN as u64 || !first.is_multiple_of(8) {
-            return Err(FileError::new(
-                at!(first_descriptor_offset),
-                FileErrorKind::BadFirstDescriptorOffset(first),
-            ));
+            let kind = FileErrorKind::BadFirstDescriptorOffset(first);
+            return fail(at!(first_descriptor_offset), kind);
         }
         if self.reserved_tail != [0; 28] {
-            return Err(FileError::new(
-                at!(reserved_tail),
-                FileErrorKind::ReservedBytes,
-            ));
+            return fail(at!(reserved_tail), FileErrorKind::ReservedBytes);
         }
         Ok(flags)
     }

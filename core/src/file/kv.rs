@@ -217,15 +217,13 @@ impl<'a> KvSection<'a> {
     /// The first rule broken, at its absolute offset.
     pub fn parse(bytes: &'a [u8], base: u64, max_entries: u32) -> Result<Self, FileError> {
         let pos = |o: usize| base.saturating_add(o as u64);
+        let fail = |at: u64, kind| Err(FileError::new(at, kind));
         let Ok((count, _)) = U32::read_from_prefix(bytes) else {
-            return Err(FileError::new(base, FileErrorKind::KvLength));
+            return fail(base, FileErrorKind::KvLength);
         };
         let count = count.get();
         if count > max_entries {
-            return Err(FileError::new(
-                base,
-                FileErrorKind::TooManyKvEntries { limit: max_entries },
-            ));
+            return fail(base, FileErrorKind::TooManyKvEntries { limit: max_entries });
         }
         let mut at = 4;
         for i in 0..count {
@@ -239,14 +237,14 @@ impl<'a> KvSection<'a> {
                     break;
                 };
                 if other == key {
-                    return Err(FileError::new(pos(at), FileErrorKind::DuplicateName));
+                    return fail(pos(at), FileErrorKind::DuplicateName);
                 }
                 prev = after;
             }
             at = next;
         }
         if at != bytes.len() {
-            return Err(FileError::new(pos(at), FileErrorKind::KvLength));
+            return fail(pos(at), FileErrorKind::KvLength);
         }
         Ok(Self { bytes, count })
     }

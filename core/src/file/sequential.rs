@@ -235,13 +235,7 @@ impl<'b> SequentialReader<'b> {
                             .and_then(|b| U32::read_from_bytes(b).ok())
                             .map_or(0, |v| v.get() as usize);
                         if len < HEADER_LEN || len > self.buf.len() {
-                            return Err(FileError::new(
-                                self.desc_at.saturating_add(6),
-                                FileErrorKind::Truncated {
-                                    needed: len as u64,
-                                    available: self.buf.len() as u64,
-                                },
-                            ));
+                            return Err(self.no_room(self.desc_at.saturating_add(6), len));
                         }
                         len
                     };
@@ -254,20 +248,15 @@ impl<'b> SequentialReader<'b> {
                         continue;
                     }
                     let at = self.desc_at;
-                    let head = self
-                        .view()
-                        .map_err(|e| FileError::new(at, FileErrorKind::Descriptor(e)))?
-                        .buffers()
-                        .is_empty();
+                    let bytes = self.buf.get(..self.filled).unwrap_or_default();
+                    let view = TensorView::parse(bytes)
+                        .map_err(|e| FileError::new(at, FileErrorKind::Descriptor(e)))?;
                     self.remaining = self.remaining.map(|r| r.saturating_sub(1));
-                    self.state = if head {
+                    self.state = if view.buffers().is_empty() {
                         State::PadToEight
                     } else {
                         State::PadToData
                     };
-                    let view = self
-                        .view()
-                        .map_err(|e| FileError::new(at, FileErrorKind::Descriptor(e)))?;
                     return Ok((used, Some(SeqEvent::Descriptor { offset: at, view })));
                 }
                 State::PadToData => {
@@ -371,6 +360,14 @@ impl<'b> SequentialReader<'b> {
         })
     }
 
+    /// [`FileErrorKind::Truncated`] at `at`: `needed` bytes do not fit the
+    /// buffer.
+    const fn no_room(&self, at: u64, needed: usize) -> FileError {
+        let available = self.buf.len() as u64;
+        let needed = needed as u64;
+        FileError::new(at, FileErrorKind::Truncated { needed, available })
+    }
+
     /// Copies from `rest` into the buffer until it holds `want` bytes.
     fn fill(&mut self, rest: &[u8], want: usize) -> Result<usize, FileError> {
         let need = want.saturating_sub(self.filled);
@@ -379,18 +376,9 @@ impl<'b> SequentialReader<'b> {
             self.buf.get_mut(self.filled..self.filled.saturating_add(n)),
             rest.get(..n),
         ) else {
-            return Err(FileError::new(
-                self.offset,
-                FileErrorKind::Truncated {
-                    needed: want as u64,
-                    available: self.buf.len() as u64,
-                },
-            ));
+            return Err(self.no_room(self.offset, want));
         };
-        // (Element by element: `copy_from_slice` keeps a length-check panic.)
-        for (d, s) in dst.iter_mut().zip(src) {
-            *d = *s;
-        }
+        crate::copy_at(dst, 0, src);
         self.filled = self.filled.saturating_add(n);
         self.offset = self.offset.saturating_add(n as u64);
         Ok(n)

@@ -12,17 +12,8 @@ pub const TRAILER_MAGIC: [u8; 4] = *b"HRRY";
 /// Length of the trailer.
 pub const TRAILER_LEN: usize = 40;
 
-/// The trailer, as it lies on the wire (any 40 bytes form one).
-///
-/// | Offset | Field | Type |
-/// |---:|---|---|
-/// | 0 | `index_offset` | `u64` LE |
-/// | 8 | `index_length` | `u64` LE |
-/// | 16 | `kv_offset` | `u64` LE (0: no KV section) |
-/// | 24 | `kv_length` | `u32` LE (0: no KV section) |
-/// | 28 | `index_crc32c` | `u32` LE (0 unless the CRC flag is set) |
-/// | 32 | `reserved` | `[u8; 4]`, zero |
-/// | 36 | `magic` | `[u8; 4]` = `"HRRY"` |
+/// The trailer, as it lies on the wire (any 40 bytes form one):
+/// `docs/spec/file-format.md` § Trailer, offsets asserted below.
 #[derive(
     FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
 )]
@@ -36,7 +27,7 @@ pub struct Trailer {
     pub kv_offset: U64,
     /// Length of the KV section, 0 when there is none.
     pub kv_length: U32,
-    /// CRC-32C of the index section's bytes.
+    /// CRC-32C of the index section's bytes; 0 without the CRC flag.
     pub index_crc32c: U32,
     /// Zero.
     pub reserved: [u8; 4],
@@ -66,17 +57,12 @@ impl Trailer {
     /// # Errors
     /// [`FileErrorKind::BadTrailerMagic`] or [`FileErrorKind::ReservedBytes`].
     pub fn check(&self, base: u64) -> Result<(), FileError> {
+        let fail = |at, kind| Err(FileError::new(base.saturating_add(at), kind));
         if self.magic != TRAILER_MAGIC {
-            return Err(FileError::new(
-                base.saturating_add(Self::MAGIC_AT),
-                FileErrorKind::BadTrailerMagic,
-            ));
+            return fail(Self::MAGIC_AT, FileErrorKind::BadTrailerMagic);
         }
         if self.reserved != [0; 4] {
-            return Err(FileError::new(
-                base.saturating_add(Self::RESERVED_AT),
-                FileErrorKind::ReservedBytes,
-            ));
+            return fail(Self::RESERVED_AT, FileErrorKind::ReservedBytes);
         }
         Ok(())
     }

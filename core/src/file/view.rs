@@ -145,20 +145,17 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         ));
     }
     let first = header.first_descriptor_offset.get();
+    let first_at = core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64;
+    let bad_first = at(first_at, FileErrorKind::BadFirstDescriptorOffset(first));
     if first > trailer_at {
-        return Err(at(
-            core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64,
-            FileErrorKind::BadFirstDescriptorOffset(first),
-        ));
+        return Err(bad_first);
     }
     // The index: 8-aligned, after the header, before the trailer.
     let index_offset = trailer.index_offset.get();
     let index_length = trailer.index_length.get();
+    let misplaced = |kind| Err(at(trailer_at, kind));
     if !index_offset.is_multiple_of(8) {
-        return Err(at(
-            trailer_at,
-            FileErrorKind::SectionMisaligned(Section::Index),
-        ));
+        return misplaced(FileErrorKind::SectionMisaligned(Section::Index));
     }
     let index_end = index_offset.checked_add(index_length);
     let index_ok = index_offset >= first
@@ -167,12 +164,7 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         && index_end.is_some_and(|e| e <= trailer_at);
     let index = match slice_at(bytes, index_offset, index_length) {
         Some(index) if index_ok => index,
-        _ => {
-            return Err(at(
-                trailer_at,
-                FileErrorKind::SectionOutOfBounds(Section::Index),
-            ));
-        }
+        _ => return misplaced(FileErrorKind::SectionOutOfBounds(Section::Index)),
     };
     // The KV section: both location fields zero, or both set; the flag,
     // when set, requires one (a reference writer omits the flag).
@@ -195,10 +187,7 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     };
     let region_end = kv.map_or(index_offset, |(_, o)| o);
     if first > region_end {
-        return Err(at(
-            core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64,
-            FileErrorKind::BadFirstDescriptorOffset(first),
-        ));
+        return Err(bad_first);
     }
     let Ok((count, _)) = U64::read_from_prefix(index) else {
         return Err(at(index_offset, FileErrorKind::IndexLength));
@@ -473,6 +462,10 @@ impl<'a> FileIndex<'a> {
         // with a table to fill: the table is then sorted as it stands);
         // else through the table, or pairwise for a small index.
         let unique = sorted || (ascending && use_table);
+        let needs_table = at(
+            l.index_offset,
+            FileErrorKind::NeedsTable { entries: l.count },
+        );
         if !unique {
             if use_table {
                 heapsort(names, |a, b| name_of(a).cmp(name_of(b)));
@@ -491,10 +484,7 @@ impl<'a> FileIndex<'a> {
             } else if l.count <= SMALL_INDEX {
                 check_unique_pairwise(index, n, l.index_offset)?;
             } else {
-                return Err(at(
-                    l.index_offset,
-                    FileErrorKind::NeedsTable { entries: l.count },
-                ));
+                return Err(needs_table);
             }
         }
         // File order: the index's, or sorted through the table, or found
@@ -511,10 +501,7 @@ impl<'a> FileIndex<'a> {
         } else if in_file_order || l.count <= SMALL_INDEX {
             None
         } else {
-            return Err(at(
-                l.index_offset,
-                FileErrorKind::NeedsTable { entries: l.count },
-            ));
+            return Err(needs_table);
         };
         let _ = desc_of;
         let view = FileIndex {
@@ -571,12 +558,7 @@ impl<'a> FileIndex<'a> {
     /// As [`verify`](Self::verify).
     pub fn verify_each(self, mut each: impl FnMut(Tensor<'a>)) -> Result<FileView<'a>, FileError> {
         if !self.file_order_known() {
-            return Err(at(
-                self.index_offset,
-                FileErrorKind::NeedsTable {
-                    entries: u64::from(self.count),
-                },
-            ));
+            return Err(self.needs_table());
         }
         self.check_tensors(&mut each)?;
         Ok(FileView { index: self })
@@ -665,10 +647,8 @@ impl<'a> FileIndex<'a> {
             let here = e.descriptor_offset;
             let fail = |err: CompositeError| at(here, FileErrorKind::Composite(err));
             if depth > MAX_COMPOSITE_DEPTH {
-                return Err(fail(CompositeError {
-                    member: u32::MAX,
-                    kind: CompositeErrorKind::NestingTooDeep,
-                }));
+                let kind = CompositeErrorKind::NestingTooDeep;
+                return Err(fail(CompositeError::at(u32::MAX, kind)));
             }
             let mut v = CompositeValidator::<MAX_PARTITION_MEMBERS>::new(&view).map_err(fail)?;
             while v.remaining() > 0 {
@@ -801,13 +781,8 @@ impl<'a> FileIndex<'a> {
         Tensors {
             view: *self,
             order: FileOrder {
-                index: self.index,
                 table: None,
-                scan: false,
-                count: self.count,
-                pos: INDEX_COUNT_LEN,
-                i: 0,
-                last: None,
+                ..self.order(false)
             },
         }
     }
@@ -823,6 +798,17 @@ impl<'a> FileIndex<'a> {
             view: *self,
             order: self.order(self.needs_scan()),
         }
+    }
+
+    /// [`FileErrorKind::NeedsTable`]: the index is neither in file order
+    /// nor small, and no table was given.
+    const fn needs_table(&self) -> FileError {
+        at(
+            self.index_offset,
+            FileErrorKind::NeedsTable {
+                entries: self.count as u64,
+            },
+        )
     }
 
     /// Whether file order can be walked: the index's own, a sorted table,
@@ -1003,12 +989,7 @@ impl<'a> Iterator for Tensors<'a> {
         if self.order.scan && !self.view.count_is_small() {
             // File order is unknown and a scan would be quadratic.
             self.order.count = 0;
-            return Some(Err(at(
-                self.view.index_offset,
-                FileErrorKind::NeedsTable {
-                    entries: u64::from(self.view.count),
-                },
-            )));
+            return Some(Err(self.view.needs_table()));
         }
         let off = self.order.next()?;
         Some(self.view.tensor_at(off))
@@ -1133,12 +1114,7 @@ impl<'a> FileView<'a> {
     ) -> Result<FileParts<'a>, FileError> {
         let index = FileIndex::open(bytes, options, table, true)?;
         if !index.file_order_known() {
-            return Err(at(
-                index.index_offset,
-                FileErrorKind::NeedsTable {
-                    entries: u64::from(index.count),
-                },
-            ));
+            return Err(index.needs_table());
         }
         let parts = if index.needs_scan() {
             1

@@ -190,16 +190,9 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if self.link.state == State::Closed {
             return Ok(Status::Complete((ClientEvent::Ignored, buf.len())));
         }
-        let frame = match Frame::parse(buf, self.config.hello.max_message_size) {
-            Ok(Status::Complete(f)) => f,
-            Ok(Status::Partial { needed }) => return Ok(Status::Partial { needed }),
-            Err(e) => {
-                let stream = buf
-                    .get(4..8)
-                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                    .map_or(0, u32::from_le_bytes);
-                return Err(self.link.fatal(stream, SessionErrorKind::Malformed(e)));
-            }
+        let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
+            Status::Complete(f) => f,
+            Status::Partial { needed } => return Ok(Status::Partial { needed }),
         };
         let used = frame.len();
         let event = self.dispatch(now, &frame)?;
@@ -234,18 +227,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             };
         }
         match msg {
-            Message::Ping(t) => {
-                self.link.queue(Pending::Pong(t.0))?;
-                Ok(ClientEvent::Ping(t))
-            }
-            Message::Pong(t) => {
-                if self.link.ping != Some(t.0) {
-                    return self.fault(0, SessionErrorKind::UnsolicitedPong);
-                }
-                self.link.ping = None;
-                self.link.ping_deadline = NEVER;
-                Ok(ClientEvent::Pong(t))
-            }
+            Message::Ping(t) => self.link.on_ping(t).map(ClientEvent::Ping),
+            Message::Pong(t) => self.link.on_pong(t).map(ClientEvent::Pong),
             Message::Error(error) => {
                 if stream == 0 {
                     return Err(self.peer_closed(error.code));
@@ -261,14 +244,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             }
             Message::TensorDescriptor(message) => self.on_descriptor(now, stream, message),
             Message::TensorData(frame) => {
-                let Some(request) = self.request_of(stream) else {
+                let Some((request, t)) = self.receiving(stream, now) else {
                     return self.not_open(stream, code);
                 };
-                let r = match self.receiving(stream, now) {
-                    Some(t) => t.on_data(frame.offset, frame.data.len()),
-                    None => return self.not_open(stream, code),
-                };
-                match r {
+                match t.on_data(frame.offset, frame.data.len()) {
                     Ok(()) => Ok(ClientEvent::Data {
                         stream_id: stream,
                         request_id: request,
@@ -278,28 +257,18 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 }
             }
             Message::TensorDataEnd => {
-                let Some(request) = self.request_of(stream) else {
+                let Some((request, t)) = self.receiving(stream, now) else {
                     return self.not_open(stream, code);
                 };
-                let r = match self.receiving(stream, now) {
-                    Some(t) => t.on_end(),
-                    None => return self.not_open(stream, code),
-                };
-                match r {
-                    Ok(false) => Ok(ClientEvent::DataEnd {
-                        stream_id: stream,
-                        request_id: request,
-                        request_complete: false,
-                    }),
-                    Ok(true) => {
-                        if stream != request {
+                match t.on_end() {
+                    Ok(last) => {
+                        if last && stream != request {
                             self.link.streams.remove(stream);
                         }
-                        let complete = self.link.streams.shard_done(request);
                         Ok(ClientEvent::DataEnd {
                             stream_id: stream,
                             request_id: request,
-                            request_complete: complete,
+                            request_complete: last && self.link.streams.shard_done(request),
                         })
                     }
                     Err(k) => self.fault_request(stream, request, k),
@@ -345,19 +314,18 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         }
     }
 
-    fn receiving(&mut self, stream: u32, now: u64) -> Option<&mut Transfer> {
+    /// The request `stream` answers and the transfer on it, its timer
+    /// restarted at `now`.
+    fn receiving(&mut self, stream: u32, now: u64) -> Option<(u32, &mut Transfer)> {
         let timeout = self.config.request_timeout;
-        match self.link.streams.get_mut(stream) {
-            Some(Slot {
-                kind: Kind::Response { transfer, .. } | Kind::Shard { transfer, .. },
-                deadline,
-                ..
-            }) => {
-                *deadline = after(now, timeout);
-                Some(transfer)
-            }
-            _ => None,
-        }
+        let slot = self.link.streams.get_mut(stream)?;
+        let found = match &mut slot.kind {
+            Kind::Response { transfer, .. } => (stream, transfer),
+            Kind::Shard { parent, transfer } => (*parent, transfer),
+            Kind::Put { .. } => return None,
+        };
+        slot.deadline = after(now, timeout);
+        Some(found)
     }
 
     fn on_descriptor<'a>(
@@ -373,44 +341,32 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             Some(r) => r,
             None => {
                 let parent = block_of(stream);
-                match self.link.streams.get(parent) {
-                    Some(Slot {
-                        kind: Kind::Response { parallel: true, .. },
-                        ..
-                    }) if parent != stream => {
-                        if message.shard_index != stream.wrapping_sub(parent) {
-                            return self.fault_request(
-                                stream,
-                                parent,
-                                SessionErrorKind::ShardMismatch,
-                            );
-                        }
-                        let timeout = self.config.request_timeout;
-                        if self
-                            .link
-                            .streams
-                            .insert(Slot {
-                                id: stream,
-                                kind: Kind::Shard {
-                                    parent,
-                                    transfer: Transfer::new(),
-                                },
-                                deadline: after(now, timeout),
-                            })
-                            .is_err()
-                        {
-                            return self.fault_request(
-                                stream,
-                                parent,
-                                SessionErrorKind::TooManyStreams {
-                                    max: super::stream::cap::<S>(),
-                                },
-                            );
-                        }
-                        parent
-                    }
-                    _ => return self.not_open(stream, code),
+                let open = match self.link.streams.get(parent) {
+                    Some(slot) => matches!(slot.kind, Kind::Response { parallel: true, .. }),
+                    None => false,
+                };
+                if !open || parent == stream {
+                    return self.not_open(stream, code);
                 }
+                if message.shard_index != stream.wrapping_sub(parent) {
+                    return self.fault_request(stream, parent, SessionErrorKind::ShardMismatch);
+                }
+                let kind = Kind::Shard {
+                    parent,
+                    transfer: Transfer::new(),
+                };
+                let deadline = after(now, self.config.request_timeout);
+                let slot = Slot {
+                    id: stream,
+                    kind,
+                    deadline,
+                };
+                if self.link.streams.insert(slot).is_err() {
+                    let max = super::stream::cap::<S>();
+                    let kind = SessionErrorKind::TooManyStreams { max };
+                    return self.fault_request(stream, parent, kind);
+                }
+                parent
             }
         };
         // Shard fields: index as the stream implies, one total for all.
@@ -446,11 +402,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 );
             }
         }
-        let r = match self.receiving(stream, now) {
-            Some(t) => t.on_descriptor(message.total_data_bytes, message.member_count()),
-            None => return self.not_open(stream, code),
+        let Some((_, t)) = self.receiving(stream, now) else {
+            return self.not_open(stream, code);
         };
-        if let Err(k) = r {
+        if let Err(k) = t.on_descriptor(message.total_data_bytes, message.member_count()) {
             return self.fault_request(stream, request, k);
         }
         if let Some(Slot {
@@ -508,8 +463,6 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         }
     }
 
-    // --- timers ------------------------------------------------------------------
-
     // --- what to send ------------------------------------------------------------------
 
     /// The next control message the session owes the server.
@@ -566,24 +519,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if self.link.streams.open_count() >= S {
             return Err(ApiMisuse::NoFreeStream);
         }
-        // [NP-SHARD-4]: the selection is in force exactly when the server
-        // honours it; otherwise it steps over the entry, and so do we.
-        let select = ShardSelect::find(&request.preferred_layouts)
-            .filter(|s| parallel && self.peer_select_max().is_some_and(|max| s.count() <= max));
         let n = Message::TensorRequest(*request).encode(stream, out)?;
         self.link.streams.insert(Slot {
             id: stream,
-            kind: Kind::Response {
-                transfer: match select {
-                    Some(s) if s.index() != 0 => Transfer::none(),
-                    _ => Transfer::new(),
-                },
-                parallel,
-                shards_total: 0,
-                shards_done: 0,
-                device: request.preferred_device,
-                select,
-            },
+            kind: Kind::response(request, parallel, self.peer_select_max()),
             deadline: after(now, self.config.request_timeout),
         })?;
         Ok(n)

@@ -136,7 +136,7 @@ flag_set! {
     /// assert_eq!(caps.bits(), 0b11);
     /// assert!(caps.contains(Capabilities::PARALLEL_STREAMS));
     /// ```
-    pub struct Capabilities(u64) {
+    pub struct Capabilities(u64): manual {
         /// No capability.
         const NONE = 0;
         /// Bit 0: transcodes to a requested layout on the fly.
@@ -181,17 +181,5 @@ flag_set! {
         const ALLOW_TRANSCODE = 1 << 0;
         /// Bit 1: the client accepts the tensor as parallel shards.
         const PARALLEL_OK = 1 << 1;
-    }
-}
-
-impl RequestFlags {
-    /// The flags of `bits`, `None` if a reserved bit is set.
-    #[must_use]
-    #[inline]
-    pub const fn from_bits(bits: u32) -> Option<Self> {
-        if bits & !0b11 != 0 {
-            return None;
-        }
-        Some(Self(bits))
     }
 }

@@ -123,16 +123,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Copies `src` into `dst` when their lengths agree (the check the
-/// optimizer needs to drop `copy_from_slice`'s panic).
-pub(crate) const fn copy(dst: &mut [u8], src: &[u8]) -> bool {
-    if dst.len() != src.len() {
-        return false;
-    }
-    dst.copy_from_slice(src);
-    true
-}
-
 /// A bounded writer: every write checks the room left first.
 pub(crate) struct Writer<'o> {
     out: &'o mut [u8],
@@ -156,11 +146,8 @@ impl<'o> Writer<'o> {
     }
 
     pub(crate) fn put(&mut self, bytes: &[u8]) {
-        let end = self.pos.saturating_add(bytes.len());
-        if let Some(dst) = self.out.get_mut(self.pos..end) {
-            copy(dst, bytes);
-        }
-        self.pos = end;
+        crate::copy_at(self.out, self.pos, bytes);
+        self.pos = self.pos.saturating_add(bytes.len());
     }
 
     pub(crate) fn u8(&mut self, v: u8) {

@@ -35,15 +35,7 @@ located_error! {
     new;
     /// The byte offset of the field at fault, from the start of the header.
     offset;
-}
-
-impl core::error::Error for NetError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match &self.kind {
-            NetErrorKind::Descriptor(e) => Some(e),
-            _ => None,
-        }
-    }
+    source NetErrorKind::Descriptor(e) => e;
 }
 
 /// What is wrong with a message's bytes.

@@ -21,13 +21,8 @@ use super::error::{NetError, NetErrorKind};
 /// Length of the message header in bytes.
 pub const MESSAGE_HEADER_LEN: usize = 12;
 
-/// The raw message header.
-///
-/// | Offset | Field            | Type      |
-/// |-------:|------------------|-----------|
-/// | 0      | `message_type`   | uint32 LE |
-/// | 4      | `stream_id`      | uint32 LE |
-/// | 8      | `payload_length` | uint32 LE |
+/// The raw message header (`docs/spec/network.md` § Transport and
+/// framing), offsets asserted below.
 #[derive(
     FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq, Hash,
 )]

@@ -19,8 +19,8 @@ use crate::error::EncodeError;
 
 use super::codes::Capabilities;
 use super::cursor::{Reader, Writer};
-use super::error::{NetError, NetErrorKind};
-use super::request::invalid;
+use super::error::NetError;
+use super::request::{invalid, reserved_bits};
 
 /// The protocol version this implementation speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -29,13 +29,8 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// every control message we send fits in it.
 pub const MIN_MESSAGE_SIZE: u32 = 512;
 
-/// The fixed first 16 bytes of a hello payload.
-///
-/// | Offset | Field              | Type      |
-/// |-------:|--------------------|-----------|
-/// | 0      | `protocol_version` | uint32 LE |
-/// | 4      | `max_message_size` | uint32 LE |
-/// | 8      | `capability_flags` | uint64 LE |
+/// The fixed first 16 bytes of a hello payload
+/// (`docs/spec/network.md` § Session establishment), in wire order.
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy)]
 #[repr(C)]
 pub struct HelloFixed {
@@ -245,13 +240,7 @@ impl<'a> Hello<'a> {
         }
         let bits = fixed.capability_flags.get();
         let Some(capabilities) = Capabilities::from_bits(bits) else {
-            return Err(NetError::new(
-                20,
-                NetErrorKind::ReservedBits {
-                    field: "capability_flags",
-                    value: bits,
-                },
-            ));
+            return Err(reserved_bits(20, "capability_flags", bits));
         };
         let count = r.u16()?;
         let layouts = read_entries(&mut r, count)?;

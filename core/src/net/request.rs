@@ -82,13 +82,7 @@ impl<'a> TensorRequest<'a> {
         let at = r.offset();
         let bits = r.u32()?;
         let Some(flags) = RequestFlags::from_bits(bits) else {
-            return Err(NetError::new(
-                at,
-                NetErrorKind::ReservedBits {
-                    field: "request_flags",
-                    value: u64::from(bits),
-                },
-            ));
+            return Err(reserved_bits(at, "request_flags", u64::from(bits)));
         };
         r.finish()?;
         Ok(Self {
@@ -138,4 +132,9 @@ pub(crate) fn key_len(key: &str) -> Result<u32, EncodeError> {
 /// The error of a field holding a value it may not.
 pub(crate) const fn invalid(at: u32, field: &'static str, value: u64) -> NetError {
     NetError::new(at, NetErrorKind::InvalidValue { field, value })
+}
+
+/// [`NetErrorKind::ReservedBits`] of `field` (`value`) at `at`.
+pub(crate) const fn reserved_bits(at: u32, field: &'static str, value: u64) -> NetError {
+    NetError::new(at, NetErrorKind::ReservedBits { field, value })
 }

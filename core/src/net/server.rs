@@ -208,18 +208,9 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         if self.link.state == State::Closed {
             return Ok(Status::Complete((ServerEvent::Ignored, buf.len())));
         }
-        let frame = match Frame::parse(buf, self.config.hello.max_message_size) {
-            Ok(Status::Complete(f)) => f,
-            Ok(Status::Partial { needed }) => return Ok(Status::Partial { needed }),
-            Err(e) => {
-                // [NP-FRAME-2]: answered on the message's stream, then the
-                // connection closes (its payload is never read).
-                let stream = buf
-                    .get(4..8)
-                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                    .map_or(0, u32::from_le_bytes);
-                return Err(self.link.fatal(stream, SessionErrorKind::Malformed(e)));
-            }
+        let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
+            Status::Complete(f) => f,
+            Status::Partial { needed } => return Ok(Status::Partial { needed }),
         };
         let used = frame.len();
         let event = self.dispatch(now, &frame)?;
@@ -260,18 +251,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             return self.on_hello(hello);
         }
         match msg {
-            Message::Ping(t) => {
-                self.link.queue(Pending::Pong(t.0))?;
-                Ok(ServerEvent::Ping(t))
-            }
-            Message::Pong(t) => {
-                if self.link.ping != Some(t.0) {
-                    return self.fault(0, SessionErrorKind::UnsolicitedPong);
-                }
-                self.link.ping = None;
-                self.link.ping_deadline = NEVER;
-                Ok(ServerEvent::Pong(t))
-            }
+            Message::Ping(t) => self.link.on_ping(t).map(ServerEvent::Ping),
+            Message::Pong(t) => self.link.on_pong(t).map(ServerEvent::Pong),
             Message::Error(error) => {
                 if stream == 0 {
                     // [NP-ERROR-3]: never answer an ERROR with an ERROR.
@@ -288,27 +269,12 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 })
             }
             Message::TensorRequest(request) => {
-                let advertised = ShardSelect::find(&self.config.hello.layouts);
+                let advertised = ShardSelect::find(&self.config.hello.layouts).map(|a| a.count());
                 if let Some(e) = self.open(stream, now, |ok_parallel| {
                     let parallel = ok_parallel
                         && request.flags.contains(RequestFlags::PARALLEL_OK)
                         && block_of(stream) == stream;
-                    // [NP-SHARD-4]: honoured only on a parallel request,
-                    // up to the count we advertised; otherwise stepped
-                    // over like any unknown extension entry.
-                    let select = ShardSelect::find(&request.preferred_layouts)
-                        .filter(|s| parallel && advertised.is_some_and(|a| s.count() <= a.count()));
-                    Kind::Response {
-                        transfer: match select {
-                            Some(s) if s.index() != 0 => Transfer::none(),
-                            _ => Transfer::new(),
-                        },
-                        parallel,
-                        shards_total: 0,
-                        shards_done: 0,
-                        device: request.preferred_device,
-                        select,
-                    }
+                    Kind::response(&request, parallel, advertised)
                 })? {
                     return Ok(ServerEvent::StreamError(e));
                 }
@@ -332,52 +298,34 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                     put,
                 })
             }
-            Message::TensorData(frame) => {
+            Message::TensorData(_) | Message::TensorDataEnd => {
                 let timeout = self.config.request_timeout;
-                let r = match self.link.streams.get_mut(stream) {
-                    Some(Slot {
-                        kind:
-                            Kind::Put {
-                                transfer,
-                                ended: false,
-                            },
-                        deadline,
-                        ..
-                    }) => {
-                        *deadline = after(now, timeout);
-                        transfer.on_data(frame.offset, frame.data.len())
-                    }
-                    _ => return self.not_open(stream, code),
+                let Some(Slot {
+                    kind:
+                        Kind::Put {
+                            transfer,
+                            ended: ended @ false,
+                        },
+                    deadline,
+                    ..
+                }) = self.link.streams.get_mut(stream)
+                else {
+                    return self.not_open(stream, code);
                 };
-                match r {
-                    Ok(()) => Ok(ServerEvent::PutData {
-                        stream_id: stream,
-                        frame,
+                *deadline = after(now, timeout);
+                let r = match msg {
+                    Message::TensorData(frame) => transfer
+                        .on_data(frame.offset, frame.data.len())
+                        .map(|()| ServerEvent::PutData {
+                            stream_id: stream,
+                            frame,
+                        }),
+                    _ => transfer.on_end().map(|_| {
+                        *ended = true;
+                        ServerEvent::PutEnd { stream_id: stream }
                     }),
-                    Err(kind) => self.fault(stream, kind),
-                }
-            }
-            Message::TensorDataEnd => {
-                let timeout = self.config.request_timeout;
-                let r = match self.link.streams.get_mut(stream) {
-                    Some(Slot {
-                        kind: Kind::Put { transfer, ended },
-                        deadline,
-                        ..
-                    }) if !*ended => {
-                        *deadline = after(now, timeout);
-                        let r = transfer.on_end();
-                        if r.is_ok() {
-                            *ended = true;
-                        }
-                        r
-                    }
-                    _ => return self.not_open(stream, code),
                 };
-                match r {
-                    Ok(_) => Ok(ServerEvent::PutEnd { stream_id: stream }),
-                    Err(kind) => self.fault(stream, kind),
-                }
+                r.or_else(|kind| self.fault(stream, kind))
             }
             // Server-to-client messages, a second hello, and RDMA (never
             // negotiated, [NP-RDMA-1]).
@@ -396,11 +344,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 },
             ));
         }
-        self.version = if hello.protocol_version < PROTOCOL_VERSION {
-            hello.protocol_version
-        } else {
-            PROTOCOL_VERSION
-        };
+        self.version = hello.protocol_version.min(PROTOCOL_VERSION);
         self.link.peer_max = hello.max_message_size;
         self.peer_devices = CodeSet::from_codes(hello.devices);
         self.link.state = State::Open;
@@ -469,8 +413,6 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         self.link.fault(stream, kind).map(ServerEvent::StreamError)
     }
 
-    // --- timers --------------------------------------------------------------
-
     // --- what to send ------------------------------------------------------------
 
     /// The next control message the session owes the client, written into
@@ -533,10 +475,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         {
             return Err(ApiMisuse::InvalidArgument("total_shards"));
         }
-        if let Some(s) = select {
-            if !s.takes(msg.total_shards, msg.shard_index) {
-                return Err(ApiMisuse::InvalidArgument("shard_index"));
-            }
+        if select.is_some_and(|s| !s.takes(msg.total_shards, msg.shard_index)) {
+            return Err(ApiMisuse::InvalidArgument("shard_index"));
         }
         if let Some(b) = msg.descriptor.buffers().get(0) {
             let tag = b.device_tag().code();
@@ -637,22 +577,16 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     }
 
     fn finish_shard(&mut self, stream: u32) {
-        let parent = match self.link.streams.get(stream) {
-            Some(Slot {
-                kind: Kind::Shard { parent, .. },
-                ..
-            }) => Some(*parent),
-            _ => None,
-        };
-        match parent {
-            Some(p) => {
-                self.link.streams.remove(stream);
-                let _ = self.link.streams.shard_done(p);
-            }
-            None => {
-                let _ = self.link.streams.shard_done(stream);
-            }
+        let mut request = stream;
+        if let Some(Slot {
+            kind: Kind::Shard { parent, .. },
+            ..
+        }) = self.link.streams.get(stream)
+        {
+            request = *parent;
+            self.link.streams.remove(stream);
         }
+        let _ = self.link.streams.shard_done(request);
     }
 
     /// Acknowledges the put on `stream` (all of its data arrived) and

@@ -7,7 +7,9 @@
 use super::codes::{ErrorCode, MessageType};
 use super::control::{ErrorMessage, Ping};
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
+use super::header::{Frame, Status};
 use super::message::Message;
+use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::transfer::MAX_SHARDS;
 
@@ -139,6 +141,28 @@ pub(crate) enum Kind {
     Shard { parent: u32, transfer: Transfer },
     /// A put: data then, once ended, the acknowledgement.
     Put { transfer: Transfer, ended: bool },
+}
+
+impl Kind {
+    /// The stream of `request`. Its shard selection (`[NP-SHARD-4]`) is in
+    /// force exactly when the request is parallel and the server honours
+    /// selections of that count (`max`, what it advertised); otherwise both
+    /// sides step over the entry like any unknown extension.
+    pub(crate) fn response(request: &TensorRequest<'_>, parallel: bool, max: Option<u16>) -> Self {
+        let select = ShardSelect::find(&request.preferred_layouts)
+            .filter(|s| parallel && max.is_some_and(|m| s.count() <= m));
+        Self::Response {
+            transfer: match select {
+                Some(s) if s.index() != 0 => Transfer::none(),
+                _ => Transfer::new(),
+            },
+            parallel,
+            shards_total: 0,
+            shards_done: 0,
+            device: request.preferred_device,
+            select,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -474,6 +498,39 @@ impl<const S: usize> Link<S> {
         self.fault(stream, kind).map(Some)
     }
 
+    /// Frames the message at the start of `buf`; a malformed header is
+    /// answered on the message's stream, then the connection closes (its
+    /// payload is never read, `[NP-FRAME-2]`).
+    pub(crate) fn frame<'a>(
+        &mut self,
+        buf: &'a [u8],
+        max: u32,
+    ) -> Result<Status<Frame<'a>>, SessionError> {
+        Frame::parse(buf, max).map_err(|e| {
+            let stream = buf
+                .get(4..8)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map_or(0, u32::from_le_bytes);
+            self.fatal(stream, SessionErrorKind::Malformed(e))
+        })
+    }
+
+    /// The peer's `PING`: its `PONG` is queued.
+    pub(crate) fn on_ping(&mut self, t: Ping) -> Result<Ping, SessionError> {
+        self.queue(Pending::Pong(t.0)).map(|()| t)
+    }
+
+    /// The peer's `PONG`: it must answer our `PING`, else the connection
+    /// closes.
+    pub(crate) fn on_pong(&mut self, t: Ping) -> Result<Ping, SessionError> {
+        if self.ping != Some(t.0) {
+            return Err(self.fatal(0, SessionErrorKind::UnsolicitedPong));
+        }
+        self.ping = None;
+        self.ping_deadline = NEVER;
+        Ok(t)
+    }
+
     /// Closes the connection with `ERROR` on `stream`.
     pub(crate) fn fatal(&mut self, stream: u32, kind: SessionErrorKind) -> SessionError {
         let error = SessionError {
@@ -603,8 +660,8 @@ pub(crate) fn send_data(
     if b.len() != data.len() {
         return Err(ApiMisuse::InvalidArgument("data"));
     }
-    super::cursor::copy(a, &prefix(len)?);
-    super::cursor::copy(b, data);
+    crate::copy_at(a, 0, &prefix(len)?);
+    crate::copy_at(b, 0, data);
     Ok(total)
 }
 

@@ -32,13 +32,8 @@ pub const MAX_SHARDS: u32 = 256;
 /// Bytes a `TENSOR_DATA` payload spends before its data.
 pub const DATA_PREFIX_LEN: usize = 8;
 
-/// The transport fields after the descriptor in `TENSOR_DESCRIPTOR`.
-///
-/// | Offset | Field              | Type      |
-/// |-------:|--------------------|-----------|
-/// | 0      | `total_data_bytes` | uint64 LE |
-/// | 8      | `shard_index`      | uint32 LE |
-/// | 12     | `total_shards`     | uint32 LE |
+/// The transport fields after the descriptor in `TENSOR_DESCRIPTOR`
+/// (`docs/spec/network.md` § The data plane), in wire order.
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy)]
 #[repr(C)]
 pub struct TransportFields {

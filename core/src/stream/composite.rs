@@ -202,10 +202,8 @@ impl OpenComposites {
             .top()
             .map_or(u32::MAX, |f| f.progress.seen().saturating_sub(1));
         if self.depth >= MAX_COMPOSITE_DEPTH as usize {
-            return Err(Overflow::Rule(CompositeError {
-                member: index,
-                kind: CompositeErrorKind::NestingTooDeep,
-            }));
+            let kind = CompositeErrorKind::NestingTooDeep;
+            return Err(Overflow::Rule(CompositeError::at(index, kind)));
         }
         let start = self.top().map_or(0, |f| self.end_of(&f));
         let rank = view.shape().len();
@@ -271,13 +269,6 @@ impl OpenComposites {
     /// The verdict on the innermost open composite at the end of the
     /// stream: it is torn.
     pub(crate) fn torn(&self) -> Option<CompositeError> {
-        let f = self.top()?;
-        Some(CompositeError {
-            member: f.progress.seen(),
-            kind: CompositeErrorKind::Torn {
-                expected: f.progress.head().member_count,
-                found: f.progress.seen(),
-            },
-        })
+        Some(self.top()?.progress.torn())
     }
 }

@@ -8,7 +8,7 @@
 use crate::descriptor::{HEADER_LEN, TensorView};
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::handle::ENTRY_LEN;
-use crate::{DESCRIPTOR_MAGIC, SyncMode, VERSION_MAJOR};
+use crate::{DESCRIPTOR_MAGIC, SyncMode, VERSION_MAJOR, copy_at};
 
 use super::composite::{OpenComposites, Overflow};
 use super::error::{Phase, StreamError, StreamErrorKind};
@@ -136,14 +136,15 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
         .map_or(0, |w| u64::from_le_bytes(*w))
 }
 
-/// Copies `src` to the start of `dst` when it fits (it always does where
-/// it is called). The slice taken is exactly `src.len()` long, so the
-/// optimizer sees the lengths agree and `copy_from_slice` has no reachable
-/// panic (the link-time proof checks this).
-fn copy(dst: &mut [u8], src: &[u8]) {
-    if let Some(d) = dst.get_mut(..src.len()) {
-        d.copy_from_slice(src);
-    }
+/// Takes up to `want - *have` bytes of `rest` into `dst` at `*have`,
+/// counting them in `have` and `pos`; returns how many.
+#[inline(always)]
+fn collect(dst: &mut [u8], have: &mut usize, pos: &mut u64, want: usize, rest: &[u8]) -> usize {
+    let take = want.saturating_sub(*have).min(rest.len());
+    copy_at(dst, *have, rest.get(..take).unwrap_or_default());
+    *have = have.saturating_add(take);
+    *pos = pos.saturating_add(take as u64);
+    take
 }
 
 impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecoder<'o, D, S> {
@@ -274,11 +275,9 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         // The prefix is complete with this input: its length field, or an
         // error from `check_prefix`, decides.
         let mut p = [0u8; PREFIX_LEN];
-        copy(&mut p, self.prefix.get(..have).unwrap_or_default());
-        if let Some(rest) = p.get_mut(have..) {
-            let n = rest.len();
-            copy(rest, input.get(..n).unwrap_or_default());
-        }
+        copy_at(&mut p, 0, self.prefix.get(..have).unwrap_or_default());
+        let n = PREFIX_LEN.saturating_sub(have);
+        copy_at(&mut p, have, input.get(..n).unwrap_or_default());
         let [m0, m1, m2, m3, major, _, l0, l1, l2, l3] = p;
         let length = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
         let room = self
@@ -385,36 +384,9 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
     pub fn step(&mut self, input: &[u8]) -> Result<(usize, Step), StreamError> {
         let (used, step) = self.advance(input)?;
         if step == Step::Descriptor {
-            let start = self.start;
-            let tensor = self.tensors.saturating_sub(1);
-            let bytes = self.desc.as_ref().get(..self.len).unwrap_or_default();
-            match check(
-                bytes,
-                start,
-                &mut self.composites,
-                self.scratch.as_mut(),
-                &self.limits,
-            ) {
-                Ok((view, table_at)) => {
-                    let buffers = u32::try_from(view.buffers().len()).unwrap_or(u32::MAX);
-                    self.enter_data(table_at, buffers);
-                }
-                Err((offset, kind)) => {
-                    let e = StreamError::new(offset, tensor, kind);
-                    self.failed = Some(e);
-                    return Err(e);
-                }
-            }
+            self.accept(used)?;
         }
         Ok((used, step))
-    }
-
-    const fn enter_data(&mut self, table_at: usize, buffers: u32) {
-        self.table_at = table_at;
-        self.buffers = buffers;
-        self.buffer = 0;
-        self.offset = 0;
-        self.state = State::Data;
     }
 
     /// The machine: everything but checking and handing out a descriptor.
@@ -435,35 +407,18 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
                         self.tensors = self.tensors.saturating_add(1);
                     }
                     if self.len == 0 {
-                        let take = PREFIX_LEN.saturating_sub(self.have).min(rest.len());
-                        let src = rest.get(..take).unwrap_or_default();
-                        if let Some(dst) = self
-                            .prefix
-                            .get_mut(self.have..self.have.saturating_add(take))
-                        {
-                            copy(dst, src);
-                        }
-                        self.have = self.have.saturating_add(take);
+                        let (have, pos) = (&mut self.have, &mut self.pos);
+                        let take = collect(&mut self.prefix, have, pos, PREFIX_LEN, rest);
                         used = used.saturating_add(take);
-                        self.pos = self.pos.saturating_add(take as u64);
                         if self.have < PREFIX_LEN {
                             return Ok((used, Step::NeedMore));
                         }
                         self.check_prefix()?;
                         continue;
                     }
-                    let take = self.len.saturating_sub(self.have).min(rest.len());
-                    let src = rest.get(..take).unwrap_or_default();
-                    if let Some(dst) = self
-                        .desc
-                        .as_mut()
-                        .get_mut(self.have..self.have.saturating_add(take))
-                    {
-                        copy(dst, src);
-                    }
-                    self.have = self.have.saturating_add(take);
+                    let (have, pos) = (&mut self.have, &mut self.pos);
+                    let take = collect(self.desc.as_mut(), have, pos, self.len, rest);
                     used = used.saturating_add(take);
-                    self.pos = self.pos.saturating_add(take as u64);
                     if self.have < self.len {
                         return Ok((used, Step::NeedMore));
                     }
@@ -551,9 +506,7 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
             };
             return Err(self.fail(at_len, kind));
         }
-        if let Some(dst) = self.desc.as_mut().get_mut(..PREFIX_LEN) {
-            copy(dst, &p);
-        }
+        copy_at(self.desc.as_mut(), 0, &p);
         self.len = length as usize;
         Ok(())
     }

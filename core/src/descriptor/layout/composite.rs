@@ -136,10 +136,7 @@ impl CompositeHead {
         };
         if f.reserved != [0; 2] {
             let at = base.saturating_add(at!(CompositeFields.reserved));
-            let kind = DescriptorErrorKind::ReservedNonZero {
-                field: "composite._reserved",
-            };
-            return Err(DescriptorError::new(at, kind));
+            return Err(DescriptorError::reserved(at, "composite._reserved"));
         }
         let member_count = f.member_count.get();
         if member_count == OPEN || (rule == CompositionRule::Overlay && member_count == 0) {

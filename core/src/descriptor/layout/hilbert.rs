@@ -69,15 +69,8 @@ impl Hilbert {
         shape: impl Iterator<Item = u64>,
         at: u32,
     ) -> Result<(), DescriptorError> {
-        let invalid = |at: u32, field, value: u32| {
-            Err(DescriptorError::new(
-                at,
-                DescriptorErrorKind::InvalidValue {
-                    field,
-                    value: u64::from(value),
-                },
-            ))
-        };
+        let invalid =
+            |at: u32, field, value: u32| Err(DescriptorError::invalid(at, field, u64::from(value)));
         if self.order == 0 {
             return invalid(at, "hilbert_order", self.order);
         }

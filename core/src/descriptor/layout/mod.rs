@@ -591,10 +591,7 @@ impl Layout<'_> {
 /// offset in the descriptor.
 pub(crate) fn reserved(bytes: &[u8], at: u32, field: &'static str) -> Result<(), DescriptorError> {
     if bytes.iter().any(|&b| b != 0) {
-        return Err(DescriptorError::new(
-            at,
-            DescriptorErrorKind::ReservedNonZero { field },
-        ));
+        return Err(DescriptorError::reserved(at, field));
     }
     Ok(())
 }

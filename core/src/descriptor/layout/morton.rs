@@ -8,7 +8,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Words};
 use super::super::cursor::Reader;
-use super::super::extent::{Ctx, Shape, Sizes};
+use super::super::extent::{Ctx, Shape, Sizes, overflow};
 
 /// Reads `morton_bits` and checks each against its dimension.
 pub(super) fn parse<'a>(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Words<'a>, DescriptorError> {
@@ -32,13 +32,7 @@ pub(super) fn check_bits(
             at.saturating_add((axis as u32).saturating_mul(4)),
         );
         if b == 0 {
-            return Err(DescriptorError::new(
-                field_at,
-                DescriptorErrorKind::InvalidValue {
-                    field: "morton_bits",
-                    value: 0,
-                },
-            ));
+            return Err(DescriptorError::invalid(field_at, "morton_bits", 0));
         }
         // n <= 2^b, i.e. n - 1 < 2^b; any n fits when b >= 64. A dynamic
         // dimension is not checked here (its size is unknown).
@@ -64,14 +58,7 @@ pub(super) fn check(
     let total = bits.try_fold(0u32, u32::checked_add);
     let elements = match total {
         Some(t) if t < 64 => 1u64 << t,
-        _ => {
-            return Err(ctx.err(
-                0,
-                DescriptorErrorKind::Overflow {
-                    what: "Morton curve size",
-                },
-            ));
-        }
+        _ => return Err(overflow!(ctx, 0, "Morton curve size")),
     };
     ctx.contiguous(elements)
 }

@@ -13,7 +13,7 @@
 
 use zerocopy::little_endian::U64;
 
-use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
@@ -57,11 +57,8 @@ impl Coo {
             0 => false,
             1 => true,
             v => {
-                let kind = DescriptorErrorKind::InvalidValue {
-                    field: "is_sorted",
-                    value: u64::from(v),
-                };
-                return Err(DescriptorError::new(at(at!(CooFields.is_sorted)), kind));
+                let at = at(at!(CooFields.is_sorted));
+                return Err(DescriptorError::invalid(at, "is_sorted", u64::from(v)));
             }
         };
         super::reserved(&f.reserved, at(at!(CooFields.reserved)), "coo._reserved")?;
@@ -101,12 +98,7 @@ impl Compressed {
         // The eight reserved bytes compared as one word.
         if u64::from_ne_bytes(f.reserved) != 0 {
             let at = base.saturating_add(at!(CompressedFields.reserved));
-            return Err(DescriptorError::new(
-                at,
-                DescriptorErrorKind::ReservedNonZero {
-                    field: "compressed._reserved",
-                },
-            ));
+            return Err(DescriptorError::reserved(at, "compressed._reserved"));
         }
         Ok(Self { nnz: f.nnz.get() })
     }

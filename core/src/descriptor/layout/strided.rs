@@ -4,9 +4,9 @@
 //! `byte_offset`, zero strides broadcast. A reader checks that every element
 //! the strides reach lies inside the data buffer.
 
-use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::error::DescriptorError;
 
-use super::super::extent::{Ctx, Shape, Sizes, stride_range};
+use super::super::extent::{Ctx, Shape, Sizes, overflow, stride_range};
 
 /// Every addressed element of a non-empty strided tensor lies in buffer 0
 /// (the parser's wire strides and the encoder's native ones alike).
@@ -18,11 +18,7 @@ pub(super) fn check(
     if count == 0 {
         return Ok(());
     }
-    let (lo, hi) = stride_range(ctx.shape.dims(), strides).ok_or(ctx.err(
-        0,
-        DescriptorErrorKind::Overflow {
-            what: "stride extent",
-        },
-    ))?;
+    let (lo, hi) =
+        stride_range(ctx.shape.dims(), strides).ok_or(overflow!(ctx, 0, "stride extent"))?;
     ctx.span(lo, hi)
 }

@@ -15,7 +15,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Shape, Sizes, div_ceil, mul, stride_range};
+use super::super::extent::{Ctx, Shape, Sizes, div_ceil, mul, overflow, stride_range};
 use super::tag;
 
 /// The deepest nesting a reader accepts.
@@ -242,32 +242,22 @@ fn check_level(level: &impl Level, rank: u32, at: u32) -> Result<(), DescriptorE
     if let Some(axis) = level.tile_shape().position(|t| t == 0) {
         #[allow(clippy::cast_possible_truncation)]
         let at = at.saturating_add((axis as u32).saturating_mul(8));
-        return Err(DescriptorError::new(
-            at,
-            DescriptorErrorKind::InvalidValue {
-                field: "tile_shape",
-                value: 0,
-            },
-        ));
+        return Err(DescriptorError::invalid(at, "tile_shape", 0));
     }
     let code_at = at.saturating_add(rank.saturating_mul(8));
     let inner_at = code_at.saturating_add(crate::field::at!(TileCodes.inner_layout));
     if !matches!(level.outer_layout(), 0x01..=0x03) {
-        return Err(DescriptorError::new(
+        return Err(DescriptorError::invalid(
             code_at,
-            DescriptorErrorKind::InvalidValue {
-                field: "outer_layout",
-                value: u64::from(level.outer_layout()),
-            },
+            "outer_layout",
+            u64::from(level.outer_layout()),
         ));
     }
     if !matches!(level.inner_layout(), 0x01..=0x04) {
-        return Err(DescriptorError::new(
+        return Err(DescriptorError::invalid(
             inner_at,
-            DescriptorErrorKind::InvalidValue {
-                field: "inner_layout",
-                value: u64::from(level.inner_layout()),
-            },
+            "inner_layout",
+            u64::from(level.inner_layout()),
         ));
     }
     Ok(())
@@ -317,7 +307,7 @@ pub(super) fn check_grid<L: Level>(
     if count == 0 {
         return Ok(());
     }
-    let overflow = ctx.err(0, DescriptorErrorKind::Overflow { what: "tile grid" });
+    let overflow = overflow!(ctx, 0, "tile grid");
     let Some(top) = levels.next() else {
         return Ok(());
     };

@@ -1,16 +1,6 @@
 //! Extension type section (20 bytes): how a private element type
-//! (`0xF0`–`0xFE`) is stored, so a reader can size its buffers.
-//!
-//! | Offset | Field |
-//! |---:|---|
-//! | 0 | `bit_width: uint32` (> 0) |
-//! | 4 | `packing_factor: uint8` |
-//! | 5 | `is_float`, 6 `is_signed: uint8` (0 or 1) |
-//! | 7 | `sign_bits`, 8 `exponent_bits`, 9 `mantissa_bits: uint8` |
-//! | 10 | `_reserved: uint8[2]` |
-//! | 12 | `exponent_bias: uint32` |
-//! | 16 | `has_nan`, 17 `has_inf: uint8` (0 or 1) |
-//! | 18 | `_reserved2: uint8[2]` |
+//! (`0xF0`–`0xFE`) is stored, so a reader can size its buffers; the field
+//! map is `docs/spec/metadata.md` § Extension type section.
 //!
 //! Widths below 8 are 1, 2 or 4 bits with `packing_factor = 8 / bit_width`;
 //! wider types have `packing_factor = 1` and (stricter than the format's
@@ -25,7 +15,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 use crate::field::wire_struct;
 
 use crate::element::Packing;
-use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::error::DescriptorError;
 
 use super::super::cursor::{Reader, Writer};
 
@@ -203,9 +193,10 @@ impl ExtensionType {
     pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
         let raw = self.raw;
         let invalid = |off: u32, field, value: u64| {
-            Err(DescriptorError::new(
+            Err(DescriptorError::invalid(
                 at.saturating_add(off),
-                DescriptorErrorKind::InvalidValue { field, value },
+                field,
+                value,
             ))
         };
         let bw = raw.bit_width.get();
@@ -238,11 +229,9 @@ impl ExtensionType {
         }
         if raw.reserved != [0; 2] || raw.reserved2 != [0; 2] {
             let off = if raw.reserved != [0; 2] { 10 } else { 18 };
-            return Err(DescriptorError::new(
+            return Err(DescriptorError::reserved(
                 at.saturating_add(off),
-                DescriptorErrorKind::ReservedNonZero {
-                    field: "extension_type._reserved",
-                },
+                "extension_type._reserved",
             ));
         }
         if raw.is_float == 1 {

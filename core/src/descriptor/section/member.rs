@@ -1,7 +1,7 @@
 //! Composite member section (16 bytes): `member_role: uint8` (0 correction,
 //! 1 base), `_reserved: uint8[15]`. Carried by overlay members only.
 
-use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
 wire_fields! {
@@ -42,13 +42,7 @@ impl MemberRole {
         let role = match f.member_role {
             0 => Self::Correction,
             1 => Self::Base,
-            v => {
-                let kind = DescriptorErrorKind::InvalidValue {
-                    field: "member_role",
-                    value: u64::from(v),
-                };
-                return Err(DescriptorError::new(at, kind));
-            }
+            v => return Err(DescriptorError::invalid(at, "member_role", u64::from(v))),
         };
         let reserved_at = at.saturating_add(at!(MemberFields.reserved));
         crate::descriptor::layout::reserved(

@@ -1,17 +1,6 @@
 //! Statistics section (72 bytes): advisory summaries of the data, each group
-//! valid only when its bit of `computed_mask` is set.
-//!
-//! | Offset | Field | Mask bit |
-//! |---:|---|---|
-//! | 0 | `computed_mask: uint32` | bits 6–31 reserved |
-//! | 4 | `_reserved: uint32` | |
-//! | 8 | `nnz: uint64` | 0 |
-//! | 16 | `sparsity_ratio: float64` | 1 |
-//! | 24 | `value_min`, 32 `value_max`, 40 `value_abs_max: float64` | 2 |
-//! | 48 | `value_mean`, 56 `value_stddev: float64` | 3 |
-//! | 64 | `nm_n`, 65 `nm_m: uint8` | 4 |
-//! | 66 | `has_nan`, 67 `has_inf: uint8` | 5 |
-//! | 68 | `_reserved2: uint8[4]` | |
+//! valid only when its bit of `computed_mask` is set; the field map and
+//! mask bits are `docs/spec/metadata.md` § Statistics section.
 //!
 //! A reader checks every valid group against the spec's ranges (ratio in
 //! `[0, 1]`, `stddev >= 0`, `nm_n <= nm_m`, flags 0 or 1, `min <= max`,
@@ -287,27 +276,16 @@ impl Statistics {
         let (s, raw) = (self, self.raw);
         let fail = |off: u32, kind| Err(DescriptorError::new(at.saturating_add(off), kind));
         let inconsistent = |field| DescriptorErrorKind::StatisticsInconsistent { field };
-        if s.mask() & !bit::DEFINED != 0 {
-            return fail(
-                0,
-                DescriptorErrorKind::ReservedFlags(s.mask() & !bit::DEFINED),
-            );
+        let reserved = |field| DescriptorErrorKind::ReservedNonZero { field };
+        let undefined = s.mask() & !bit::DEFINED;
+        if undefined != 0 {
+            return fail(0, DescriptorErrorKind::ReservedFlags(undefined));
         }
         if raw.reserved.get() != 0 {
-            return fail(
-                4,
-                DescriptorErrorKind::ReservedNonZero {
-                    field: "statistics._reserved",
-                },
-            );
+            return fail(4, reserved("statistics._reserved"));
         }
         if raw.reserved2 != [0; 4] {
-            return fail(
-                68,
-                DescriptorErrorKind::ReservedNonZero {
-                    field: "statistics._reserved2",
-                },
-            );
+            return fail(68, reserved("statistics._reserved2"));
         }
         // Float rules through integer keys: no soft-float code on firmware.
         if s.has(bit::SPARSITY) {
