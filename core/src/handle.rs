@@ -296,14 +296,8 @@ impl BufferHandle {
         sync_mode: SyncMode,
         memory_class: MemoryClass,
     ) -> Result<Self> {
-        // A `Private` value built by hand must still carry a private code.
-        if device_tag.is_private() && DeviceTag::from_code(device_tag.code()).is_none() {
-            return Err(Error::InvalidDeviceTag(device_tag.code()));
-        }
-        if matches!(memory_class, MemoryClass::Private(_))
-            && MemoryClass::from_code(memory_class.code()).is_none()
-        {
-            return Err(Error::InvalidMemoryClass(memory_class.code()));
+        if let Some(error) = code_error(device_tag, memory_class) {
+            return Err(error);
         }
         if !alignment.is_power_of_two() {
             return Err(Error::AlignmentNotPowerOfTwo { alignment });
@@ -608,6 +602,22 @@ impl TryFrom<[u8; ENTRY_LEN]> for BufferHandle {
     fn try_from(bytes: [u8; ENTRY_LEN]) -> Result<Self> {
         Self::from_bytes(&bytes)
     }
+}
+
+/// The error for a `Private` device tag or memory class built by hand with
+/// a code outside the private range (the parser refuses such a code);
+/// `None` when both codes are ones the parser accepts. The fallible
+/// constructors refuse such a handle with it, and the descriptor encoder
+/// the one [`BufferHandle::empty`] cannot refuse.
+#[inline]
+pub(crate) const fn code_error(device_tag: DeviceTag, memory_class: MemoryClass) -> Option<Error> {
+    if device_tag.is_private() && DeviceTag::from_code(device_tag.code()).is_none() {
+        return Some(Error::InvalidDeviceTag(device_tag.code()));
+    }
+    if memory_class.is_private() && MemoryClass::from_code(memory_class.code()).is_none() {
+        return Some(Error::InvalidMemoryClass(memory_class.code()));
+    }
+    None
 }
 
 impl From<BufferHandle> for [u8; ENTRY_LEN] {

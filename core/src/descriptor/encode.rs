@@ -14,10 +14,9 @@
 //! the plain families' edges) and the fuzz target `descriptor_structured`
 //! compare the encoder's verdict with the parser's on the written bytes.
 
-use crate::codes::{DeviceTag, MemoryClass};
 use crate::element::ElementType;
 use crate::error::{DescriptorErrorKind, EncodeError};
-use crate::handle::{BufferHandle, BufferHandleEntry};
+use crate::handle::{BufferHandle, BufferHandleEntry, code_error};
 
 use super::arrays::{DimValues, Values};
 use super::cursor::Writer;
@@ -635,7 +634,7 @@ impl<'a> TensorDescriptor<'a> {
             // (the converse, a private value spelling a public code, is
             // left to the general path's rule on the codes).
             Buffers::Handles([first, rest @ ..]) => {
-                codes_parse(first)
+                code_error(first.device_tag(), first.memory_class()).is_none()
                     && rest.iter().all(|h| {
                         h.device_tag() == first.device_tag()
                             && h.memory_class() == first.memory_class()
@@ -663,12 +662,7 @@ impl<'a> TensorDescriptor<'a> {
         if let Buffers::Handles([first, rest @ ..]) = self.buffers {
             // The first handle's own codes, as the parser reads them (the
             // rest then sit on the same codes or fail colocation).
-            if !codes_parse(first) {
-                let (device, class) = (first.device_tag().code(), first.memory_class().code());
-                let error = match DeviceTag::from_code(device) {
-                    None => crate::Error::InvalidDeviceTag(device),
-                    Some(_) => crate::Error::InvalidMemoryClass(class),
-                };
+            if let Some(error) = code_error(first.device_tag(), first.memory_class()) {
                 let offset = at.parts.table.saturating_add(1);
                 let kind = crate::DescriptorErrorKind::Buffer { index: 0, error };
                 return Err(crate::DescriptorError::new(offset, kind).into());
@@ -926,16 +920,6 @@ impl<'a> Parts for Checked<'_, 'a> {
     fn stats_nnz(&self) -> Option<u64> {
         self.desc.statistics.and_then(|s| s.nnz())
     }
-}
-
-/// A handle's device tag and memory class have codes the parser accepts.
-/// Every constructor of [`BufferHandle`] but the infallible
-/// [`BufferHandle::empty`] refuses a hand-built `Private` value whose code
-/// is outside the private range; this catches that one.
-#[inline]
-const fn codes_parse(h: &BufferHandle) -> bool {
-    DeviceTag::from_code(h.device_tag().code()).is_some()
-        && MemoryClass::from_code(h.memory_class().code()).is_some()
 }
 
 #[cfg(test)]

@@ -826,16 +826,10 @@ impl<'a> Quantization<'a> {
     #[inline]
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         let padding = self.padding;
-        let head = |scheme_tag, flags| SchemeHeader {
-            scheme_tag,
-            scheme_version: 1,
-            flags: U16::new(flags),
-        };
-        let symmetric = |zp: Option<u32>| if zp.is_none() { SYMMETRIC } else { 0 };
         match self.scheme {
             Scheme::PerTensor { scale, zero_point } => w.value(&Fixed::new(
                 padding,
-                head(scheme_tag::PER_TENSOR, 0),
+                SchemeHeader::public(scheme_tag::PER_TENSOR, 0),
                 PerTensorFields {
                     scale: F32::new(scale),
                     zero_point: I32::new(zero_point),
@@ -848,7 +842,7 @@ impl<'a> Quantization<'a> {
                 zero_point_buffer,
             } => w.value(&Fixed::new(
                 padding,
-                head(scheme_tag::PER_CHANNEL, symmetric(zero_point_buffer)),
+                SchemeHeader::public(scheme_tag::PER_CHANNEL, symmetric(zero_point_buffer)),
                 PerChannelFields {
                     axis: U32::new(axis),
                     scale_buffer_index: U32::new(scale_buffer),
@@ -873,7 +867,7 @@ impl<'a> Quantization<'a> {
                 scale_buffer,
             } => w.value(&Fixed::new(
                 padding,
-                head(self.scheme.tag(), 0),
+                SchemeHeader::public(self.scheme.tag(), 0),
                 BlockScaleFields {
                     axis: U32::new(axis),
                     block_size: U32::new(block_size),
@@ -922,11 +916,6 @@ impl Quantization<'_> {
         else {
             return None;
         };
-        let flags = if zero_point_buffer.is_none() {
-            SYMMETRIC
-        } else {
-            0
-        };
         // The three scale types the scheme allows as constants (no lookup);
         // any other is written as its code and refused by the rules.
         let scale_type_tag = match scale_type {
@@ -937,11 +926,7 @@ impl Quantization<'_> {
         };
         Some(Fixed::new(
             self.padding,
-            SchemeHeader {
-                scheme_tag: scheme_tag::PER_BLOCK,
-                scheme_version: 1,
-                flags: U16::new(flags),
-            },
+            SchemeHeader::public(scheme_tag::PER_BLOCK, symmetric(zero_point_buffer)),
             PerBlockFields {
                 axis: U32::new(axis),
                 block_size: U32::new(block_size),
@@ -968,6 +953,30 @@ impl Quantization<'_> {
         let mut w = Writer::new(out);
         self.encode(&mut w);
         w.finish().ok()
+    }
+}
+
+impl SchemeHeader {
+    /// A public scheme's header (version 1) with `flags`, as the encoder
+    /// writes it.
+    #[inline(always)]
+    const fn public(scheme_tag: u8, flags: u16) -> Self {
+        Self {
+            scheme_tag,
+            scheme_version: 1,
+            flags: U16::new(flags),
+        }
+    }
+}
+
+/// A per-channel or per-block scheme's flags: `SYMMETRIC` when it has no
+/// zero-point buffer.
+#[inline(always)]
+const fn symmetric(zero_point_buffer: Option<u32>) -> u16 {
+    if zero_point_buffer.is_none() {
+        SYMMETRIC
+    } else {
+        0
     }
 }
 
