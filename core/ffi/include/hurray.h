@@ -1116,9 +1116,15 @@ typedef struct hurray_dtype_mapping {
 // slots, KV without `has_kv`); nothing was written.
 #define HURRAY_E_WRITER_MISUSE -61
 
+// The encoder has no bytes for what the spec describes: tile levels whose
+// layouts and nesting disagree (every level but the last must be
+// `HURRAY_LAYOUT_TILED` inside, the last must not), or a private layout or
+// quantization scheme under a public tag. Nothing was written.
+#define HURRAY_E_UNSUPPORTED -62
+
 // The most negative status this ABI version returns: every status is in
 // `HURRAY_STATUS_MIN ..= HURRAY_OK`.
-#define HURRAY_STATUS_MIN -61
+#define HURRAY_STATUS_MIN -62
 
 #if !defined(HURRAY_NO_STD)
 // The tensor cannot be exported: a layout other than row-major,

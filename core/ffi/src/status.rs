@@ -207,10 +207,15 @@ pub const HURRAY_E_NOT_FOUND: hurray_status = -60;
 /// table, a composite rule, a bad or duplicate name, more tensors than
 /// slots, KV without `has_kv`); nothing was written.
 pub const HURRAY_E_WRITER_MISUSE: hurray_status = -61;
+/// The encoder has no bytes for what the spec describes: tile levels whose
+/// layouts and nesting disagree (every level but the last must be
+/// `HURRAY_LAYOUT_TILED` inside, the last must not), or a private layout or
+/// quantization scheme under a public tag. Nothing was written.
+pub const HURRAY_E_UNSUPPORTED: hurray_status = -62;
 
 /// The most negative status this ABI version returns: every status is in
 /// `HURRAY_STATUS_MIN ..= HURRAY_OK`.
-pub const HURRAY_STATUS_MIN: hurray_status = -61;
+pub const HURRAY_STATUS_MIN: hurray_status = -62;
 
 // --- wire codes ----------------------------------------------------------------------------
 /// Device tag: host memory.
@@ -716,6 +721,7 @@ pub(crate) fn describe_encode(e: EncodeError) -> hurray_error {
             with_expected(entry(HURRAY_E_ARRAY_LENGTH, len.into()), expected.into())
         }
         EncodeError::Invalid(d) => describe_descriptor(d),
+        EncodeError::Unsupported { .. } => entry(HURRAY_E_UNSUPPORTED, 0),
         _ => entry(HURRAY_E_UNKNOWN, 0),
     }
 }
@@ -812,6 +818,7 @@ pub(crate) const fn message(status: hurray_status) -> &'static CStr {
         HURRAY_E_INVALID_STREAM => c"the stream breaks a rule of the stream format",
         HURRAY_E_NOT_FOUND => c"no tensor of that name",
         HURRAY_E_WRITER_MISUSE => c"the writer refused the tensor or the KV entry",
+        HURRAY_E_UNSUPPORTED => c"the encoder has no bytes for what the spec describes",
         _ => c"unknown status code",
     }
 }
@@ -988,6 +995,9 @@ mod tests {
                 expected: 2,
             },
             EncodeError::Invalid(DescriptorError::new(0, DescriptorErrorKind::TilingTooDeep)),
+            EncodeError::Unsupported {
+                what: "tiled levels whose codes, strides and nesting disagree",
+            },
         ];
         for e in encode_errors {
             assert_ne!(describe_encode(e).status, HURRAY_E_UNKNOWN, "{e:?}");

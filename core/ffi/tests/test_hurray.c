@@ -609,6 +609,14 @@ static void test_dense_layouts(void) {
     s.tile_levels = 9;
     CHECK_STATUS(hurray_descriptor_encode(&s, buf, sizeof buf, &n, &err), HURRAY_E_TILING_TOO_DEEP);
     CHECK(err.expected == HURRAY_MAX_TILE_LEVELS);
+    /* Levels whose nesting disagrees: the first is not tiled inside, yet a
+     * second follows. No bytes say that, so nothing is written. */
+    tiles[1].inner_strides = in21;
+    tiles[0].inner_layout = HURRAY_LAYOUT_ROW_MAJOR;
+    s.tiles = tiles;
+    s.tile_levels = 2;
+    CHECK_STATUS(hurray_descriptor_encode(&s, buf, sizeof buf, &n, &err), HURRAY_E_UNSUPPORTED);
+    CHECK(strcmp(hurray_status_message(HURRAY_E_UNSUPPORTED), "the encoder has no bytes for what the spec describes") == 0);
 
     /* Morton float32 [4, 4] with 2 bits per axis. */
     uint32_t bits[] = { 2, 2 };
