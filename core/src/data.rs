@@ -20,6 +20,7 @@ use zerocopy::little_endian::{F32, I32, U16, U32, U64};
 use crate::descriptor::layout::BlockPaged;
 use crate::descriptor::{Layout, Scheme, TensorView};
 use crate::element::{ElementType, Packing};
+use crate::error::error_enum;
 
 /// Why a buffer's contents break a rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,71 +34,55 @@ pub struct DataError {
     pub kind: DataErrorKind,
 }
 
-/// What is wrong with a buffer's contents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum DataErrorKind {
-    /// Fewer slices than buffers, or a slice shorter than its `byte_size`.
-    Missing {
-        /// Bytes the descriptor declares.
-        expected: u64,
-        /// Bytes given.
-        found: u64,
-    },
-    /// A pointer array does not start at 0.
-    PointerStart(u64),
-    /// A pointer array does not end at the count it must.
-    PointerEnd {
-        /// The last value.
-        found: u64,
-        /// The count required.
-        expected: u64,
-    },
-    /// A pointer array decreases.
-    PointerDecreasing,
-    /// An index is not below its bound.
-    OutOfBounds {
-        /// The index.
-        value: u64,
-        /// Its exclusive bound.
-        bound: u64,
-    },
-    /// Indices that must strictly increase do not.
-    NotIncreasing,
-    /// A scale is zero, negative where not allowed, or not finite.
-    BadScale,
-    /// A zero point lies outside the storage type's range.
-    ZeroPointOutOfRange(i32),
-    /// A reserved `float8_e8m0` pattern (`0x00` or `0xFF`).
-    ReservedE8M0(u8),
-    /// Padding bits after the last packed element are not zero.
-    PaddingNotZero,
+error_enum! {
+    /// What is wrong with a buffer's contents.
+    #[non_exhaustive]
+    pub enum DataErrorKind {
+        /// Fewer slices than buffers, or a slice shorter than its `byte_size`.
+        Missing {
+            /// Bytes the descriptor declares.
+            expected: u64,
+            /// Bytes given.
+            found: u64,
+        } => "{found} bytes given, {expected} declared";
+        /// A pointer array does not start at 0.
+        PointerStart(v: u64) => "pointer array starts at {v}, not 0";
+        /// A pointer array does not end at the count it must.
+        PointerEnd {
+            /// The last value.
+            found: u64,
+            /// The count required.
+            expected: u64,
+        } => "pointer array ends at {found}, must end at {expected}";
+        /// A pointer array decreases.
+        PointerDecreasing => "pointer array decreases";
+        /// An index is not below its bound.
+        OutOfBounds {
+            /// The index.
+            value: u64,
+            /// Its exclusive bound.
+            bound: u64,
+        } => "index {value} is not below {bound}";
+        /// Indices that must strictly increase do not.
+        NotIncreasing => "indices do not strictly increase";
+        /// A scale is zero, negative where not allowed, or not finite.
+        BadScale => "scale is zero, negative or not finite";
+        /// A zero point lies outside the storage type's range.
+        ZeroPointOutOfRange(z: i32) => "zero point {z} is outside the storage type";
+        /// A reserved `float8_e8m0` pattern (`0x00` or `0xFF`).
+        ReservedE8M0(b: u8) => "reserved E8M0 pattern {b:#04x}";
+        /// Padding bits after the last packed element are not zero.
+        PaddingNotZero => "padding bits are not zero";
+    }
 }
 
 impl fmt::Display for DataError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "buffer {} element {}: ", self.buffer, self.element)?;
-        match self.kind {
-            DataErrorKind::Missing { expected, found } => {
-                write!(f, "{found} bytes given, {expected} declared")
-            }
-            DataErrorKind::PointerStart(v) => write!(f, "pointer array starts at {v}, not 0"),
-            DataErrorKind::PointerEnd { found, expected } => {
-                write!(f, "pointer array ends at {found}, must end at {expected}")
-            }
-            DataErrorKind::PointerDecreasing => write!(f, "pointer array decreases"),
-            DataErrorKind::OutOfBounds { value, bound } => {
-                write!(f, "index {value} is not below {bound}")
-            }
-            DataErrorKind::NotIncreasing => write!(f, "indices do not strictly increase"),
-            DataErrorKind::BadScale => write!(f, "scale is zero, negative or not finite"),
-            DataErrorKind::ZeroPointOutOfRange(z) => {
-                write!(f, "zero point {z} is outside the storage type")
-            }
-            DataErrorKind::ReservedE8M0(b) => write!(f, "reserved E8M0 pattern {b:#04x}"),
-            DataErrorKind::PaddingNotZero => write!(f, "padding bits are not zero"),
-        }
+        write!(
+            f,
+            "buffer {} element {}: {}",
+            self.buffer, self.element, self.kind
+        )
     }
 }
 

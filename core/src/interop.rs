@@ -18,10 +18,9 @@
 //! assert!(interop::from_dlpack(interop::KDL_MAIA).is_err());
 //! ```
 
-use core::fmt;
-
 use crate::codes::{DeviceTag, MemoryClass};
 use crate::element::ElementType;
+use crate::error::error_enum;
 
 /// `kDLCPU` / `ARROW_DEVICE_CPU`.
 pub const KDL_CPU: i32 = 1;
@@ -62,52 +61,32 @@ pub const KDL_TPU: i32 = 19;
 /// no hurray device.
 pub const KDL_TPU_HOST: i32 = 20;
 
-/// Why a value has no counterpart on the other side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum InteropError {
-    /// This (device tag, memory class) pair has no device code.
-    NoDeviceCode {
-        /// The device.
-        device_tag: DeviceTag,
-        /// The memory class.
-        memory_class: MemoryClass,
-    },
-    /// A DLPack or Arrow device-type code that hurray does not map.
-    UnknownDeviceCode(i32),
-    /// An element type DLPack has no `DLDataType` for.
-    NoDataType(ElementType),
-    /// A `DLDataType` hurray has no element type for.
-    UnknownDataType {
-        /// `code`.
-        code: u8,
-        /// `bits`.
-        bits: u8,
-        /// `lanes`.
-        lanes: u16,
-    },
-}
-
-impl fmt::Display for InteropError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::NoDeviceCode {
-                device_tag,
-                memory_class,
-            } => write!(
-                f,
-                "device {} with memory class {} has no interchange device code",
-                device_tag.name(),
-                memory_class.name()
-            ),
-            Self::UnknownDeviceCode(c) => write!(f, "interchange device code {c} is not mapped"),
-            Self::NoDataType(t) => write!(f, "element type {} has no DLPack data type", t.name()),
-            Self::UnknownDataType { code, bits, lanes } => write!(
-                f,
-                "DLPack data type (code {code}, bits {bits}, lanes {lanes}) has no hurray element type"
-            ),
-        }
+error_enum! {
+    /// Why a value has no counterpart on the other side.
+    #[non_exhaustive]
+    pub enum InteropError {
+        /// This (device tag, memory class) pair has no device code.
+        NoDeviceCode {
+            /// The device.
+            device_tag: DeviceTag,
+            /// The memory class.
+            memory_class: MemoryClass,
+        } => "device {} with memory class {} has no interchange device code",
+            device_tag.name(),
+            memory_class.name();
+        /// A DLPack or Arrow device-type code that hurray does not map.
+        UnknownDeviceCode(c: i32) => "interchange device code {c} is not mapped";
+        /// An element type DLPack has no `DLDataType` for.
+        NoDataType(t: ElementType) => "element type {} has no DLPack data type", t.name();
+        /// A `DLDataType` hurray has no element type for.
+        UnknownDataType {
+            /// `code`.
+            code: u8,
+            /// `bits`.
+            bits: u8,
+            /// `lanes`.
+            lanes: u16,
+        } => "DLPack data type (code {code}, bits {bits}, lanes {lanes}) has no hurray element type";
     }
 }
 
