@@ -52,7 +52,12 @@ use zerocopy::little_endian::U32;
 use super::align_up;
 use super::error::{FileError, FileErrorKind};
 use super::header::{FILE_HEADER_LEN, FileHeader, UNKNOWN_TENSOR_COUNT};
-use crate::descriptor::{HEADER_LEN, TensorView};
+use crate::descriptor::{FixedHeader, HEADER_LEN, TensorView};
+
+/// Where a descriptor's `descriptor_length` lies, and the bytes read before
+/// it is known.
+const LEN_AT: usize = core::mem::offset_of!(FixedHeader, descriptor_length);
+const LEN_END: usize = LEN_AT + 4;
 
 /// What the sequential reader found.
 #[derive(Debug)]
@@ -179,7 +184,7 @@ impl<'b> SequentialReader<'b> {
                     self.remaining = (hint != UNKNOWN_TENSOR_COUNT).then_some(hint);
                     if self.remaining.is_none() && self.end.is_none() {
                         return Err(FileError::new(
-                            28,
+                            core::mem::offset_of!(FileHeader, tensor_count_hint) as u64,
                             FileErrorKind::NeedsTable { entries: hint },
                         ));
                     }
@@ -226,16 +231,18 @@ impl<'b> SequentialReader<'b> {
                     self.state = State::Descriptor;
                 }
                 State::Descriptor => {
-                    let want = if self.filled < 10 {
-                        10
+                    let want = if self.filled < LEN_END {
+                        LEN_END
                     } else {
                         let len = self
                             .buf
-                            .get(6..10)
+                            .get(LEN_AT..LEN_END)
                             .and_then(|b| U32::read_from_bytes(b).ok())
                             .map_or(0, |v| v.get() as usize);
                         if len < HEADER_LEN || len > self.buf.len() {
-                            return Err(self.no_room(self.desc_at.saturating_add(6), len));
+                            return Err(
+                                self.no_room(self.desc_at.saturating_add(LEN_AT as u64), len)
+                            );
                         }
                         len
                     };
@@ -244,7 +251,7 @@ impl<'b> SequentialReader<'b> {
                     if self.filled < want {
                         return Ok((used, None));
                     }
-                    if want == 10 {
+                    if want == LEN_END {
                         continue;
                     }
                     let at = self.desc_at;
