@@ -456,14 +456,10 @@ fn read_level<'a, const N: usize>(
             .map(|(h, _)| h.layout_tag);
         let (member, after) = if layout_tag == Some(crate::layout::tag::COMPOSITE) {
             // A nested head: read its whole subtree, then check it as a member.
-            let (m, after) =
-                read_level::<N>(rest, options, depth.saturating_add(1)).map_err(|e| {
-                    match e.kind {
-                        CompositeErrorKind::NestingTooDeep => member_err(e.kind),
-                        _ => e,
-                    }
-                })?;
-            (m, after)
+            read_level::<N>(rest, options, depth.saturating_add(1)).map_err(|e| match e.kind {
+                CompositeErrorKind::NestingTooDeep => member_err(e.kind),
+                _ => e,
+            })?
         } else {
             TensorView::parse_prefix_with(rest, options)
                 .map_err(|e| member_err(CompositeErrorKind::Member(e)))?

@@ -14,8 +14,8 @@
 
 use core::fmt;
 
-use zerocopy::FromBytes;
 use zerocopy::little_endian::{F32, I32, U16, U32, U64};
+use zerocopy::{FromBytes, Immutable};
 
 use crate::descriptor::layout::BlockPaged;
 use crate::descriptor::{Layout, Scheme, TensorView};
@@ -193,10 +193,15 @@ pub fn validate_contents(view: &TensorView<'_>, buffers: &[&[u8]]) -> Res {
     padding(view, buf(0))
 }
 
-/// A little-endian u64 array (the descriptor checked its size is a whole
-/// number of values, so a remainder cannot occur).
+/// `b` as an array of little-endian values (the descriptor checked its size
+/// is a whole number of values, so a remainder cannot occur).
+fn values<T: FromBytes + Immutable>(b: &[u8]) -> &[T] {
+    <[T]>::ref_from_prefix_with_elems(b, b.len() / size_of::<T>()).map_or(&[][..], |(s, _)| s)
+}
+
+/// [`values`] of u64.
 fn u64s(b: &[u8]) -> &[U64] {
-    <[U64]>::ref_from_prefix_with_elems(b, b.len() / 8).map_or(&[][..], |(s, _)| s)
+    values(b)
 }
 
 /// A pointer array `ptr` of `n + 1` entries over `idx`: starts at 0, ends at
@@ -290,9 +295,8 @@ fn block_paged(b: &BlockPaged, table: &[u8], seq: &[u8]) -> Res {
         if b.wide_indices {
             u64s(bytes).get(i).map_or(0, |v| v.get())
         } else {
-            <[U32]>::ref_from_prefix_with_elems(bytes, bytes.len() / 4)
-                .ok()
-                .and_then(|(s, _)| s.get(i))
+            values::<U32>(bytes)
+                .get(i)
                 .map_or(0, |v| u64::from(v.get()))
         }
     };
@@ -368,9 +372,7 @@ fn quantization<'b>(
         None => return Ok(()),
     };
     let (lo, hi) = storage.integer_range().unwrap_or((i64::MIN, i64::MAX));
-    let zs =
-        <[I32]>::ref_from_prefix_with_elems(zeros, zeros.len() / 4).map_or(&[][..], |(s, _)| s);
-    for (i, z) in (0u64..).zip(zs) {
+    for (i, z) in (0u64..).zip(values::<I32>(zeros)) {
         if !(lo..=hi).contains(&i64::from(z.get())) {
             return fail(
                 zero.unwrap_or(0),
@@ -387,17 +389,13 @@ fn quantization<'b>(
 fn floats(bytes: &[u8], t: ElementType, buffer: u32, nf4: bool) -> Res {
     let ok = |x: f32| x.is_finite() && if nf4 { x >= 0.0 } else { x != 0.0 };
     if t == ElementType::Float32 {
-        let v =
-            <[F32]>::ref_from_prefix_with_elems(bytes, bytes.len() / 4).map_or(&[][..], |(s, _)| s);
-        for (i, x) in (0u64..).zip(v) {
+        for (i, x) in (0u64..).zip(values::<F32>(bytes)) {
             if !ok(x.get()) {
                 return fail(buffer, i, DataErrorKind::BadScale);
             }
         }
     } else {
-        let v =
-            <[U16]>::ref_from_prefix_with_elems(bytes, bytes.len() / 2).map_or(&[][..], |(s, _)| s);
-        for (i, x) in (0u64..).zip(v) {
+        for (i, x) in (0u64..).zip(values::<U16>(bytes)) {
             let bits = x.get();
             let x = if t == ElementType::BFloat16 {
                 f32::from_bits(u32::from(bits) << 16)

@@ -821,54 +821,6 @@ impl<'a> FileIndex<'a> {
     const fn needs_scan(&self) -> bool {
         self.file_order.is_none() && !self.in_file_order
     }
-
-    /// Number of tensors.
-    #[must_use]
-    pub const fn len(&self) -> u32 {
-        self.count
-    }
-
-    /// Whether the file holds no tensor.
-    #[must_use]
-    pub const fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// The file header.
-    #[must_use]
-    pub const fn header(&self) -> &'a FileHeader {
-        self.header
-    }
-
-    /// The file flags.
-    #[must_use]
-    pub const fn flags(&self) -> FileFlags {
-        self.flags
-    }
-
-    /// `data_buffer_alignment`.
-    #[must_use]
-    pub const fn alignment(&self) -> u32 {
-        self.alignment
-    }
-
-    /// The container version `(major, minor)`.
-    #[must_use]
-    pub const fn version(&self) -> (u8, u8) {
-        (self.header.version_major, self.header.version_minor)
-    }
-
-    /// The KV section (empty when the file has none).
-    #[must_use]
-    pub const fn kv(&self) -> KvSection<'a> {
-        self.kv
-    }
-
-    /// The whole file's bytes.
-    #[must_use]
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
-    }
 }
 
 /// Checks an entry's ranges against the file alone.
@@ -1025,16 +977,46 @@ pub struct FileView<'a> {
     index: FileIndex<'a>,
 }
 
-/// The getters a [`FileView`] answers from its index, each as
-/// [`FileIndex`]'s.
+/// The getters of a [`FileIndex`] (`name -> type = |index| value`), and
+/// the same getters of a [`FileView`], which answers them from its index.
 macro_rules! index_getters {
-    ($($(#[$doc:meta])* $name:ident -> $ty:ty;)*) => {$(
-        $(#[$doc])*
-        #[must_use]
-        pub const fn $name(&self) -> $ty {
-            self.index.$name()
-        }
-    )*};
+    ($($(#[$doc:meta])* $name:ident -> $ty:ty = |$s:ident| $value:expr;)*) => {
+        impl<'a> FileIndex<'a> {$(
+            $(#[$doc])*
+            #[must_use]
+            pub const fn $name(&self) -> $ty {
+                let $s = self;
+                $value
+            }
+        )*}
+
+        impl<'a> FileView<'a> {$(
+            $(#[$doc])*
+            #[must_use]
+            pub const fn $name(&self) -> $ty {
+                self.index.$name()
+            }
+        )*}
+    };
+}
+
+index_getters! {
+    /// Number of tensors.
+    len -> u32 = |i| i.count;
+    /// Whether the file holds no tensor.
+    is_empty -> bool = |i| i.count == 0;
+    /// The file header.
+    header -> &'a FileHeader = |i| i.header;
+    /// The file flags.
+    flags -> FileFlags = |i| i.flags;
+    /// `data_buffer_alignment`.
+    alignment -> u32 = |i| i.alignment;
+    /// The container version `(major, minor)`.
+    version -> (u8, u8) = |i| (i.header.version_major, i.header.version_minor);
+    /// The KV section (empty when the file has none).
+    kv -> KvSection<'a> = |i| i.kv;
+    /// The whole file's bytes.
+    as_bytes -> &'a [u8] = |i| i.bytes;
 }
 
 impl<'a> FileView<'a> {
@@ -1141,25 +1123,6 @@ impl<'a> FileView<'a> {
     /// The tensors in file order: a composite's head, then its members.
     pub fn iter_file_order(&self) -> impl Iterator<Item = Tensor<'a>> + use<'a> {
         self.index.iter_file_order().filter_map(Result::ok)
-    }
-
-    index_getters! {
-        /// Number of tensors.
-        len -> u32;
-        /// Whether the file holds no tensor.
-        is_empty -> bool;
-        /// The file header.
-        header -> &'a FileHeader;
-        /// The file flags.
-        flags -> FileFlags;
-        /// `data_buffer_alignment`.
-        alignment -> u32;
-        /// The container version `(major, minor)`.
-        version -> (u8, u8);
-        /// The KV section (empty when the file has none).
-        kv -> KvSection<'a>;
-        /// The whole file's bytes.
-        as_bytes -> &'a [u8];
     }
 }
 
