@@ -196,7 +196,8 @@ pub fn validate_contents(view: &TensorView<'_>, buffers: &[&[u8]]) -> Res {
 /// `b` as an array of little-endian values (the descriptor checked its size
 /// is a whole number of values, so a remainder cannot occur).
 fn values<T: FromBytes + Immutable>(b: &[u8]) -> &[T] {
-    <[T]>::ref_from_prefix_with_elems(b, b.len() / size_of::<T>()).map_or(&[][..], |(s, _)| s)
+    let n = b.len().checked_div(size_of::<T>()).unwrap_or(0);
+    <[T]>::ref_from_prefix_with_elems(b, n).map_or(&[][..], |(s, _)| s)
 }
 
 /// [`values`] of u64.

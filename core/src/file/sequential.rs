@@ -99,13 +99,14 @@ enum State {
         limit: u64,
     },
     Descriptor,
-    PadToData,
     Data {
         buffer: u32,
         left: u64,
         done: u64,
     },
-    PadAfterBuffer {
+    /// Zeros to the data alignment, then buffer `next` (or, past the
+    /// last, the tensor's end).
+    PadToBuffer {
         next: u32,
     },
     PadToEight,
@@ -124,6 +125,8 @@ pub struct SequentialReader<'b> {
     remaining: Option<u64>,
     end: Option<u64>,
     desc_at: u64,
+    /// Buffers of the descriptor read last.
+    buffers: usize,
 }
 
 impl<'b> SequentialReader<'b> {
@@ -142,6 +145,7 @@ impl<'b> SequentialReader<'b> {
             remaining: None,
             end: region_end,
             desc_at: 0,
+            buffers: 0,
         }
     }
 
@@ -259,24 +263,17 @@ impl<'b> SequentialReader<'b> {
                     let view = TensorView::parse(bytes)
                         .map_err(|e| FileError::new(at, FileErrorKind::Descriptor(e)))?;
                     self.remaining = self.remaining.map(|r| r.saturating_sub(1));
-                    self.state = if view.buffers().is_empty() {
+                    self.buffers = view.buffers().len();
+                    self.state = if self.buffers == 0 {
                         State::PadToEight
                     } else {
-                        State::PadToData
+                        State::PadToBuffer { next: 0 }
                     };
                     return Ok((used, Some(SeqEvent::Descriptor { offset: at, view })));
                 }
-                State::PadToData => {
-                    let target = self.aligned(self.offset)?;
-                    used = used.saturating_add(self.zeros(rest, target)?);
-                    if self.offset < target {
-                        return Ok((used, None));
-                    }
-                    self.state = self.start_buffer(0)?;
-                }
                 State::Data { buffer, left, done } => {
                     if left == 0 {
-                        self.state = State::PadAfterBuffer {
+                        self.state = State::PadToBuffer {
                             next: buffer.saturating_add(1),
                         };
                         continue;
@@ -302,9 +299,8 @@ impl<'b> SequentialReader<'b> {
                         }),
                     ));
                 }
-                State::PadAfterBuffer { next } => {
-                    let count = self.view().map_or(0, |v| v.buffers().len());
-                    if (next as usize) < count {
+                State::PadToBuffer { next } => {
+                    if (next as usize) < self.buffers {
                         let target = self.aligned(self.offset)?;
                         used = used.saturating_add(self.zeros(rest, target)?);
                         if self.offset < target {
@@ -323,7 +319,7 @@ impl<'b> SequentialReader<'b> {
                         return Ok((used, None));
                     }
                     let limit = self.aligned(self.offset)?;
-                    let head = self.view().is_ok_and(|v| v.buffers().is_empty());
+                    let head = self.buffers == 0;
                     self.state = State::Between { limit };
                     if head {
                         return Ok((used, Some(SeqEvent::TensorEnd)));

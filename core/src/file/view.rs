@@ -504,7 +504,6 @@ impl<'a> FileIndex<'a> {
         } else {
             return Err(needs_table);
         };
-        let _ = desc_of;
         let view = FileIndex {
             bytes,
             header: l.header,
