@@ -199,20 +199,24 @@ pub mod dl_code {
 /// list (no table in memory).
 macro_rules! dl_data_types {
     ($($t:ident = ($code:ident, $bits:literal),)*) => {
-        /// The DLPack data type `(code, bits)` of `t`, if it has one.
-        const fn dtype_of(t: ElementType) -> Option<(u8, u8)> {
-            match t {
-                $(ElementType::$t => Some((dl_code::$code, $bits)),)*
-                _ => None,
-            }
+        /// [`to_dlpack_dtype`].
+        const fn dtype_of(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
+            let (code, bits) = match t {
+                $(ElementType::$t => (dl_code::$code, $bits),)*
+                _ => return Err(InteropError::NoDataType(t)),
+            };
+            Ok((code, bits, 1))
         }
 
-        /// The element type of a DLPack `(code, bits)`, if there is one.
-        const fn type_of(code: u8, bits: u8) -> Option<ElementType> {
-            match (code, bits) {
-                $((dl_code::$code, $bits) => Some(ElementType::$t),)*
-                _ => None,
+        /// [`from_dlpack_dtype`].
+        const fn type_of(code: u8, bits: u8, lanes: u16) -> Result<ElementType, InteropError> {
+            if lanes != 1 {
+                return Err(InteropError::UnknownDataType { code, bits, lanes });
             }
+            Ok(match (code, bits) {
+                $((dl_code::$code, $bits) => ElementType::$t,)*
+                _ => return Err(InteropError::UnknownDataType { code, bits, lanes }),
+            })
         }
     };
 }
@@ -262,10 +266,7 @@ dl_data_types! {
 /// assert!(interop::to_dlpack_dtype(ElementType::Bool).is_err());
 /// ```
 pub const fn to_dlpack_dtype(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
-    match dtype_of(t) {
-        Some((code, bits)) => Ok((code, bits, 1)),
-        None => Err(InteropError::NoDataType(t)),
-    }
+    dtype_of(t)
 }
 
 /// The element type of a DLPack `DLDataType`; the inverse of
@@ -279,10 +280,7 @@ pub const fn from_dlpack_dtype(
     bits: u8,
     lanes: u16,
 ) -> Result<ElementType, InteropError> {
-    match type_of(code, bits) {
-        Some(t) if lanes == 1 => Ok(t),
-        _ => Err(InteropError::UnknownDataType { code, bits, lanes }),
-    }
+    type_of(code, bits, lanes)
 }
 
 #[cfg(test)]

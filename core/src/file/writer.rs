@@ -276,21 +276,16 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
         let bytes = descriptor.as_bytes();
         self.put(bytes)?;
         let alignment = u64::from(self.options.alignment);
-        let data_offset;
-        let mut data_end;
-        if buffers.is_empty() {
-            // A head: no data, no data padding.
-            data_offset = self.offset;
-            data_end = self.offset;
-        } else {
+        // A head has no data and no data padding.
+        if !buffers.is_empty() {
             self.pad(alignment)?;
-            data_offset = self.offset;
-            data_end = data_offset;
-            for b in buffers {
-                self.put(b)?;
-                data_end = self.offset;
-                self.pad(alignment)?;
-            }
+        }
+        let data_offset = self.offset;
+        let mut data_end = data_offset;
+        for b in buffers {
+            self.put(b)?;
+            data_end = self.offset;
+            self.pad(alignment)?;
         }
         self.pad(8)?;
         if let Some(slot) = self.entries.slots().get_mut(self.len) {
