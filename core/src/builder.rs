@@ -98,6 +98,17 @@ fn fill<T: Copy, const N: usize>(
     Ok(v)
 }
 
+/// Setters that store their argument as it is.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($field:ident: $ty:ty);)*) => {$(
+        $(#[$doc])*
+        pub const fn $name(&mut self, $field: $ty) -> &mut Self {
+            self.$field = $field;
+            self
+        }
+    )*};
+}
+
 impl<const RANK: usize, const NBUF: usize> DescriptorBuilder<RANK, NBUF> {
     /// An empty row-major descriptor of `element_type`: rank 0, no buffers.
     #[must_use]
@@ -195,11 +206,18 @@ impl<const RANK: usize, const NBUF: usize> DescriptorBuilder<RANK, NBUF> {
         Ok(self)
     }
 
-    /// Sets the layout (its array fields, if any, come from
-    /// [`set_strides`](Self::set_strides) / [`set_words`](Self::set_words)).
-    pub const fn set_layout(&mut self, layout: BuilderLayout) -> &mut Self {
-        self.layout = layout;
-        self
+    setters! {
+        /// Sets the layout (its array fields, if any, come from
+        /// [`set_strides`](Self::set_strides) / [`set_words`](Self::set_words)).
+        set_layout(layout: BuilderLayout);
+        /// Sets `byte_offset`.
+        set_byte_offset(byte_offset: u64);
+        /// Sets (or clears) the statistics section.
+        set_statistics(statistics: Option<Statistics>);
+        /// Sets (or clears) the extension type section.
+        set_extension_type(extension_type: Option<ExtensionType>);
+        /// Sets (or clears) the composite member section.
+        set_member_role(member_role: Option<MemberRole>);
     }
 
     /// Makes the layout strided with these strides (in elements).
@@ -233,12 +251,6 @@ impl<const RANK: usize, const NBUF: usize> DescriptorBuilder<RANK, NBUF> {
         Ok(index)
     }
 
-    /// Sets `byte_offset`.
-    pub const fn set_byte_offset(&mut self, byte_offset: u64) -> &mut Self {
-        self.byte_offset = byte_offset;
-        self
-    }
-
     /// Sets (or clears) the quantization scheme.
     pub const fn set_quantization(&mut self, scheme: Option<Scheme<'static>>) -> &mut Self {
         self.quantization = match scheme {
@@ -262,24 +274,6 @@ impl<const RANK: usize, const NBUF: usize> DescriptorBuilder<RANK, NBUF> {
             fill("dims", shard_offset.iter().copied())?,
         ));
         Ok(self)
-    }
-
-    /// Sets (or clears) the statistics section.
-    pub const fn set_statistics(&mut self, statistics: Option<Statistics>) -> &mut Self {
-        self.statistics = statistics;
-        self
-    }
-
-    /// Sets (or clears) the extension type section.
-    pub const fn set_extension_type(&mut self, ext: Option<ExtensionType>) -> &mut Self {
-        self.extension_type = ext;
-        self
-    }
-
-    /// Sets (or clears) the composite member section.
-    pub const fn set_member_role(&mut self, role: Option<MemberRole>) -> &mut Self {
-        self.member_role = role;
-        self
     }
 
     /// The descriptor these values describe.

@@ -50,7 +50,7 @@ use heapless::Vec;
 use crate::descriptor::layout::{CompositeHead, CompositionRule};
 use crate::descriptor::{Dims, FixedHeader, Layout, MemberRole, ReadOptions, TensorView};
 use crate::element::ElementType;
-use crate::error::DescriptorError;
+use crate::error::{DescriptorError, error_enum};
 use zerocopy::FromBytes;
 
 /// The deepest nesting of composites a reader accepts.
@@ -66,60 +66,60 @@ pub struct CompositeError {
     pub kind: CompositeErrorKind,
 }
 
-/// What is wrong with a composite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum CompositeErrorKind {
-    /// The descriptor given as a head is not a composite head.
-    NotAHead,
-    /// A descriptor of the stream is invalid on its own.
-    Member(DescriptorError),
-    /// A partition or overlay member has no shard section.
-    MissingShard,
-    /// A member's `parent_shape` is not the head's shape.
-    ParentShapeMismatch,
-    /// A member's value type is not the head's.
-    TypeMismatch {
-        /// The head's type tag.
-        head: u8,
-        /// The member's type tag.
-        member: u8,
-    },
-    /// An overlay member has no member role section.
-    MissingRole,
-    /// A partition or group member carries a member role section.
-    UnexpectedRole,
-    /// The first overlay member is not the base, or a later one is.
-    WrongRole {
-        /// The role found.
-        found: MemberRole,
-    },
-    /// The overlay base does not span the head's index space.
-    BaseDoesNotSpan,
-    /// Two partition members overlap.
-    Overlap {
-        /// The earlier member.
-        other: u32,
-    },
-    /// The partition members leave part of the head uncovered.
-    CoverageGap,
-    /// More members than the validator can hold boxes for.
-    CapacityExceeded {
-        /// The capacity.
-        capacity: u32,
-    },
-    /// More members were pushed than the head declares.
-    TooManyMembers,
-    /// The stream ended before the declared members arrived.
-    Torn {
-        /// Members declared.
-        expected: u32,
-        /// Members received.
-        found: u32,
-    },
-    /// Composites nest deeper than [`MAX_COMPOSITE_DEPTH`].
-    NestingTooDeep,
+error_enum! {
+    /// What is wrong with a composite.
+    #[non_exhaustive]
+    pub enum CompositeErrorKind {
+        /// The descriptor given as a head is not a composite head.
+        NotAHead => "not a composite head";
+        /// A descriptor of the stream is invalid on its own.
+        Member(e: DescriptorError) => "{e}";
+        /// A partition or overlay member has no shard section.
+        MissingShard => "no shard section";
+        /// A member's `parent_shape` is not the head's shape.
+        ParentShapeMismatch => "parent_shape is not the head's shape";
+        /// A member's value type is not the head's.
+        TypeMismatch {
+            /// The head's type tag.
+            head: u8,
+            /// The member's type tag.
+            member: u8,
+        } => "value type {member:#04x} is not the head's {head:#04x}";
+        /// An overlay member has no member role section.
+        MissingRole => "overlay member has no member role";
+        /// A partition or group member carries a member role section.
+        UnexpectedRole => "only overlay members carry a member role";
+        /// The first overlay member is not the base, or a later one is.
+        WrongRole {
+            /// The role found.
+            found: MemberRole,
+        } => "role {found:?} is out of place (the base comes first, alone)";
+        /// The overlay base does not span the head's index space.
+        BaseDoesNotSpan => "the overlay base does not span the head";
+        /// Two partition members overlap.
+        Overlap {
+            /// The earlier member.
+            other: u32,
+        } => "overlaps member {other}";
+        /// The partition members leave part of the head uncovered.
+        CoverageGap => "the partition leaves part of the head uncovered";
+        /// More members than the validator can hold boxes for.
+        CapacityExceeded {
+            /// The capacity.
+            capacity: u32,
+        } => "more than {capacity} members to track";
+        /// More members were pushed than the head declares.
+        TooManyMembers => "more members than declared";
+        /// The stream ended before the declared members arrived.
+        Torn {
+            /// Members declared.
+            expected: u32,
+            /// Members received.
+            found: u32,
+        } => "torn: {found} of {expected} members arrived";
+        /// Composites nest deeper than [`MAX_COMPOSITE_DEPTH`].
+        NestingTooDeep => "composites nest deeper than {MAX_COMPOSITE_DEPTH}";
+    }
 }
 
 impl CompositeError {
@@ -136,44 +136,7 @@ impl fmt::Display for CompositeError {
         } else {
             write!(f, "composite member {}: ", self.member)?;
         }
-        match self.kind {
-            CompositeErrorKind::NotAHead => write!(f, "not a composite head"),
-            CompositeErrorKind::Member(e) => write!(f, "{e}"),
-            CompositeErrorKind::MissingShard => write!(f, "no shard section"),
-            CompositeErrorKind::ParentShapeMismatch => {
-                write!(f, "parent_shape is not the head's shape")
-            }
-            CompositeErrorKind::TypeMismatch { head, member } => {
-                write!(f, "value type {member:#04x} is not the head's {head:#04x}")
-            }
-            CompositeErrorKind::MissingRole => write!(f, "overlay member has no member role"),
-            CompositeErrorKind::UnexpectedRole => {
-                write!(f, "only overlay members carry a member role")
-            }
-            CompositeErrorKind::WrongRole { found } => {
-                write!(
-                    f,
-                    "role {found:?} is out of place (the base comes first, alone)"
-                )
-            }
-            CompositeErrorKind::BaseDoesNotSpan => {
-                write!(f, "the overlay base does not span the head")
-            }
-            CompositeErrorKind::Overlap { other } => write!(f, "overlaps member {other}"),
-            CompositeErrorKind::CoverageGap => {
-                write!(f, "the partition leaves part of the head uncovered")
-            }
-            CompositeErrorKind::CapacityExceeded { capacity } => {
-                write!(f, "more than {capacity} members to track")
-            }
-            CompositeErrorKind::TooManyMembers => write!(f, "more members than declared"),
-            CompositeErrorKind::Torn { expected, found } => {
-                write!(f, "torn: {found} of {expected} members arrived")
-            }
-            CompositeErrorKind::NestingTooDeep => {
-                write!(f, "composites nest deeper than {MAX_COMPOSITE_DEPTH}")
-            }
-        }
+        write!(f, "{}", self.kind)
     }
 }
 
@@ -493,14 +456,10 @@ fn read_level<'a, const N: usize>(
             .map(|(h, _)| h.layout_tag);
         let (member, after) = if layout_tag == Some(crate::layout::tag::COMPOSITE) {
             // A nested head: read its whole subtree, then check it as a member.
-            let (m, after) =
-                read_level::<N>(rest, options, depth.saturating_add(1)).map_err(|e| {
-                    match e.kind {
-                        CompositeErrorKind::NestingTooDeep => member_err(e.kind),
-                        _ => e,
-                    }
-                })?;
-            (m, after)
+            read_level::<N>(rest, options, depth.saturating_add(1)).map_err(|e| match e.kind {
+                CompositeErrorKind::NestingTooDeep => member_err(e.kind),
+                _ => e,
+            })?
         } else {
             TensorView::parse_prefix_with(rest, options)
                 .map_err(|e| member_err(CompositeErrorKind::Member(e)))?

@@ -14,12 +14,13 @@
 
 use core::fmt;
 
-use zerocopy::FromBytes;
 use zerocopy::little_endian::{F32, I32, U16, U32, U64};
+use zerocopy::{FromBytes, Immutable};
 
 use crate::descriptor::layout::BlockPaged;
 use crate::descriptor::{Layout, Scheme, TensorView};
 use crate::element::{ElementType, Packing};
+use crate::error::error_enum;
 
 /// Why a buffer's contents break a rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,71 +34,55 @@ pub struct DataError {
     pub kind: DataErrorKind,
 }
 
-/// What is wrong with a buffer's contents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum DataErrorKind {
-    /// Fewer slices than buffers, or a slice shorter than its `byte_size`.
-    Missing {
-        /// Bytes the descriptor declares.
-        expected: u64,
-        /// Bytes given.
-        found: u64,
-    },
-    /// A pointer array does not start at 0.
-    PointerStart(u64),
-    /// A pointer array does not end at the count it must.
-    PointerEnd {
-        /// The last value.
-        found: u64,
-        /// The count required.
-        expected: u64,
-    },
-    /// A pointer array decreases.
-    PointerDecreasing,
-    /// An index is not below its bound.
-    OutOfBounds {
-        /// The index.
-        value: u64,
-        /// Its exclusive bound.
-        bound: u64,
-    },
-    /// Indices that must strictly increase do not.
-    NotIncreasing,
-    /// A scale is zero, negative where not allowed, or not finite.
-    BadScale,
-    /// A zero point lies outside the storage type's range.
-    ZeroPointOutOfRange(i32),
-    /// A reserved `float8_e8m0` pattern (`0x00` or `0xFF`).
-    ReservedE8M0(u8),
-    /// Padding bits after the last packed element are not zero.
-    PaddingNotZero,
+error_enum! {
+    /// What is wrong with a buffer's contents.
+    #[non_exhaustive]
+    pub enum DataErrorKind {
+        /// Fewer slices than buffers, or a slice shorter than its `byte_size`.
+        Missing {
+            /// Bytes the descriptor declares.
+            expected: u64,
+            /// Bytes given.
+            found: u64,
+        } => "{found} bytes given, {expected} declared";
+        /// A pointer array does not start at 0.
+        PointerStart(v: u64) => "pointer array starts at {v}, not 0";
+        /// A pointer array does not end at the count it must.
+        PointerEnd {
+            /// The last value.
+            found: u64,
+            /// The count required.
+            expected: u64,
+        } => "pointer array ends at {found}, must end at {expected}";
+        /// A pointer array decreases.
+        PointerDecreasing => "pointer array decreases";
+        /// An index is not below its bound.
+        OutOfBounds {
+            /// The index.
+            value: u64,
+            /// Its exclusive bound.
+            bound: u64,
+        } => "index {value} is not below {bound}";
+        /// Indices that must strictly increase do not.
+        NotIncreasing => "indices do not strictly increase";
+        /// A scale is zero, negative where not allowed, or not finite.
+        BadScale => "scale is zero, negative or not finite";
+        /// A zero point lies outside the storage type's range.
+        ZeroPointOutOfRange(z: i32) => "zero point {z} is outside the storage type";
+        /// A reserved `float8_e8m0` pattern (`0x00` or `0xFF`).
+        ReservedE8M0(b: u8) => "reserved E8M0 pattern {b:#04x}";
+        /// Padding bits after the last packed element are not zero.
+        PaddingNotZero => "padding bits are not zero";
+    }
 }
 
 impl fmt::Display for DataError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "buffer {} element {}: ", self.buffer, self.element)?;
-        match self.kind {
-            DataErrorKind::Missing { expected, found } => {
-                write!(f, "{found} bytes given, {expected} declared")
-            }
-            DataErrorKind::PointerStart(v) => write!(f, "pointer array starts at {v}, not 0"),
-            DataErrorKind::PointerEnd { found, expected } => {
-                write!(f, "pointer array ends at {found}, must end at {expected}")
-            }
-            DataErrorKind::PointerDecreasing => write!(f, "pointer array decreases"),
-            DataErrorKind::OutOfBounds { value, bound } => {
-                write!(f, "index {value} is not below {bound}")
-            }
-            DataErrorKind::NotIncreasing => write!(f, "indices do not strictly increase"),
-            DataErrorKind::BadScale => write!(f, "scale is zero, negative or not finite"),
-            DataErrorKind::ZeroPointOutOfRange(z) => {
-                write!(f, "zero point {z} is outside the storage type")
-            }
-            DataErrorKind::ReservedE8M0(b) => write!(f, "reserved E8M0 pattern {b:#04x}"),
-            DataErrorKind::PaddingNotZero => write!(f, "padding bits are not zero"),
-        }
+        write!(
+            f,
+            "buffer {} element {}: {}",
+            self.buffer, self.element, self.kind
+        )
     }
 }
 
@@ -208,10 +193,16 @@ pub fn validate_contents(view: &TensorView<'_>, buffers: &[&[u8]]) -> Res {
     padding(view, buf(0))
 }
 
-/// A little-endian u64 array (the descriptor checked its size is a whole
-/// number of values, so a remainder cannot occur).
+/// `b` as an array of little-endian values (the descriptor checked its size
+/// is a whole number of values, so a remainder cannot occur).
+fn values<T: FromBytes + Immutable>(b: &[u8]) -> &[T] {
+    let n = b.len().checked_div(size_of::<T>()).unwrap_or(0);
+    <[T]>::ref_from_prefix_with_elems(b, n).map_or(&[][..], |(s, _)| s)
+}
+
+/// [`values`] of u64.
 fn u64s(b: &[u8]) -> &[U64] {
-    <[U64]>::ref_from_prefix_with_elems(b, b.len() / 8).map_or(&[][..], |(s, _)| s)
+    values(b)
 }
 
 /// A pointer array `ptr` of `n + 1` entries over `idx`: starts at 0, ends at
@@ -305,9 +296,8 @@ fn block_paged(b: &BlockPaged, table: &[u8], seq: &[u8]) -> Res {
         if b.wide_indices {
             u64s(bytes).get(i).map_or(0, |v| v.get())
         } else {
-            <[U32]>::ref_from_prefix_with_elems(bytes, bytes.len() / 4)
-                .ok()
-                .and_then(|(s, _)| s.get(i))
+            values::<U32>(bytes)
+                .get(i)
                 .map_or(0, |v| u64::from(v.get()))
         }
     };
@@ -383,9 +373,7 @@ fn quantization<'b>(
         None => return Ok(()),
     };
     let (lo, hi) = storage.integer_range().unwrap_or((i64::MIN, i64::MAX));
-    let zs =
-        <[I32]>::ref_from_prefix_with_elems(zeros, zeros.len() / 4).map_or(&[][..], |(s, _)| s);
-    for (i, z) in (0u64..).zip(zs) {
+    for (i, z) in (0u64..).zip(values::<I32>(zeros)) {
         if !(lo..=hi).contains(&i64::from(z.get())) {
             return fail(
                 zero.unwrap_or(0),
@@ -402,17 +390,13 @@ fn quantization<'b>(
 fn floats(bytes: &[u8], t: ElementType, buffer: u32, nf4: bool) -> Res {
     let ok = |x: f32| x.is_finite() && if nf4 { x >= 0.0 } else { x != 0.0 };
     if t == ElementType::Float32 {
-        let v =
-            <[F32]>::ref_from_prefix_with_elems(bytes, bytes.len() / 4).map_or(&[][..], |(s, _)| s);
-        for (i, x) in (0u64..).zip(v) {
+        for (i, x) in (0u64..).zip(values::<F32>(bytes)) {
             if !ok(x.get()) {
                 return fail(buffer, i, DataErrorKind::BadScale);
             }
         }
     } else {
-        let v =
-            <[U16]>::ref_from_prefix_with_elems(bytes, bytes.len() / 2).map_or(&[][..], |(s, _)| s);
-        for (i, x) in (0u64..).zip(v) {
+        for (i, x) in (0u64..).zip(values::<U16>(bytes)) {
             let bits = x.get();
             let x = if t == ElementType::BFloat16 {
                 f32::from_bits(u32::from(bits) << 16)

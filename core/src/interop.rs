@@ -18,10 +18,9 @@
 //! assert!(interop::from_dlpack(interop::KDL_MAIA).is_err());
 //! ```
 
-use core::fmt;
-
 use crate::codes::{DeviceTag, MemoryClass};
 use crate::element::ElementType;
+use crate::error::error_enum;
 
 /// `kDLCPU` / `ARROW_DEVICE_CPU`.
 pub const KDL_CPU: i32 = 1;
@@ -62,52 +61,32 @@ pub const KDL_TPU: i32 = 19;
 /// no hurray device.
 pub const KDL_TPU_HOST: i32 = 20;
 
-/// Why a value has no counterpart on the other side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum InteropError {
-    /// This (device tag, memory class) pair has no device code.
-    NoDeviceCode {
-        /// The device.
-        device_tag: DeviceTag,
-        /// The memory class.
-        memory_class: MemoryClass,
-    },
-    /// A DLPack or Arrow device-type code that hurray does not map.
-    UnknownDeviceCode(i32),
-    /// An element type DLPack has no `DLDataType` for.
-    NoDataType(ElementType),
-    /// A `DLDataType` hurray has no element type for.
-    UnknownDataType {
-        /// `code`.
-        code: u8,
-        /// `bits`.
-        bits: u8,
-        /// `lanes`.
-        lanes: u16,
-    },
-}
-
-impl fmt::Display for InteropError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::NoDeviceCode {
-                device_tag,
-                memory_class,
-            } => write!(
-                f,
-                "device {} with memory class {} has no interchange device code",
-                device_tag.name(),
-                memory_class.name()
-            ),
-            Self::UnknownDeviceCode(c) => write!(f, "interchange device code {c} is not mapped"),
-            Self::NoDataType(t) => write!(f, "element type {} has no DLPack data type", t.name()),
-            Self::UnknownDataType { code, bits, lanes } => write!(
-                f,
-                "DLPack data type (code {code}, bits {bits}, lanes {lanes}) has no hurray element type"
-            ),
-        }
+error_enum! {
+    /// Why a value has no counterpart on the other side.
+    #[non_exhaustive]
+    pub enum InteropError {
+        /// This (device tag, memory class) pair has no device code.
+        NoDeviceCode {
+            /// The device.
+            device_tag: DeviceTag,
+            /// The memory class.
+            memory_class: MemoryClass,
+        } => "device {} with memory class {} has no interchange device code",
+            device_tag.name(),
+            memory_class.name();
+        /// A DLPack or Arrow device-type code that hurray does not map.
+        UnknownDeviceCode(c: i32) => "interchange device code {c} is not mapped";
+        /// An element type DLPack has no `DLDataType` for.
+        NoDataType(t: ElementType) => "element type {} has no DLPack data type", t.name();
+        /// A `DLDataType` hurray has no element type for.
+        UnknownDataType {
+            /// `code`.
+            code: u8,
+            /// `bits`.
+            bits: u8,
+            /// `lanes`.
+            lanes: u16,
+        } => "DLPack data type (code {code}, bits {bits}, lanes {lanes}) has no hurray element type";
     }
 }
 
@@ -215,6 +194,60 @@ pub mod dl_code {
     pub const FLOAT4_E2M1FN: u8 = 17;
 }
 
+/// The DLPack data types of the element types, each pair written once:
+/// [`to_dlpack_dtype`] and [`from_dlpack_dtype`] are two `match`es over the
+/// list (no table in memory).
+macro_rules! dl_data_types {
+    ($($t:ident = ($code:ident, $bits:literal),)*) => {
+        /// [`to_dlpack_dtype`].
+        const fn dtype_of(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
+            let (code, bits) = match t {
+                $(ElementType::$t => (dl_code::$code, $bits),)*
+                _ => return Err(InteropError::NoDataType(t)),
+            };
+            Ok((code, bits, 1))
+        }
+
+        /// [`from_dlpack_dtype`].
+        const fn type_of(code: u8, bits: u8, lanes: u16) -> Result<ElementType, InteropError> {
+            if lanes != 1 {
+                return Err(InteropError::UnknownDataType { code, bits, lanes });
+            }
+            Ok(match (code, bits) {
+                $((dl_code::$code, $bits) => ElementType::$t,)*
+                _ => return Err(InteropError::UnknownDataType { code, bits, lanes }),
+            })
+        }
+    };
+}
+
+dl_data_types! {
+    Int8 = (INT, 8),
+    Int16 = (INT, 16),
+    Int32 = (INT, 32),
+    Int64 = (INT, 64),
+    Int4 = (INT, 4),
+    Int2 = (INT, 2),
+    UInt8 = (UINT, 8),
+    UInt16 = (UINT, 16),
+    UInt32 = (UINT, 32),
+    UInt64 = (UINT, 64),
+    UInt4 = (UINT, 4),
+    UInt2 = (UINT, 2),
+    Float16 = (FLOAT, 16),
+    Float32 = (FLOAT, 32),
+    Float64 = (FLOAT, 64),
+    BFloat16 = (BFLOAT, 16),
+    Complex64 = (COMPLEX, 64),
+    Complex128 = (COMPLEX, 128),
+    Float8E4M3 = (FLOAT8_E4M3FN, 8),
+    Float8E5M2 = (FLOAT8_E5M2, 8),
+    Float8E8M0 = (FLOAT8_E8M0FNU, 8),
+    Float6E2M3 = (FLOAT6_E2M3FN, 6),
+    Float6E3M2 = (FLOAT6_E3M2FN, 6),
+    Float4E2M1 = (FLOAT4_E2M1FN, 4),
+}
+
 /// The DLPack `DLDataType` `(code, bits, lanes)` of an element type.
 ///
 /// Sub-byte types map to DLPack's packed sub-byte types (little bit-endian,
@@ -233,36 +266,7 @@ pub mod dl_code {
 /// assert!(interop::to_dlpack_dtype(ElementType::Bool).is_err());
 /// ```
 pub const fn to_dlpack_dtype(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
-    use ElementType as E;
-    use dl_code as c;
-    let (code, bits) = match t {
-        E::Int8 => (c::INT, 8),
-        E::Int16 => (c::INT, 16),
-        E::Int32 => (c::INT, 32),
-        E::Int64 => (c::INT, 64),
-        E::Int4 => (c::INT, 4),
-        E::Int2 => (c::INT, 2),
-        E::UInt8 => (c::UINT, 8),
-        E::UInt16 => (c::UINT, 16),
-        E::UInt32 => (c::UINT, 32),
-        E::UInt64 => (c::UINT, 64),
-        E::UInt4 => (c::UINT, 4),
-        E::UInt2 => (c::UINT, 2),
-        E::Float16 => (c::FLOAT, 16),
-        E::Float32 => (c::FLOAT, 32),
-        E::Float64 => (c::FLOAT, 64),
-        E::BFloat16 => (c::BFLOAT, 16),
-        E::Complex64 => (c::COMPLEX, 64),
-        E::Complex128 => (c::COMPLEX, 128),
-        E::Float8E4M3 => (c::FLOAT8_E4M3FN, 8),
-        E::Float8E5M2 => (c::FLOAT8_E5M2, 8),
-        E::Float8E8M0 => (c::FLOAT8_E8M0FNU, 8),
-        E::Float6E2M3 => (c::FLOAT6_E2M3FN, 6),
-        E::Float6E3M2 => (c::FLOAT6_E3M2FN, 6),
-        E::Float4E2M1 => (c::FLOAT4_E2M1FN, 4),
-        E::Bool | E::Float128 | E::Private(_) => return Err(InteropError::NoDataType(t)),
-    };
-    Ok((code, bits, 1))
+    dtype_of(t)
 }
 
 /// The element type of a DLPack `DLDataType`; the inverse of
@@ -276,38 +280,7 @@ pub const fn from_dlpack_dtype(
     bits: u8,
     lanes: u16,
 ) -> Result<ElementType, InteropError> {
-    use ElementType as E;
-    use dl_code as c;
-    if lanes != 1 {
-        return Err(InteropError::UnknownDataType { code, bits, lanes });
-    }
-    Ok(match (code, bits) {
-        (c::INT, 8) => E::Int8,
-        (c::INT, 16) => E::Int16,
-        (c::INT, 32) => E::Int32,
-        (c::INT, 64) => E::Int64,
-        (c::INT, 4) => E::Int4,
-        (c::INT, 2) => E::Int2,
-        (c::UINT, 8) => E::UInt8,
-        (c::UINT, 16) => E::UInt16,
-        (c::UINT, 32) => E::UInt32,
-        (c::UINT, 64) => E::UInt64,
-        (c::UINT, 4) => E::UInt4,
-        (c::UINT, 2) => E::UInt2,
-        (c::FLOAT, 16) => E::Float16,
-        (c::FLOAT, 32) => E::Float32,
-        (c::FLOAT, 64) => E::Float64,
-        (c::BFLOAT, 16) => E::BFloat16,
-        (c::COMPLEX, 64) => E::Complex64,
-        (c::COMPLEX, 128) => E::Complex128,
-        (c::FLOAT8_E4M3FN, 8) => E::Float8E4M3,
-        (c::FLOAT8_E5M2, 8) => E::Float8E5M2,
-        (c::FLOAT8_E8M0FNU, 8) => E::Float8E8M0,
-        (c::FLOAT6_E2M3FN, 6) => E::Float6E2M3,
-        (c::FLOAT6_E3M2FN, 6) => E::Float6E3M2,
-        (c::FLOAT4_E2M1FN, 4) => E::Float4E2M1,
-        _ => return Err(InteropError::UnknownDataType { code, bits, lanes }),
-    })
+    type_of(code, bits, lanes)
 }
 
 #[cfg(test)]

@@ -305,6 +305,17 @@ fn md_flags_2_extension_flag_iff_private_type() {
             present: true,
         },
     );
+    // The two texts of the one variant (its message picks its words by
+    // `present`).
+    let text = |type_tag, present| K::ExtensionTypeMismatch { type_tag, present }.to_string();
+    assert_eq!(
+        text(0xF0, false),
+        "private type 0xf0 needs an extension type section"
+    );
+    assert_eq!(
+        text(ty::I8, true),
+        "extension type section present for built-in type 0x10"
+    );
 }
 
 #[test]

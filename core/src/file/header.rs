@@ -64,6 +64,12 @@ const_assert_eq!(core::mem::offset_of!(FileHeader, tensor_count_hint), 28);
 const_assert_eq!(core::mem::offset_of!(FileHeader, reserved_tail), 36);
 
 /// Byte offset of a header field, for error reports.
+/// Whether `a` is a `data_buffer_alignment`: a power of two in
+/// [`MIN_DATA_ALIGNMENT`]..=[`MAX_DATA_ALIGNMENT`].
+pub(crate) const fn alignment_ok(a: u32) -> bool {
+    a.is_power_of_two() && a >= MIN_DATA_ALIGNMENT && a <= MAX_DATA_ALIGNMENT
+}
+
 macro_rules! at {
     ($field:ident) => {
         core::mem::offset_of!(FileHeader, $field) as u64
@@ -135,9 +141,7 @@ impl FileHeader {
             return fail(at!(flags), FileErrorKind::ReservedFlags(self.flags.get()));
         };
         let alignment = self.data_buffer_alignment.get();
-        if !alignment.is_power_of_two()
-            || !(MIN_DATA_ALIGNMENT..=MAX_DATA_ALIGNMENT).contains(&alignment)
-        {
+        if !alignment_ok(alignment) {
             let kind = FileErrorKind::BadAlignment(alignment);
             return fail(at!(data_buffer_alignment), kind);
         }

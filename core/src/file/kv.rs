@@ -83,70 +83,67 @@ pub enum KvArray<'a> {
     Bytes(&'a [&'a [u8]]),
 }
 
-impl KvValue<'_> {
-    /// The value's wire tag.
-    #[must_use]
-    pub const fn tag(&self) -> u8 {
-        match self {
-            Self::String(_) => tag::STRING,
-            Self::Int64(_) => tag::INT64,
-            Self::Uint64(_) => tag::UINT64,
-            Self::Float64(_) => tag::FLOAT64,
-            Self::Bool(_) => tag::BOOL,
-            Self::Bytes(_) => tag::BYTES,
-            Self::Array(_) => tag::ARRAY,
+/// Each typed kind of value with its tag, written once: [`KvValue::tag`]
+/// and [`KvArray`]'s `element_tag`, `len` and `get` are matches over it.
+macro_rules! kv_kinds {
+    ($($kind:ident = $tag:ident,)*) => {
+        impl KvValue<'_> {
+            /// The value's wire tag.
+            #[must_use]
+            pub const fn tag(&self) -> u8 {
+                match self {
+                    $(Self::$kind(_) => tag::$tag,)*
+                    Self::Array(_) => tag::ARRAY,
+                }
+            }
         }
-    }
+
+        impl<'a> KvArray<'a> {
+            /// The elements' tag.
+            #[must_use]
+            pub const fn element_tag(&self) -> u8 {
+                match self {
+                    Self::Encoded { tag, .. } => *tag,
+                    $(Self::$kind(_) => tag::$tag,)*
+                }
+            }
+
+            /// Number of elements.
+            #[must_use]
+            pub const fn len(&self) -> usize {
+                match self {
+                    Self::Encoded { count, .. } => *count as usize,
+                    $(Self::$kind(s) => s.len(),)*
+                }
+            }
+
+            /// The `i`-th element.
+            #[must_use]
+            pub fn get(&self, i: usize) -> Option<KvValue<'a>> {
+                match *self {
+                    // Payloads have their own lengths: walk to the `i`-th.
+                    Self::Encoded { .. } => self.iter().nth(i),
+                    $(Self::$kind(s) => s.get(i).copied().map(KvValue::$kind),)*
+                }
+            }
+        }
+    };
+}
+
+kv_kinds! {
+    String = STRING,
+    Int64 = INT64,
+    Uint64 = UINT64,
+    Float64 = FLOAT64,
+    Bool = BOOL,
+    Bytes = BYTES,
 }
 
 impl<'a> KvArray<'a> {
-    /// The elements' tag.
-    #[must_use]
-    pub const fn element_tag(&self) -> u8 {
-        match self {
-            Self::Encoded { tag, .. } => *tag,
-            Self::String(_) => tag::STRING,
-            Self::Int64(_) => tag::INT64,
-            Self::Uint64(_) => tag::UINT64,
-            Self::Float64(_) => tag::FLOAT64,
-            Self::Bool(_) => tag::BOOL,
-            Self::Bytes(_) => tag::BYTES,
-        }
-    }
-
-    /// Number of elements.
-    #[must_use]
-    pub const fn len(&self) -> usize {
-        match self {
-            Self::Encoded { count, .. } => *count as usize,
-            Self::String(s) => s.len(),
-            Self::Int64(s) => s.len(),
-            Self::Uint64(s) => s.len(),
-            Self::Float64(s) => s.len(),
-            Self::Bool(s) => s.len(),
-            Self::Bytes(s) => s.len(),
-        }
-    }
-
     /// Whether the array has no element.
     #[must_use]
     pub const fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The `i`-th element.
-    #[must_use]
-    pub fn get(&self, i: usize) -> Option<KvValue<'a>> {
-        match *self {
-            // Payloads have their own lengths: walk to the `i`-th.
-            Self::Encoded { .. } => self.iter().nth(i),
-            Self::String(s) => s.get(i).map(|v| KvValue::String(v)),
-            Self::Int64(s) => s.get(i).map(|v| KvValue::Int64(*v)),
-            Self::Uint64(s) => s.get(i).map(|v| KvValue::Uint64(*v)),
-            Self::Float64(s) => s.get(i).map(|v| KvValue::Float64(*v)),
-            Self::Bool(s) => s.get(i).map(|v| KvValue::Bool(*v)),
-            Self::Bytes(s) => s.get(i).map(|v| KvValue::Bytes(v)),
-        }
     }
 
     /// The elements in order.

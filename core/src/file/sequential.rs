@@ -52,7 +52,12 @@ use zerocopy::little_endian::U32;
 use super::align_up;
 use super::error::{FileError, FileErrorKind};
 use super::header::{FILE_HEADER_LEN, FileHeader, UNKNOWN_TENSOR_COUNT};
-use crate::descriptor::{HEADER_LEN, TensorView};
+use crate::descriptor::{FixedHeader, HEADER_LEN, TensorView};
+
+/// Where a descriptor's `descriptor_length` lies, and the bytes read before
+/// it is known.
+const LEN_AT: usize = core::mem::offset_of!(FixedHeader, descriptor_length);
+const LEN_END: usize = LEN_AT + 4;
 
 /// What the sequential reader found.
 #[derive(Debug)]
@@ -94,13 +99,14 @@ enum State {
         limit: u64,
     },
     Descriptor,
-    PadToData,
     Data {
         buffer: u32,
         left: u64,
         done: u64,
     },
-    PadAfterBuffer {
+    /// Zeros to the data alignment, then buffer `next` (or, past the
+    /// last, the tensor's end).
+    PadToBuffer {
         next: u32,
     },
     PadToEight,
@@ -119,6 +125,8 @@ pub struct SequentialReader<'b> {
     remaining: Option<u64>,
     end: Option<u64>,
     desc_at: u64,
+    /// Buffers of the descriptor read last.
+    buffers: usize,
 }
 
 impl<'b> SequentialReader<'b> {
@@ -137,6 +145,7 @@ impl<'b> SequentialReader<'b> {
             remaining: None,
             end: region_end,
             desc_at: 0,
+            buffers: 0,
         }
     }
 
@@ -179,7 +188,7 @@ impl<'b> SequentialReader<'b> {
                     self.remaining = (hint != UNKNOWN_TENSOR_COUNT).then_some(hint);
                     if self.remaining.is_none() && self.end.is_none() {
                         return Err(FileError::new(
-                            28,
+                            core::mem::offset_of!(FileHeader, tensor_count_hint) as u64,
                             FileErrorKind::NeedsTable { entries: hint },
                         ));
                     }
@@ -226,16 +235,18 @@ impl<'b> SequentialReader<'b> {
                     self.state = State::Descriptor;
                 }
                 State::Descriptor => {
-                    let want = if self.filled < 10 {
-                        10
+                    let want = if self.filled < LEN_END {
+                        LEN_END
                     } else {
                         let len = self
                             .buf
-                            .get(6..10)
+                            .get(LEN_AT..LEN_END)
                             .and_then(|b| U32::read_from_bytes(b).ok())
                             .map_or(0, |v| v.get() as usize);
                         if len < HEADER_LEN || len > self.buf.len() {
-                            return Err(self.no_room(self.desc_at.saturating_add(6), len));
+                            return Err(
+                                self.no_room(self.desc_at.saturating_add(LEN_AT as u64), len)
+                            );
                         }
                         len
                     };
@@ -244,7 +255,7 @@ impl<'b> SequentialReader<'b> {
                     if self.filled < want {
                         return Ok((used, None));
                     }
-                    if want == 10 {
+                    if want == LEN_END {
                         continue;
                     }
                     let at = self.desc_at;
@@ -252,24 +263,17 @@ impl<'b> SequentialReader<'b> {
                     let view = TensorView::parse(bytes)
                         .map_err(|e| FileError::new(at, FileErrorKind::Descriptor(e)))?;
                     self.remaining = self.remaining.map(|r| r.saturating_sub(1));
-                    self.state = if view.buffers().is_empty() {
+                    self.buffers = view.buffers().len();
+                    self.state = if self.buffers == 0 {
                         State::PadToEight
                     } else {
-                        State::PadToData
+                        State::PadToBuffer { next: 0 }
                     };
                     return Ok((used, Some(SeqEvent::Descriptor { offset: at, view })));
                 }
-                State::PadToData => {
-                    let target = self.aligned(self.offset)?;
-                    used = used.saturating_add(self.zeros(rest, target)?);
-                    if self.offset < target {
-                        return Ok((used, None));
-                    }
-                    self.state = self.start_buffer(0)?;
-                }
                 State::Data { buffer, left, done } => {
                     if left == 0 {
-                        self.state = State::PadAfterBuffer {
+                        self.state = State::PadToBuffer {
                             next: buffer.saturating_add(1),
                         };
                         continue;
@@ -295,9 +299,8 @@ impl<'b> SequentialReader<'b> {
                         }),
                     ));
                 }
-                State::PadAfterBuffer { next } => {
-                    let count = self.view().map_or(0, |v| v.buffers().len());
-                    if (next as usize) < count {
+                State::PadToBuffer { next } => {
+                    if (next as usize) < self.buffers {
                         let target = self.aligned(self.offset)?;
                         used = used.saturating_add(self.zeros(rest, target)?);
                         if self.offset < target {
@@ -316,7 +319,7 @@ impl<'b> SequentialReader<'b> {
                         return Ok((used, None));
                     }
                     let limit = self.aligned(self.offset)?;
-                    let head = self.view().is_ok_and(|v| v.buffers().is_empty());
+                    let head = self.buffers == 0;
                     self.state = State::Between { limit };
                     if head {
                         return Ok((used, Some(SeqEvent::TensorEnd)));

@@ -2,6 +2,7 @@
 //! or in order without a copy.
 
 use core::cmp::Ordering;
+use core::mem::offset_of;
 
 use zerocopy::FromBytes;
 use zerocopy::little_endian::U64;
@@ -145,7 +146,7 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         ));
     }
     let first = header.first_descriptor_offset.get();
-    let first_at = core::mem::offset_of!(FileHeader, first_descriptor_offset) as u64;
+    let first_at = offset_of!(FileHeader, first_descriptor_offset) as u64;
     let bad_first = at(first_at, FileErrorKind::BadFirstDescriptorOffset(first));
     if first > trailer_at {
         return Err(bad_first);
@@ -503,7 +504,6 @@ impl<'a> FileIndex<'a> {
         } else {
             return Err(needs_table);
         };
-        let _ = desc_of;
         let view = FileIndex {
             bytes,
             header: l.header,
@@ -567,50 +567,54 @@ impl<'a> FileIndex<'a> {
     /// No two tensors overlap, walking an index not in file order in file
     /// order (an index in file order was checked as it was read).
     fn check_overlaps(&self) -> Result<(), FileError> {
+        let mut order = self.order(self.needs_scan());
         let mut prev_end = 0u64;
-        let mut seen: u32 = 0;
-        for off in self.order(self.needs_scan()) {
-            let Some((_, f, _)) = split_entry(self.index, off as usize) else {
-                break;
-            };
-            let d = f.descriptor_offset.get();
-            if d < prev_end {
-                let entry_at = self.index_offset.saturating_add(u64::from(off));
-                return Err(at(entry_at, FileErrorKind::DescriptorPlacement));
-            }
-            let d_end = d.saturating_add(u64::from(f.descriptor_length.get()));
-            prev_end = d_end.max(f.data_offset.get().saturating_add(f.data_length.get()));
-            seen = seen.saturating_add(1);
-        }
-        if seen != self.count {
-            // A scan skipped entries that share a descriptor offset.
-            return Err(at(self.index_offset, FileErrorKind::DescriptorPlacement));
+        while order.i < self.count {
+            let off = order.next().ok_or(self.misplaced())?;
+            self.place(off, &mut prev_end)?;
         }
         Ok(())
     }
 
+    /// The entry at `off`, and its offset in the file, placed after
+    /// `prev_end` (then moved to the end of its extent): no two tensors
+    /// overlap.
+    fn place(&self, off: u32, prev_end: &mut u64) -> Result<(IndexEntry<'a>, u64), FileError> {
+        let entry_at = self.index_offset.saturating_add(u64::from(off));
+        let (e, _) = read_entry(self.index, off as usize, self.index_offset)?;
+        if e.descriptor_offset < *prev_end {
+            return Err(at(entry_at, FileErrorKind::DescriptorPlacement));
+        }
+        *prev_end = e.extent_end();
+        Ok((e, entry_at))
+    }
+
+    /// A tensor the file order should have reached but did not (an order
+    /// that ends early, or a part's first position past it).
+    const fn misplaced(&self) -> FileError {
+        at(self.index_offset, FileErrorKind::DescriptorPlacement)
+    }
+
     /// Every descriptor and data region, in file order, with composites.
     fn check_tensors(&self, each: &mut impl FnMut(Tensor<'a>)) -> Result<(), FileError> {
-        let mut order = self.order(self.needs_scan());
-        let mut prev_end = self.header.first_descriptor_offset.get();
-        let mut seen: u32 = 0;
-        loop {
+        let first = self.header.first_descriptor_offset.get();
+        self.check_run(self.order(self.needs_scan()), first, self.count, each)
+    }
+
+    /// The tensors at file-order positions `order.i..end`, placed after
+    /// `prev_end`, with their composites' members (which may lie past
+    /// `end`: checked here, handed out by the part they lie in).
+    fn check_run(
+        &self,
+        mut order: FileOrder<'a>,
+        mut prev_end: u64,
+        end: u32,
+        each: &mut impl FnMut(Tensor<'a>),
+    ) -> Result<(), FileError> {
+        while order.i < end {
             let pos = order.i;
-            let Some(off) = order.next() else { break };
-            self.check_tree(
-                off,
-                pos,
-                u32::MAX,
-                &mut order,
-                &mut prev_end,
-                &mut seen,
-                1,
-                each,
-            )?;
-        }
-        if seen != self.count {
-            // A scan skipped entries that share a descriptor offset.
-            return Err(at(self.index_offset, FileErrorKind::DescriptorPlacement));
+            let off = order.next().ok_or(self.misplaced())?;
+            self.check_tree(off, pos, end, &mut order, &mut prev_end, 1, each)?;
         }
         Ok(())
     }
@@ -627,17 +631,10 @@ impl<'a> FileIndex<'a> {
         limit: u32,
         order: &mut FileOrder<'a>,
         prev_end: &mut u64,
-        seen: &mut u32,
         depth: u8,
         each: &mut impl FnMut(Tensor<'a>),
     ) -> Result<TensorView<'a>, FileError> {
-        let entry_at = self.index_offset.saturating_add(u64::from(off));
-        let (e, _) = read_entry(self.index, off as usize, self.index_offset)?;
-        if e.descriptor_offset < *prev_end {
-            return Err(at(entry_at, FileErrorKind::DescriptorPlacement));
-        }
-        *prev_end = e.extent_end();
-        *seen = seen.saturating_add(1);
+        let (e, entry_at) = self.place(off, prev_end)?;
         let t = self.check_tensor(&e, entry_at)?;
         let view = t.descriptor;
         if pos < limit {
@@ -660,7 +657,6 @@ impl<'a> FileIndex<'a> {
                     limit,
                     order,
                     prev_end,
-                    seen,
                     depth.saturating_add(1),
                     each,
                 )?;
@@ -681,7 +677,7 @@ impl<'a> FileIndex<'a> {
             let own = h.descriptor_length.get();
             if h.magic == crate::descriptor::DESCRIPTOR_MAGIC && own != e.descriptor_length {
                 return Err(at(
-                    d_at.saturating_add(6),
+                    d_at.saturating_add(offset_of!(FixedHeader, descriptor_length) as u64),
                     FileErrorKind::DescriptorLength {
                         index: e.descriptor_length,
                         descriptor: own,
@@ -823,54 +819,6 @@ impl<'a> FileIndex<'a> {
 
     const fn needs_scan(&self) -> bool {
         self.file_order.is_none() && !self.in_file_order
-    }
-
-    /// Number of tensors.
-    #[must_use]
-    pub const fn len(&self) -> u32 {
-        self.count
-    }
-
-    /// Whether the file holds no tensor.
-    #[must_use]
-    pub const fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// The file header.
-    #[must_use]
-    pub const fn header(&self) -> &'a FileHeader {
-        self.header
-    }
-
-    /// The file flags.
-    #[must_use]
-    pub const fn flags(&self) -> FileFlags {
-        self.flags
-    }
-
-    /// `data_buffer_alignment`.
-    #[must_use]
-    pub const fn alignment(&self) -> u32 {
-        self.alignment
-    }
-
-    /// The container version `(major, minor)`.
-    #[must_use]
-    pub const fn version(&self) -> (u8, u8) {
-        (self.header.version_major, self.header.version_minor)
-    }
-
-    /// The KV section (empty when the file has none).
-    #[must_use]
-    pub const fn kv(&self) -> KvSection<'a> {
-        self.kv
-    }
-
-    /// The whole file's bytes.
-    #[must_use]
-    pub const fn as_bytes(&self) -> &'a [u8] {
-        self.bytes
     }
 }
 
@@ -1028,16 +976,46 @@ pub struct FileView<'a> {
     index: FileIndex<'a>,
 }
 
-/// The getters a [`FileView`] answers from its index, each as
-/// [`FileIndex`]'s.
+/// The getters of a [`FileIndex`] (`name -> type = |index| value`), and
+/// the same getters of a [`FileView`], which answers them from its index.
 macro_rules! index_getters {
-    ($($(#[$doc:meta])* $name:ident -> $ty:ty;)*) => {$(
-        $(#[$doc])*
-        #[must_use]
-        pub const fn $name(&self) -> $ty {
-            self.index.$name()
-        }
-    )*};
+    ($($(#[$doc:meta])* $name:ident -> $ty:ty = |$s:ident| $value:expr;)*) => {
+        impl<'a> FileIndex<'a> {$(
+            $(#[$doc])*
+            #[must_use]
+            pub const fn $name(&self) -> $ty {
+                let $s = self;
+                $value
+            }
+        )*}
+
+        impl<'a> FileView<'a> {$(
+            $(#[$doc])*
+            #[must_use]
+            pub const fn $name(&self) -> $ty {
+                self.index.$name()
+            }
+        )*}
+    };
+}
+
+index_getters! {
+    /// Number of tensors.
+    len -> u32 = |i| i.count;
+    /// Whether the file holds no tensor.
+    is_empty -> bool = |i| i.count == 0;
+    /// The file header.
+    header -> &'a FileHeader = |i| i.header;
+    /// The file flags.
+    flags -> FileFlags = |i| i.flags;
+    /// `data_buffer_alignment`.
+    alignment -> u32 = |i| i.alignment;
+    /// The container version `(major, minor)`.
+    version -> (u8, u8) = |i| (i.header.version_major, i.header.version_minor);
+    /// The KV section (empty when the file has none).
+    kv -> KvSection<'a> = |i| i.kv;
+    /// The whole file's bytes.
+    as_bytes -> &'a [u8] = |i| i.bytes;
 }
 
 impl<'a> FileView<'a> {
@@ -1144,25 +1122,6 @@ impl<'a> FileView<'a> {
     /// The tensors in file order: a composite's head, then its members.
     pub fn iter_file_order(&self) -> impl Iterator<Item = Tensor<'a>> + use<'a> {
         self.index.iter_file_order().filter_map(Result::ok)
-    }
-
-    index_getters! {
-        /// Number of tensors.
-        len -> u32;
-        /// Whether the file holds no tensor.
-        is_empty -> bool;
-        /// The file header.
-        header -> &'a FileHeader;
-        /// The file flags.
-        flags -> FileFlags;
-        /// `data_buffer_alignment`.
-        alignment -> u32;
-        /// The container version `(major, minor)`.
-        version -> (u8, u8);
-        /// The KV section (empty when the file has none).
-        kv -> KvSection<'a>;
-        /// The whole file's bytes.
-        as_bytes -> &'a [u8];
     }
 }
 
@@ -1278,29 +1237,10 @@ impl<'a> FileParts<'a> {
                     }
                 }
             }
-            let Some(before) = order.next() else {
-                return Err(at(idx.index_offset, FileErrorKind::DescriptorPlacement));
-            };
-            let (e, _) = read_entry(idx.index, before as usize, idx.index_offset)?;
-            prev_end = e.extent_end();
+            let before = order.next().ok_or(idx.misplaced())?;
+            idx.place(before, &mut prev_end)?;
         }
-        let mut seen: u32 = 0;
-        while order.i < end {
-            let pos = order.i;
-            let Some(off) = order.next() else {
-                return Err(at(idx.index_offset, FileErrorKind::DescriptorPlacement));
-            };
-            idx.check_tree(
-                off,
-                pos,
-                end,
-                &mut order,
-                &mut prev_end,
-                &mut seen,
-                1,
-                &mut each,
-            )?;
-        }
+        idx.check_run(order, prev_end, end, &mut each)?;
         Ok(receipt)
     }
 

@@ -19,7 +19,7 @@ use zerocopy::little_endian::{U16, U32, U64};
 use super::entry::IndexEntry;
 use super::error::{Misuse, WriteError};
 use super::header::{
-    FileFlags, FileHeader, MAX_DATA_ALIGNMENT, MIN_DATA_ALIGNMENT, UNKNOWN_TENSOR_COUNT,
+    FileFlags, FileHeader, MIN_DATA_ALIGNMENT, UNKNOWN_TENSOR_COUNT, alignment_ok,
 };
 use super::kv::{KvArray, KvValue, payload_len};
 use super::sort::heapsort;
@@ -134,7 +134,7 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
     /// [`Misuse::BadAlignment`], or the sink's error.
     pub fn new(sink: W, options: WriterOptions, entries: S) -> Res<Self, W> {
         let a = options.alignment;
-        if !a.is_power_of_two() || !(MIN_DATA_ALIGNMENT..=MAX_DATA_ALIGNMENT).contains(&a) {
+        if !alignment_ok(a) {
             return Err(Misuse::BadAlignment(a).into());
         }
         let mut flags = FileFlags::HAS_INDEX_CRC32C;
@@ -276,21 +276,16 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
         let bytes = descriptor.as_bytes();
         self.put(bytes)?;
         let alignment = u64::from(self.options.alignment);
-        let data_offset;
-        let mut data_end;
-        if buffers.is_empty() {
-            // A head: no data, no data padding.
-            data_offset = self.offset;
-            data_end = self.offset;
-        } else {
+        // A head has no data and no data padding.
+        if !buffers.is_empty() {
             self.pad(alignment)?;
-            data_offset = self.offset;
-            data_end = data_offset;
-            for b in buffers {
-                self.put(b)?;
-                data_end = self.offset;
-                self.pad(alignment)?;
-            }
+        }
+        let data_offset = self.offset;
+        let mut data_end = data_offset;
+        for b in buffers {
+            self.put(b)?;
+            data_end = self.offset;
+            self.pad(alignment)?;
         }
         self.pad(8)?;
         if let Some(slot) = self.entries.slots().get_mut(self.len) {
