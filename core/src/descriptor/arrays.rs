@@ -135,7 +135,7 @@ impl<N: PartialEq + Copy, W: Copy + Into<N>> Values<'_, N, W> {
 /// does not overflow.
 fn product_from(dims: impl Iterator<Item = u64> + Clone, skip: usize) -> Option<u64> {
     // The common case costs one pass; only an overflow looks for a zero.
-    match dims.clone().skip(skip).try_fold(1u64, super::extent::mul) {
+    match dims.clone().skip(skip).try_fold(1u64, u64::checked_mul) {
         Some(product) => Some(product),
         None if dims.skip(skip).any(|d| d == 0) => Some(0),
         None => None,
