@@ -235,8 +235,7 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         count: u64,
         width: u64,
     ) -> Result<u64, DescriptorError> {
-        mul(count, width)
-            .ok_or(overflow!(self, index, "buffer size"))
+        mul(count, width).ok_or(overflow!(self, index, "buffer size"))
     }
 
     /// The one size rule of a buffer, which the sparse and paged layouts

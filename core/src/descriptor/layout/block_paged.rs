@@ -157,10 +157,7 @@ impl BlockPaged {
         } else {
             ctx.shape.product_from(1)
         };
-        let pool = self
-            .slots()
-            .zip(per_slot)
-            .and_then(|(s, p)| mul(s, p));
+        let pool = self.slots().zip(per_slot).and_then(|(s, p)| mul(s, p));
         ctx.need(0, pool, "page pool size", ELEMENTS, true)?;
         let width = self.index_width();
         let table = ctx.size(1);
