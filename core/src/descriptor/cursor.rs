@@ -11,31 +11,41 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::{DescriptorError, DescriptorErrorKind, EncodeError};
 
-/// Reads the fields of one descriptor, front to back: it holds the bytes
-/// not yet read and the descriptor's length, so a read is one
-/// `split_at_checked` of the rest (no position to bound again, no sum).
+/// Reads the fields of one descriptor, front to back.
+///
+/// It holds the bytes not yet read, and the descriptor's length to tell
+/// where they begin: a read is one `split_at_checked` of the rest, with no
+/// position to bound again and no sum that could overflow.
 #[derive(Debug, Clone)]
 pub(crate) struct Reader<'a> {
     /// The bytes after the last read, up to the descriptor's end.
     rest: &'a [u8],
-    /// The descriptor's length, at most a `descriptor_length` (a `u32`).
-    len: usize,
+    /// The descriptor's length (`descriptor_length`, a `u32`).
+    len: u32,
 }
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `bytes`, which are at most a
+    /// `descriptor_length` (a `u32`) long: a longer slice reads as its
+    /// first `u32::MAX` bytes.
     pub(crate) const fn new(bytes: &'a [u8]) -> Self {
-        Self {
-            rest: bytes,
-            len: bytes.len(),
-        }
+        #[allow(clippy::cast_possible_truncation)] // below u32::MAX here
+        let (rest, len) = if bytes.len() > u32::MAX as usize {
+            match bytes.split_at_checked(u32::MAX as usize) {
+                Some((head, _)) => (head, u32::MAX),
+                None => (bytes, 0), // cannot happen: longer than that
+            }
+        } else {
+            (bytes, bytes.len() as u32)
+        };
+        Self { rest, len }
     }
 
     /// Current position, in bytes from the start of the descriptor.
     #[allow(clippy::cast_possible_truncation)]
     pub(crate) const fn pos(&self) -> u32 {
-        // `rest` is a tail of the `len` bytes (no wrap), and `len` is at
-        // most a `descriptor_length` (a u32).
-        self.len.wrapping_sub(self.rest.len()) as u32
+        // `rest` is a tail of the `len` bytes: no wrap.
+        self.len.wrapping_sub(self.rest.len() as u32)
     }
 
     /// An error located at the current position.
@@ -118,10 +128,8 @@ impl<'a> Reader<'a> {
             .ok()
             .and_then(|n| self.pos().checked_add(n))
             .unwrap_or(u32::MAX);
-        #[allow(clippy::cast_possible_truncation)]
-        let declared = self.len as u32; // a descriptor_length
         self.err(DescriptorErrorKind::LengthMismatch {
-            declared,
+            declared: self.len,
             consumed: needed,
         })
     }
