@@ -12,23 +12,40 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 use crate::error::{DescriptorError, DescriptorErrorKind, EncodeError};
 
 /// Reads the fields of one descriptor, front to back.
+///
+/// It holds the bytes not yet read, and the descriptor's length to tell
+/// where they begin: a read is one `split_at_checked` of the rest, with no
+/// position to bound again and no sum that could overflow.
 #[derive(Debug, Clone)]
 pub(crate) struct Reader<'a> {
-    /// The descriptor's bytes, exactly `descriptor_length` long.
-    bytes: &'a [u8],
-    pos: usize,
+    /// The bytes after the last read, up to the descriptor's end.
+    rest: &'a [u8],
+    /// The descriptor's length (`descriptor_length`, a `u32`).
+    len: u32,
 }
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `bytes`, which are at most a
+    /// `descriptor_length` (a `u32`) long: a longer slice reads as its
+    /// first `u32::MAX` bytes.
     pub(crate) const fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, pos: 0 }
+        #[allow(clippy::cast_possible_truncation)] // below u32::MAX here
+        let (rest, len) = if bytes.len() > u32::MAX as usize {
+            match bytes.split_at_checked(u32::MAX as usize) {
+                Some((head, _)) => (head, u32::MAX),
+                None => (bytes, 0), // cannot happen: longer than that
+            }
+        } else {
+            (bytes, bytes.len() as u32)
+        };
+        Self { rest, len }
     }
 
     /// Current position, in bytes from the start of the descriptor.
     #[allow(clippy::cast_possible_truncation)]
     pub(crate) const fn pos(&self) -> u32 {
-        // `bytes.len()` is at most a `descriptor_length` (u32), so is `pos`.
-        self.pos as u32
+        // `rest` is a tail of the `len` bytes: no wrap.
+        self.len.wrapping_sub(self.rest.len() as u32)
     }
 
     /// An error located at the current position.
@@ -38,11 +55,9 @@ impl<'a> Reader<'a> {
 
     /// The next `n` bytes.
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DescriptorError> {
-        let rest = self.bytes.get(self.pos..).unwrap_or_default();
-        match rest.split_at_checked(n) {
-            Some((head, _)) => {
-                // `n <= rest.len()`, so `pos + n <= bytes.len()` cannot overflow.
-                self.pos = self.pos.saturating_add(n);
+        match self.rest.split_at_checked(n) {
+            Some((head, rest)) => {
+                self.rest = rest;
                 Ok(head)
             }
             None => Err(self.overrun(n)),
@@ -54,10 +69,13 @@ impl<'a> Reader<'a> {
     where
         T: FromBytes + KnownLayout + Immutable + Unaligned,
     {
-        let head = self.bytes(size_of::<T>())?;
-        // `head` has exactly `size_of::<T>()` bytes and `T` is `Unaligned`,
-        // so this cannot fail; the error arm is unreachable.
-        T::ref_from_bytes(head).map_err(|_| self.overrun(0))
+        match T::ref_from_prefix(self.rest) {
+            Ok((value, rest)) => {
+                self.rest = rest;
+                Ok(value)
+            }
+            Err(_) => Err(self.overrun(size_of::<T>())),
+        }
     }
 
     /// The next `count` values of type `T`.
@@ -103,16 +121,16 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// The error for wanting `n` more bytes than there are.
+    /// The error for wanting `n` more bytes than there are: the length
+    /// the descriptor would need (`u32::MAX` past it).
     fn overrun(&self, n: usize) -> DescriptorError {
-        #[allow(clippy::cast_possible_truncation)]
-        let declared = self.bytes.len() as u32;
-        let needed = u64::try_from(self.pos)
-            .unwrap_or(u64::MAX)
-            .saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
+        let needed = u32::try_from(n)
+            .ok()
+            .and_then(|n| self.pos().checked_add(n))
+            .unwrap_or(u32::MAX);
         self.err(DescriptorErrorKind::LengthMismatch {
-            declared,
-            consumed: u32::try_from(needed).unwrap_or(u32::MAX),
+            declared: self.len,
+            consumed: needed,
         })
     }
 }

@@ -235,9 +235,7 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         count: u64,
         width: u64,
     ) -> Result<u64, DescriptorError> {
-        count
-            .checked_mul(width)
-            .ok_or(overflow!(self, index, "buffer size"))
+        mul(count, width).ok_or(overflow!(self, index, "buffer size"))
     }
 
     /// The one size rule of a buffer, which the sparse and paged layouts
@@ -377,6 +375,14 @@ fn reach((lo, hi): (i64, i64), n: u64, s: i64) -> Option<(i64, i64)> {
 #[cfg_attr(target_pointer_width = "32", inline(never))]
 #[cfg_attr(not(target_pointer_width = "32"), inline)]
 pub(crate) const fn mul(a: u64, b: u64) -> Option<u64> {
+    a.checked_mul(b)
+}
+
+/// [`mul`] for signed values (a tile grid's reach times its tile's
+/// elements): out of line on a 32-bit target, inline on a 64-bit one.
+#[cfg_attr(target_pointer_width = "32", inline(never))]
+#[cfg_attr(not(target_pointer_width = "32"), inline)]
+pub(crate) const fn imul(a: i64, b: i64) -> Option<i64> {
     a.checked_mul(b)
 }
 

@@ -1071,15 +1071,15 @@ pub(crate) trait Parts {
                     .dims()
                     .enumerate()
                     .filter(|&(i, _)| i != axis as usize)
-                    .try_fold(1u64, |acc, (_, n)| acc.checked_mul(n))
+                    .try_fold(1u64, |acc, (_, n)| extent::mul(acc, n))
                     .ok_or(overflow)?;
-                let blocks = per_axis.checked_mul(others).ok_or(overflow)?;
+                let blocks = extent::mul(per_axis, others).ok_or(overflow)?;
                 let dense_order = matches!(
                     self.layout_tag(),
                     layout::tag::ROW_MAJOR | layout::tag::COLUMN_MAJOR
                 );
                 if p.pads && dense_order {
-                    padded = Some(blocks.checked_mul(u64::from(k)).ok_or(overflow)?);
+                    padded = Some(extent::mul(blocks, u64::from(k)).ok_or(overflow)?);
                 }
                 blocks
             }

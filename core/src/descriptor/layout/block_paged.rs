@@ -16,7 +16,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes};
+use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes, mul};
 
 /// Which projection of attention a block-paged tensor holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,7 +146,7 @@ impl BlockPaged {
     /// Page slots in the pool: `num_pages × page_size`.
     #[must_use]
     pub const fn slots(&self) -> Option<u64> {
-        self.num_pages.checked_mul(self.page_size as u64)
+        mul(self.num_pages, self.page_size as u64)
     }
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
@@ -157,10 +157,7 @@ impl BlockPaged {
         } else {
             ctx.shape.product_from(1)
         };
-        let pool = self
-            .slots()
-            .zip(per_slot)
-            .and_then(|(s, p)| s.checked_mul(p));
+        let pool = self.slots().zip(per_slot).and_then(|(s, p)| mul(s, p));
         ctx.need(0, pool, "page pool size", ELEMENTS, true)?;
         let width = self.index_width();
         let table = ctx.size(1);

@@ -17,7 +17,7 @@ use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes};
+use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes, mul};
 
 /// The fields of a COO layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,7 +70,7 @@ impl Coo {
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
         ctx.need(0, Some(self.nnz), "", ELEMENTS, false)?;
-        let coords = self.nnz.checked_mul(ctx.shape.rank() as u64);
+        let coords = mul(self.nnz, ctx.shape.rank() as u64);
         ctx.need(1, coords, "COO index count", 8, true)
     }
 

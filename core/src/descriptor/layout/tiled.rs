@@ -15,7 +15,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Shape, Sizes, div_ceil, mul, overflow, stride_range};
+use super::super::extent::{Ctx, Shape, Sizes, div_ceil, imul, mul, overflow, stride_range};
 use super::tag;
 
 /// The deepest nesting a reader accepts.
@@ -354,11 +354,8 @@ fn level_span(level: &impl Level, region: impl Iterator<Item = u64>) -> Option<(
             (0, i64::try_from(tiles).ok()?.checked_sub(1)?)
         }
     };
-    let lo = lo_t.checked_mul(tile_elems)?;
-    let hi = hi_t
-        .checked_add(1)?
-        .checked_mul(tile_elems)?
-        .checked_sub(1)?;
+    let lo = imul(lo_t, tile_elems)?;
+    let hi = imul(hi_t.checked_add(1)?, tile_elems)?.checked_sub(1)?;
     Some((lo, hi))
 }
 
