@@ -21,7 +21,7 @@
 use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
 use super::control::{ErrorMessage, Ping};
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
-use super::header::{Frame, Status};
+use super::header::Status;
 use super::hello::{Hello, PROTOCOL_VERSION};
 use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
@@ -133,7 +133,7 @@ pub struct ClientSession<'c, const S: usize> {
     accepted_devices: CodeSet,
 }
 
-super::stream::session_api!(ClientSession);
+super::stream::session_api!(ClientSession, ClientEvent);
 
 impl<'c, const S: usize> ClientSession<'c, S> {
     /// A session for a connection opened at `now`; its first
@@ -178,49 +178,17 @@ impl<'c, const S: usize> ClientSession<'c, S> {
 
     // --- what arrived ---------------------------------------------------------
 
-    /// Handles the message at the start of `buf`, received by `now`.
-    ///
-    /// # Errors
-    /// The connection is over; the `ERROR` to send, if any, is queued.
-    pub fn handle<'a>(
-        &mut self,
-        now: u64,
-        buf: &'a [u8],
-    ) -> Result<Status<(ClientEvent<'a>, usize)>, SessionError> {
-        if self.link.state == State::Closed {
-            return Ok(Status::Complete((ClientEvent::Ignored, buf.len())));
-        }
-        let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
-            Status::Complete(f) => f,
-            Status::Partial { needed } => return Ok(Status::Partial { needed }),
-        };
-        let used = frame.len();
-        let event = self.dispatch(now, &frame)?;
-        if self.link.state == State::Open {
-            self.link.idle_deadline = after(now, self.config.idle_timeout);
-        }
-        Ok(Status::Complete((event, used)))
-    }
-
     fn dispatch<'a>(
         &mut self,
         now: u64,
-        frame: &Frame<'a>,
+        stream: u32,
+        code: u32,
+        msg: Message<'a>,
     ) -> Result<ClientEvent<'a>, SessionError> {
-        let stream = frame.stream_id();
-        let code = frame.message_type();
-        let msg = match Message::decode(frame) {
-            Ok(m) => m,
-            Err(e) => return self.fault(stream, SessionErrorKind::Malformed(e)),
-        };
-        let kind = msg.message_type();
-        if kind.is_connection_message() != (stream == 0) && kind != MessageType::Error {
-            return self.fault(stream, SessionErrorKind::WrongStream { message_type: code });
-        }
         if self.link.state != State::Open {
             return match msg {
                 Message::ServerHello(h) if self.link.state == State::AwaitHello => self.on_hello(h),
-                Message::Error(e) if stream == 0 => Err(self.peer_closed(e.code)),
+                Message::Error(e) if stream == 0 => Err(self.link.peer_closed(e.code)),
                 _ => Err(self
                     .link
                     .fatal(stream, SessionErrorKind::Unexpected { message_type: code })),
@@ -231,7 +199,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             Message::Pong(t) => self.link.on_pong(t).map(ClientEvent::Pong),
             Message::Error(error) => {
                 if stream == 0 {
-                    return Err(self.peer_closed(error.code));
+                    return Err(self.link.peer_closed(error.code));
                 }
                 // An ERROR on a shard stream ends its whole request.
                 let request = self.request_of(stream).unwrap_or(stream);
@@ -289,19 +257,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     }
 
     fn on_hello<'a>(&mut self, hello: Hello<'a>) -> Result<ClientEvent<'a>, SessionError> {
-        // [NP-HELLO-2]: the server's version is at most ours, and not 0.
-        if hello.protocol_version == 0 || hello.protocol_version > PROTOCOL_VERSION {
-            return Err(self.link.fatal(
-                0,
-                SessionErrorKind::VersionMismatch {
-                    version: hello.protocol_version,
-                },
-            ));
-        }
-        self.link.peer_max = hello.max_message_size;
+        // [NP-HELLO-2]: the server's version is at most ours.
+        self.link.on_hello(&hello, PROTOCOL_VERSION)?;
         self.peer_caps = hello.capabilities;
         self.peer_select = ShardSelect::find(&hello.layouts);
-        self.link.state = State::Open;
         Ok(ClientEvent::Connected(hello))
     }
 
@@ -422,11 +381,6 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         })
     }
 
-    fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<ClientEvent<'a>, SessionError> {
-        let error = self.link.not_open(stream, code)?;
-        Ok(error.map_or(ClientEvent::Ignored, ClientEvent::StreamError))
-    }
-
     /// A fault on a stream of `request`: the whole request is closed, with
     /// `ERROR` on the request's stream (`[NP-SHARD-3]`).
     fn fault_request<'a>(
@@ -444,22 +398,6 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 kind: e.kind,
             })),
             other => Ok(other),
-        }
-    }
-
-    fn fault<'a>(
-        &mut self,
-        stream: u32,
-        kind: SessionErrorKind,
-    ) -> Result<ClientEvent<'a>, SessionError> {
-        self.link.fault(stream, kind).map(ClientEvent::StreamError)
-    }
-
-    const fn peer_closed(&mut self, code: ErrorCode) -> SessionError {
-        self.link.state = State::Closed;
-        SessionError {
-            stream_id: 0,
-            kind: SessionErrorKind::PeerError { code },
         }
     }
 

@@ -55,6 +55,7 @@ pub use client::{ClientConfig, ClientEvent, ClientSession};
 pub use codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
 pub use control::{ErrorMessage, MAX_ERROR_TEXT, Ping, RdmaRegister};
 pub use error::{ApiMisuse, NetError, NetErrorKind, SessionError, SessionErrorKind};
+pub(crate) use error::error_enum;
 pub use header::{Frame, MESSAGE_HEADER_LEN, MessageHeader, Status};
 pub use hello::{Hello, HelloFixed, LayoutEntry, LayoutList, MIN_MESSAGE_SIZE, PROTOCOL_VERSION};
 pub use message::{Message, data_frame_prefix};

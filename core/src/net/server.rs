@@ -16,10 +16,10 @@
 //! with [`ApiMisuse`] and change nothing). `handle` never panics on any
 //! bytes.
 
-use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
+use super::codes::{Capabilities, ErrorCode, RequestFlags};
 use super::control::{ErrorMessage, Ping};
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
-use super::header::{Frame, Status};
+use super::header::Status;
 use super::hello::{Hello, PROTOCOL_VERSION};
 use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
@@ -138,7 +138,7 @@ pub struct ServerSession<'c, const S: usize> {
     peer_devices: CodeSet,
 }
 
-super::stream::session_api!(ServerSession);
+super::stream::session_api!(ServerSession, ServerEvent);
 
 impl<'c, const S: usize> ServerSession<'c, S> {
     /// A session for a connection accepted at `now`.
@@ -191,57 +191,13 @@ impl<'c, const S: usize> ServerSession<'c, S> {
 
     // --- what arrived -------------------------------------------------------
 
-    /// Handles the message at the start of `buf`, received by `now`.
-    ///
-    /// `Partial` asks for more bytes (`needed` in all, already checked
-    /// against the maximum message size); `Complete((event, consumed))`
-    /// says what happened and how many bytes to drop.
-    ///
-    /// # Errors
-    /// The connection is over ([`is_closed`](Self::is_closed)); the
-    /// `ERROR` to send, if any, is queued.
-    pub fn handle<'a>(
-        &mut self,
-        now: u64,
-        buf: &'a [u8],
-    ) -> Result<Status<(ServerEvent<'a>, usize)>, SessionError> {
-        if self.link.state == State::Closed {
-            return Ok(Status::Complete((ServerEvent::Ignored, buf.len())));
-        }
-        let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
-            Status::Complete(f) => f,
-            Status::Partial { needed } => return Ok(Status::Partial { needed }),
-        };
-        let used = frame.len();
-        let event = self.dispatch(now, &frame)?;
-        self.link.idle_deadline = after(now, self.idle_timeout());
-        Ok(Status::Complete((event, used)))
-    }
-
-    fn idle_timeout(&self) -> u64 {
-        if self.link.state == State::AwaitHello {
-            self.config.handshake_timeout
-        } else {
-            self.config.idle_timeout
-        }
-    }
-
     fn dispatch<'a>(
         &mut self,
         now: u64,
-        frame: &Frame<'a>,
+        stream: u32,
+        code: u32,
+        msg: Message<'a>,
     ) -> Result<ServerEvent<'a>, SessionError> {
-        let stream = frame.stream_id();
-        let code = frame.message_type();
-        let msg = match Message::decode(frame) {
-            Ok(m) => m,
-            Err(e) => return self.fault(stream, SessionErrorKind::Malformed(e)),
-        };
-        let kind = msg.message_type();
-        // [NP-STREAM-1]: connection messages on stream 0, the rest elsewhere.
-        if kind.is_connection_message() != (stream == 0) && kind != MessageType::Error {
-            return self.fault(stream, SessionErrorKind::WrongStream { message_type: code });
-        }
         if self.link.state == State::AwaitHello {
             let Message::ClientHello(hello) = msg else {
                 return Err(self
@@ -255,12 +211,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             Message::Pong(t) => self.link.on_pong(t).map(ServerEvent::Pong),
             Message::Error(error) => {
                 if stream == 0 {
-                    // [NP-ERROR-3]: never answer an ERROR with an ERROR.
-                    self.link.state = State::Closed;
-                    return Err(SessionError {
-                        stream_id: 0,
-                        kind: SessionErrorKind::PeerError { code: error.code },
-                    });
+                    return Err(self.link.peer_closed(error.code));
                 }
                 self.link.streams.remove(stream);
                 Ok(ServerEvent::PeerError {
@@ -334,20 +285,11 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     }
 
     fn on_hello<'a>(&mut self, hello: Hello<'a>) -> Result<ServerEvent<'a>, SessionError> {
-        // [NP-HELLO-2]: version 0 does not exist; a newer client is answered
-        // with ours, which it accepts or refuses.
-        if hello.protocol_version == 0 {
-            return Err(self.link.fatal(
-                0,
-                SessionErrorKind::VersionMismatch {
-                    version: hello.protocol_version,
-                },
-            ));
-        }
+        // [NP-HELLO-2]: a newer client is answered with our version, which
+        // it accepts or refuses.
+        self.link.on_hello(&hello, u32::MAX)?;
         self.version = hello.protocol_version.min(PROTOCOL_VERSION);
-        self.link.peer_max = hello.max_message_size;
         self.peer_devices = CodeSet::from_codes(hello.devices);
-        self.link.state = State::Open;
         self.link.queue(Pending::Hello)?;
         Ok(ServerEvent::Hello(hello))
     }
@@ -396,21 +338,6 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             deadline,
         });
         Ok(None)
-    }
-
-    fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<ServerEvent<'a>, SessionError> {
-        let error = self.link.not_open(stream, code)?;
-        Ok(error.map_or(ServerEvent::Ignored, ServerEvent::StreamError))
-    }
-
-    /// A fault on `stream`: stream 0 closes the connection, any other
-    /// stream is answered with `ERROR` and closed.
-    fn fault<'a>(
-        &mut self,
-        stream: u32,
-        kind: SessionErrorKind,
-    ) -> Result<ServerEvent<'a>, SessionError> {
-        self.link.fault(stream, kind).map(ServerEvent::StreamError)
     }
 
     // --- what to send ------------------------------------------------------------

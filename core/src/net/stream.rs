@@ -8,6 +8,7 @@ use super::codes::{ErrorCode, MessageType};
 use super::control::{ErrorMessage, Ping};
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
 use super::header::{Frame, Status};
+use super::hello::Hello;
 use super::message::Message;
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
@@ -475,7 +476,7 @@ impl<const S: usize> Link<S> {
         self.queue(Pending::Error {
             stream,
             code: error.error_code(),
-            text: text_of(&kind),
+            text: kind.wire_text(),
         })?;
         Ok(error)
     }
@@ -515,6 +516,28 @@ impl<const S: usize> Link<S> {
         })
     }
 
+    /// The peer's hello (`[NP-HELLO-2]`): version 0 does not exist, and
+    /// one above `newest` is not spoken; any other opens the connection.
+    pub(crate) fn on_hello(&mut self, hello: &Hello<'_>, newest: u32) -> Result<(), SessionError> {
+        let version = hello.protocol_version;
+        if version == 0 || version > newest {
+            return Err(self.fatal(0, SessionErrorKind::VersionMismatch { version }));
+        }
+        self.peer_max = hello.max_message_size;
+        self.state = State::Open;
+        Ok(())
+    }
+
+    /// The peer's `ERROR` on stream 0: the connection is over, and no
+    /// `ERROR` answers it (`[NP-ERROR-3]`).
+    pub(crate) const fn peer_closed(&mut self, code: ErrorCode) -> SessionError {
+        self.state = State::Closed;
+        SessionError {
+            stream_id: 0,
+            kind: SessionErrorKind::PeerError { code },
+        }
+    }
+
     /// The peer's `PING`: its `PONG` is queued.
     pub(crate) fn on_ping(&mut self, t: Ping) -> Result<Ping, SessionError> {
         self.queue(Pending::Pong(t.0)).map(|()| t)
@@ -540,7 +563,7 @@ impl<const S: usize> Link<S> {
         let _ = self.outbox.push(Pending::Error {
             stream,
             code: error.error_code(),
-            text: text_of(&kind),
+            text: kind.wire_text(),
         });
         self.state = State::Closed;
         error
@@ -639,6 +662,19 @@ impl<const S: usize> Link<S> {
     }
 }
 
+/// The message in `frame`, on a stream its type may travel on
+/// (`[NP-STREAM-1]`: connection messages on stream 0, the rest elsewhere,
+/// `ERROR` on either).
+pub(crate) fn message<'a>(frame: &Frame<'a>) -> Result<Message<'a>, SessionErrorKind> {
+    let msg = Message::decode(frame).map_err(SessionErrorKind::Malformed)?;
+    let kind = msg.message_type();
+    if kind.is_connection_message() != (frame.stream_id() == 0) && kind != MessageType::Error {
+        let message_type = frame.message_type();
+        return Err(SessionErrorKind::WrongStream { message_type });
+    }
+    Ok(msg)
+}
+
 /// Writes the data frame `prefix` gives for `data`'s length, then `data`,
 /// into `out`; the two sessions' `send_data`.
 pub(crate) fn send_data(
@@ -665,34 +701,61 @@ pub(crate) fn send_data(
     Ok(total)
 }
 
-/// The text sent with an `ERROR` the session writes itself.
-pub(crate) const fn text_of(kind: &SessionErrorKind) -> &'static str {
-    match kind {
-        SessionErrorKind::Malformed(_) => "malformed message",
-        SessionErrorKind::Unexpected { .. } => "message not allowed in this state",
-        SessionErrorKind::WrongStream { .. } => "message on the wrong stream",
-        SessionErrorKind::UnknownStream => "stream is not open",
-        SessionErrorKind::StreamInUse => "stream id in use",
-        SessionErrorKind::TooManyStreams { .. } => "too many streams open",
-        SessionErrorKind::VersionMismatch { .. } => "protocol version not supported",
-        SessionErrorKind::DataOutOfOrder { .. } => "data frame out of order",
-        SessionErrorKind::DataOverrun { .. } => "data frame past total_data_bytes or empty",
-        SessionErrorKind::DataShort { .. } => "data ended before total_data_bytes",
-        SessionErrorKind::ShardMismatch => "shard descriptors are inconsistent",
-        SessionErrorKind::DeviceRefused { .. } => "device not accepted",
-        SessionErrorKind::UnsolicitedPong => "pong without ping",
-        SessionErrorKind::Timeout => "timed out",
-        SessionErrorKind::Unauthorized => "unauthorized",
-        SessionErrorKind::PeerError { .. } => "peer error",
-    }
-}
-
 /// The part of the two sessions' public API that is the [`Link`]'s: the
 /// same methods, with the same contracts, on `ClientSession` and
 /// `ServerSession` (each has a `link` and a `config` with the timeouts).
 macro_rules! session_api {
-    ($session:ident) => {
+    ($session:ident, $event:ident) => {
         impl<const S: usize> $session<'_, S> {
+            /// Handles the message at the start of `buf`, received by `now`.
+            ///
+            /// `Partial` asks for more bytes (`needed` in all, already checked
+            /// against the maximum message size); `Complete((event, consumed))`
+            /// says what happened and how many bytes to drop.
+            ///
+            /// # Errors
+            /// The connection is over ([`is_closed`](Self::is_closed)); the
+            /// `ERROR` to send, if any, is queued.
+            pub fn handle<'a>(
+                &mut self,
+                now: u64,
+                buf: &'a [u8],
+            ) -> Result<Status<($event<'a>, usize)>, SessionError> {
+                if self.link.state == State::Closed {
+                    return Ok(Status::Complete(($event::Ignored, buf.len())));
+                }
+                let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
+                    Status::Complete(f) => f,
+                    Status::Partial { needed } => return Ok(Status::Partial { needed }),
+                };
+                let (stream, code) = (frame.stream_id(), frame.message_type());
+                let event = match super::stream::message(&frame) {
+                    Ok(msg) => self.dispatch(now, stream, code, msg)?,
+                    Err(kind) => self.fault(stream, kind)?,
+                };
+                // Only an open connection gets here: a fault in the
+                // handshake closes it.
+                self.link.idle_deadline = after(now, self.config.idle_timeout);
+                Ok(Status::Complete((event, frame.len())))
+            }
+
+            /// A message of type `code` where `stream` takes none: ignored
+            /// on a stream just closed, else a fault.
+            fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<$event<'a>, SessionError> {
+                let error = self.link.not_open(stream, code)?;
+                Ok(error.map_or($event::Ignored, $event::StreamError))
+            }
+
+            /// A fault on `stream`: stream 0 closes the connection, any
+            /// other stream is answered with `ERROR` and closed.
+            fn fault<'a>(
+                &mut self,
+                stream: u32,
+                kind: SessionErrorKind,
+            ) -> Result<$event<'a>, SessionError> {
+                self.link.fault(stream, kind).map($event::StreamError)
+            }
+
             /// Whether the handshake is done and the connection open.
             #[must_use]
             pub fn is_established(&self) -> bool {
