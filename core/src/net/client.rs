@@ -28,7 +28,7 @@ use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
     CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of,
-    encode_pending,
+    encode_pending, too_many,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -242,11 +242,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     Err(k) => self.fault_request(stream, request, k),
                 }
             }
-            Message::TensorPutAck => match self.link.streams.get(stream) {
-                Some(Slot {
-                    kind: Kind::Put { ended: true, .. },
-                    ..
-                }) => {
+            Message::TensorPutAck => match self.link.streams.get(stream).map(|s| s.kind) {
+                Some(Kind::Put { ended: true, .. }) => {
                     self.link.streams.remove(stream);
                     Ok(ClientEvent::PutAck { stream_id: stream })
                 }
@@ -268,7 +265,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     fn request_of(&self, stream: u32) -> Option<u32> {
         match self.link.streams.get(stream)?.kind {
             Kind::Shard { parent, .. } => Some(parent),
-            Kind::Response { .. } => Some(stream),
+            Kind::Response(_) => Some(stream),
             Kind::Put { .. } => None,
         }
     }
@@ -279,7 +276,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         let timeout = self.config.request_timeout;
         let slot = self.link.streams.get_mut(stream)?;
         let found = match &mut slot.kind {
-            Kind::Response { transfer, .. } => (stream, transfer),
+            Kind::Response(r) => (stream, &mut r.transfer),
             Kind::Shard { parent, transfer } => (*parent, transfer),
             Kind::Put { .. } => return None,
         };
@@ -300,10 +297,11 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             Some(r) => r,
             None => {
                 let parent = block_of(stream);
-                let open = match self.link.streams.get(parent) {
-                    Some(slot) => matches!(slot.kind, Kind::Response { parallel: true, .. }),
-                    None => false,
-                };
+                let open = self
+                    .link
+                    .streams
+                    .response(parent)
+                    .is_some_and(|r| r.parallel);
                 if !open || parent == stream {
                     return self.not_open(stream, code);
                 }
@@ -321,44 +319,28 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     deadline,
                 };
                 if self.link.streams.insert(slot).is_err() {
-                    let max = super::stream::cap::<S>();
-                    let kind = SessionErrorKind::TooManyStreams { max };
-                    return self.fault_request(stream, parent, kind);
+                    return self.fault_request(stream, parent, too_many::<S>());
                 }
                 parent
             }
         };
         // Shard fields: index as the stream implies, one total for all.
-        let (parallel, shards_total, device, select) = match self.link.streams.get(request) {
-            Some(Slot {
-                kind:
-                    Kind::Response {
-                        parallel,
-                        shards_total,
-                        device,
-                        select,
-                        ..
-                    },
-                ..
-            }) => (*parallel, *shards_total, *device, *select),
-            _ => return self.not_open(stream, code),
+        let Some(&response) = self.link.streams.response(request) else {
+            return self.not_open(stream, code);
         };
         if message.shard_index != stream.wrapping_sub(request)
-            || message.total_shards > 1 && !parallel
-            || shards_total != 0 && shards_total != message.total_shards
-            || select.is_some_and(|s| !s.takes(message.total_shards, message.shard_index))
+            || response
+                .misfit(message.total_shards, message.shard_index)
+                .is_some()
         {
             return self.fault_request(stream, request, SessionErrorKind::ShardMismatch);
         }
         // [NP-DEVICE-2]: buffers on the preferred device or one we listed.
         if let Some(b) = message.descriptor.buffers().get(0) {
             let tag = b.device_tag().code();
-            if tag != device && !self.accepted_devices.contains(tag) {
-                return self.fault_request(
-                    stream,
-                    request,
-                    SessionErrorKind::DeviceRefused { device_tag: tag },
-                );
+            if tag != response.device && !self.accepted_devices.contains(tag) {
+                let kind = SessionErrorKind::DeviceRefused { device_tag: tag };
+                return self.fault_request(stream, request, kind);
             }
         }
         let Some((_, t)) = self.receiving(stream, now) else {
@@ -367,12 +349,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if let Err(k) = t.on_descriptor(message.total_data_bytes, message.member_count()) {
             return self.fault_request(stream, request, k);
         }
-        if let Some(Slot {
-            kind: Kind::Response { shards_total, .. },
-            ..
-        }) = self.link.streams.get_mut(request)
-        {
-            *shards_total = message.total_shards;
+        if let Some(r) = self.link.streams.response_mut(request) {
+            r.shards_total = message.total_shards;
         }
         Ok(ClientEvent::Descriptor {
             stream_id: stream,
@@ -497,14 +475,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     }
 
     fn put_transfer(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
-        match self.link.streams.get_mut(stream) {
-            Some(Slot {
-                kind:
-                    Kind::Put {
-                        transfer,
-                        ended: false,
-                    },
-                ..
+        match self.link.streams.get_mut(stream).map(|s| &mut s.kind) {
+            Some(Kind::Put {
+                transfer,
+                ended: false,
             }) => Ok(transfer),
             _ => Err(ApiMisuse::WrongState(stream)),
         }

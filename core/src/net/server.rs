@@ -25,8 +25,8 @@ use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
-    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of,
-    encode_pending,
+    CodeSet, Kind, Link, NEVER, Outbox, Pending, Response, Slot, State, Transfer, after, block_of,
+    encode_pending, too_many,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -166,13 +166,10 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// `PARALLEL_STREAMS` (`[NP-SHARD-2]`).
     #[must_use]
     pub fn may_shard(&self, stream: u32) -> bool {
-        matches!(
-            self.link.streams.get(stream),
-            Some(Slot {
-                kind: Kind::Response { parallel: true, .. },
-                ..
-            })
-        )
+        self.link
+            .streams
+            .response(stream)
+            .is_some_and(|r| r.parallel)
     }
 
     /// The shard selection in force for the open request on `stream`
@@ -180,13 +177,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// index 0 only, the whole tensor), nothing else.
     #[must_use]
     pub fn shard_select(&self, stream: u32) -> Option<ShardSelect> {
-        match self.link.streams.get(stream) {
-            Some(Slot {
-                kind: Kind::Response { select, .. },
-                ..
-            }) => *select,
-            _ => None,
-        }
+        self.link.streams.response(stream).and_then(|r| r.select)
     }
 
     // --- what arrived -------------------------------------------------------
@@ -309,15 +300,13 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             .contains(Capabilities::PARALLEL_STREAMS);
         let kind = kind(parallel);
         let refused = if self.link.streams.in_use(stream)
-            || matches!(kind, Kind::Response { parallel: true, .. })
+            || matches!(kind, Kind::Response(r) if r.parallel)
                 && self.link.streams.block_busy(stream)
         {
             // [NP-STREAM-2]: the ERROR closes the stream already open too.
             Some(SessionErrorKind::StreamInUse)
         } else if self.link.streams.open_count() >= S {
-            Some(SessionErrorKind::TooManyStreams {
-                max: super::stream::cap::<S>(),
-            })
+            Some(too_many::<S>())
         } else {
             None
         };
@@ -382,36 +371,20 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     ) -> Result<usize, ApiMisuse> {
         self.link.established()?;
         self.link.check_size(msg.encoded_len())?;
-        let Some(&Slot {
-            kind:
-                Kind::Response {
-                    transfer,
-                    parallel,
-                    shards_total,
-                    device,
-                    select,
-                    ..
-                },
-            ..
-        }) = self.link.streams.get(request_stream)
-        else {
+        let Some(&r) = self.link.streams.response(request_stream) else {
             return Err(ApiMisuse::WrongState(request_stream));
         };
-        if msg.total_shards > 1 && !parallel
-            || shards_total != 0 && shards_total != msg.total_shards
-        {
-            return Err(ApiMisuse::InvalidArgument("total_shards"));
-        }
-        if select.is_some_and(|s| !s.takes(msg.total_shards, msg.shard_index)) {
-            return Err(ApiMisuse::InvalidArgument("shard_index"));
+        if let Some(field) = r.misfit(msg.total_shards, msg.shard_index) {
+            return Err(ApiMisuse::InvalidArgument(field));
         }
         if let Some(b) = msg.descriptor.buffers().get(0) {
             let tag = b.device_tag().code();
             // Rule 4 of the device negotiation: CPU only as a fallback the
             // client listed, for a device the server advertised.
-            let fallback =
-                tag == 0 && self.peer_devices.contains(0) && self.config.hello.lists_device(device);
-            if tag != device && !fallback {
+            let fallback = tag == 0
+                && self.peer_devices.contains(0)
+                && self.config.hello.lists_device(r.device);
+            if tag != r.device && !fallback {
                 return Err(ApiMisuse::InvalidArgument("device_tag"));
             }
         }
@@ -421,7 +394,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         if !first && self.link.streams.get(stream).is_some() {
             return Err(ApiMisuse::WrongState(stream));
         }
-        let mut t = if first { transfer } else { Transfer::new() };
+        let mut t = if first { r.transfer } else { Transfer::new() };
         t.on_descriptor(msg.total_data_bytes, members)
             .map_err(|_| ApiMisuse::WrongState(stream))?;
         let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
@@ -435,31 +408,21 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 deadline: NEVER,
             })?;
         }
-        if let Some(Slot {
-            kind:
-                Kind::Response {
-                    transfer,
-                    shards_total,
-                    ..
-                },
-            ..
-        }) = self.link.streams.get_mut(request_stream)
-        {
+        if let Some(response) = self.link.streams.response_mut(request_stream) {
             if first {
-                *transfer = t;
+                response.transfer = t;
             }
-            *shards_total = msg.total_shards;
+            response.shards_total = msg.total_shards;
         }
         Ok(n)
     }
 
     /// The transfer on `stream` (a response or a shard) the server sends.
     fn sending(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
-        match self.link.streams.get_mut(stream) {
-            Some(Slot {
-                kind: Kind::Response { transfer, .. } | Kind::Shard { transfer, .. },
-                ..
-            }) => Ok(transfer),
+        match self.link.streams.get_mut(stream).map(|s| &mut s.kind) {
+            Some(Kind::Response(Response { transfer, .. }) | Kind::Shard { transfer, .. }) => {
+                Ok(transfer)
+            }
             _ => Err(ApiMisuse::WrongState(stream)),
         }
     }
@@ -505,12 +468,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
 
     fn finish_shard(&mut self, stream: u32) {
         let mut request = stream;
-        if let Some(Slot {
-            kind: Kind::Shard { parent, .. },
-            ..
-        }) = self.link.streams.get(stream)
-        {
-            request = *parent;
+        if let Some(Kind::Shard { parent, .. }) = self.link.streams.get(stream).map(|s| s.kind) {
+            request = parent;
             self.link.streams.remove(stream);
         }
         let _ = self.link.streams.shard_done(request);
@@ -523,12 +482,11 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// [`ApiMisuse::WrongState`] before the put's data ended.
     pub fn send_put_ack(&mut self, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        match self.link.streams.get(stream) {
-            Some(Slot {
-                kind: Kind::Put { ended: true, .. },
-                ..
-            }) => {}
-            _ => return Err(ApiMisuse::WrongState(stream)),
+        if !matches!(
+            self.link.streams.get(stream).map(|s| s.kind),
+            Some(Kind::Put { ended: true, .. })
+        ) {
+            return Err(ApiMisuse::WrongState(stream));
         }
         let n = Message::TensorPutAck.encode(stream, out)?;
         self.link.streams.remove(stream);

@@ -120,24 +120,49 @@ impl Transfer {
     }
 }
 
+/// A request's stream: the response (shard 0 when parallel) travels here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Response {
+    pub(crate) transfer: Transfer,
+    /// Shard streams may open in this request's block.
+    pub(crate) parallel: bool,
+    /// `total_shards` once a descriptor said it (0 before).
+    pub(crate) shards_total: u32,
+    /// Shards whose data has ended.
+    pub(crate) shards_done: u32,
+    /// The request's `preferred_device`.
+    pub(crate) device: u8,
+    /// The shard selection in force (`[NP-SHARD-4]`): one shard ends the
+    /// request.
+    pub(crate) select: Option<ShardSelect>,
+}
+
+impl Response {
+    /// The shard field of a descriptor that does not fit this request, if
+    /// one does not: more than one shard unless parallel, one
+    /// `total_shards` for every shard (`[NP-SHARD-2]`), the selection's
+    /// shard (`[NP-SHARD-4]`).
+    pub(crate) fn misfit(&self, total_shards: u32, shard_index: u32) -> Option<&'static str> {
+        if total_shards > 1 && !self.parallel
+            || self.shards_total != 0 && self.shards_total != total_shards
+        {
+            return Some("total_shards");
+        }
+        if self
+            .select
+            .is_some_and(|s| !s.takes(total_shards, shard_index))
+        {
+            return Some("shard_index");
+        }
+        None
+    }
+}
+
 /// What an open stream is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// A request's stream: the response (shard 0 when parallel) travels here.
-    Response {
-        transfer: Transfer,
-        /// Shard streams may open in this request's block.
-        parallel: bool,
-        /// `total_shards` once a descriptor said it (0 before).
-        shards_total: u32,
-        /// Shards whose data has ended.
-        shards_done: u32,
-        /// The request's `preferred_device`.
-        device: u8,
-        /// The shard selection in force (`[NP-SHARD-4]`): one shard ends
-        /// the request.
-        select: Option<ShardSelect>,
-    },
+    /// A request's stream.
+    Response(Response),
     /// Shard `id - parent` of the request on `parent`.
     Shard { parent: u32, transfer: Transfer },
     /// A put: data then, once ended, the acknowledgement.
@@ -152,7 +177,7 @@ impl Kind {
     pub(crate) fn response(request: &TensorRequest<'_>, parallel: bool, max: Option<u16>) -> Self {
         let select = ShardSelect::find(&request.preferred_layouts)
             .filter(|s| parallel && max.is_some_and(|m| s.count() <= m));
-        Self::Response {
+        Self::Response(Response {
             transfer: match select {
                 Some(s) if s.index() != 0 => Transfer::none(),
                 _ => Transfer::new(),
@@ -162,7 +187,7 @@ impl Kind {
             shards_done: 0,
             device: request.preferred_device,
             select,
-        }
+        })
     }
 }
 
@@ -204,6 +229,21 @@ impl<const S: usize> Streams<S> {
         self.slots.iter_mut().flatten().find(|s| s.id == id)
     }
 
+    /// The request open on `id`, if one is.
+    pub(crate) fn response(&self, id: u32) -> Option<&Response> {
+        match &self.get(id)?.kind {
+            Kind::Response(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn response_mut(&mut self, id: u32) -> Option<&mut Response> {
+        match &mut self.get_mut(id)?.kind {
+            Kind::Response(r) => Some(r),
+            _ => None,
+        }
+    }
+
     pub(crate) fn open_count(&self) -> usize {
         self.slots.iter().flatten().count()
     }
@@ -212,8 +252,7 @@ impl<const S: usize> Streams<S> {
     /// request (`[NP-SHARD-2]`).
     pub(crate) fn in_use(&self, id: u32) -> bool {
         self.slots.iter().flatten().any(|s| {
-            s.id == id
-                || matches!(s.kind, Kind::Response { parallel: true, .. }) && block_of(id) == s.id
+            s.id == id || matches!(s.kind, Kind::Response(r) if r.parallel) && block_of(id) == s.id
         })
     }
 
@@ -258,24 +297,15 @@ impl<const S: usize> Streams<S> {
     /// Counts one more finished shard of request `parent`; closes the
     /// request when every shard has ended. `true` when the request is done.
     pub(crate) fn shard_done(&mut self, parent: u32) -> bool {
-        let done = match self.get_mut(parent) {
-            Some(Slot {
-                kind:
-                    Kind::Response {
-                        shards_total,
-                        shards_done,
-                        transfer,
-                        select,
-                        ..
-                    },
-                ..
-            }) => {
-                *shards_done = shards_done.saturating_add(1);
-                let expected = if select.is_some() { 1 } else { *shards_total };
-                *shards_total != 0 && *shards_done >= expected && transfer.finished()
-            }
-            _ => false,
-        };
+        let done = self.response_mut(parent).is_some_and(|r| {
+            r.shards_done = r.shards_done.saturating_add(1);
+            let expected = if r.select.is_some() {
+                1
+            } else {
+                r.shards_total
+            };
+            r.shards_total != 0 && r.shards_done >= expected && r.transfer.finished()
+        });
         if done {
             self.remove(parent);
         }
@@ -396,14 +426,16 @@ impl CodeSet {
     }
 }
 
-/// `S` as a `u32` (saturating).
-pub(crate) const fn cap<const S: usize>() -> u32 {
+/// The fault of a peer that makes a session of `S` streams hold more
+/// (`S` as a `u32`, saturating).
+pub(crate) const fn too_many<const S: usize>() -> SessionErrorKind {
     #[allow(clippy::cast_possible_truncation)] // checked on the line itself
-    if S > u32::MAX as usize {
+    let max = if S > u32::MAX as usize {
         u32::MAX
     } else {
         S as u32
-    }
+    };
+    SessionErrorKind::TooManyStreams { max }
 }
 
 /// Bytes any control message of a session with `hello` needs.
@@ -575,7 +607,7 @@ impl<const S: usize> Link<S> {
         if self.outbox.push(p) {
             return Ok(());
         }
-        Err(self.fatal(0, SessionErrorKind::TooManyStreams { max: cap::<S>() }))
+        Err(self.fatal(0, too_many::<S>()))
     }
 
     /// The next deadline; `None` once closed.
