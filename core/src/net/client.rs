@@ -27,8 +27,7 @@ use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
-    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of,
-    encode_pending, too_many,
+    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of, too_many,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -381,24 +380,11 @@ impl<'c, const S: usize> ClientSession<'c, S> {
 
     // --- what to send ------------------------------------------------------------------
 
-    /// The next control message the session owes the server.
-    ///
-    /// # Errors
-    /// `out` too small (the message stays queued).
-    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
-        let Some(p) = self.link.outbox.front() else {
-            return Ok(None);
-        };
-        let n = match p {
-            Pending::Hello => {
-                let n = Message::ClientHello(self.config.hello).encode(0, out)?;
-                self.link.state = State::AwaitHello;
-                n
-            }
-            other => encode_pending(other, out)?,
-        };
-        self.link.outbox.pop();
-        Ok(Some(n))
+    /// Writes our `CLIENT_HELLO`; the server's is awaited from then on.
+    fn send_hello(&mut self, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+        let n = Message::ClientHello(self.config.hello).encode(0, out)?;
+        self.link.state = State::AwaitHello;
+        Ok(n)
     }
 
     fn ready(&self, stream: u32, payload: usize) -> Result<(), ApiMisuse> {

@@ -26,7 +26,7 @@ use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
     CodeSet, Kind, Link, NEVER, Outbox, Pending, Response, Slot, State, Transfer, after, block_of,
-    encode_pending, too_many,
+    too_many,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -331,28 +331,13 @@ impl<'c, const S: usize> ServerSession<'c, S> {
 
     // --- what to send ------------------------------------------------------------
 
-    /// The next control message the session owes the client, written into
-    /// `out` ([`max_control_len`](Self::max_control_len) bytes suffice).
-    ///
-    /// # Errors
-    /// [`ApiMisuse::Encode`] when `out` is too small (the message stays
-    /// queued).
-    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
-        let Some(p) = self.link.outbox.front() else {
-            return Ok(None);
+    /// Writes our `SERVER_HELLO`, with the version the session settled on.
+    fn send_hello(&self, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+        let hello = Hello {
+            protocol_version: self.version,
+            ..self.config.hello
         };
-        let n = match p {
-            Pending::Hello => {
-                let hello = Hello {
-                    protocol_version: self.version,
-                    ..self.config.hello
-                };
-                Message::ServerHello(hello).encode(0, out)?
-            }
-            other => encode_pending(other, out)?,
-        };
-        self.link.outbox.pop();
-        Ok(Some(n))
+        Ok(Message::ServerHello(hello).encode(0, out)?)
     }
 
     /// Answers the request on `request_stream` with a descriptor: on that

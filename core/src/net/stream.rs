@@ -392,18 +392,6 @@ impl Outbox {
     }
 }
 
-/// Encodes a pending message other than the hello.
-pub(crate) fn encode_pending(p: Pending, out: &mut [u8]) -> Result<usize, ApiMisuse> {
-    let (stream, msg) = match p {
-        Pending::Pong(t) => (0, Message::Pong(Ping(t))),
-        Pending::Error { stream, code, text } => {
-            (stream, Message::Error(ErrorMessage { code, text }))
-        }
-        Pending::Hello => return Err(ApiMisuse::InvalidArgument("hello")),
-    };
-    Ok(msg.encode(stream, out)?)
-}
-
 /// A set of byte codes (device tags, memory classes) in 32 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct CodeSet([u64; 4]);
@@ -841,6 +829,28 @@ macro_rules! session_api {
             /// The connection timed out.
             pub fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
                 self.link.handle_timeout(now)
+            }
+
+            /// The next control message the session owes the peer (its hello
+            /// first, then `PONG`s and `ERROR`s), written into `out`
+            /// ([`max_control_len`](Self::max_control_len) bytes suffice).
+            ///
+            /// # Errors
+            /// [`ApiMisuse::Encode`] when `out` is too small (the message
+            /// stays queued).
+            pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
+                let Some(p) = self.link.outbox.front() else {
+                    return Ok(None);
+                };
+                let n = match p {
+                    Pending::Hello => self.send_hello(out)?,
+                    Pending::Pong(t) => Message::Pong(Ping(t)).encode(0, out)?,
+                    Pending::Error { stream, code, text } => {
+                        Message::Error(ErrorMessage { code, text }).encode(stream, out)?
+                    }
+                };
+                self.link.outbox.pop();
+                Ok(Some(n))
             }
 
             /// [`data_prefix`](Self::data_prefix) and the data, copied into `out`.
