@@ -387,13 +387,35 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         Ok(n)
     }
 
-    fn ready(&self, stream: u32, payload: usize) -> Result<(), ApiMisuse> {
+    /// Opens `stream` for `kind` with `msg`, written into `out`; a
+    /// parallel request needs a free shard block of its own.
+    fn open(
+        &mut self,
+        stream: u32,
+        kind: Kind,
+        deadline: u64,
+        msg: Message<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        self.link.check_size(payload)?;
-        if stream == 0 || self.link.streams.in_use(stream) {
+        self.link.check_size(msg.payload_len() as u64)?;
+        let parallel = matches!(kind, Kind::Response(r) if r.parallel);
+        if stream == 0
+            || self.link.streams.in_use(stream)
+            || parallel && (block_of(stream) != stream || self.link.streams.block_busy(stream))
+        {
             return Err(ApiMisuse::StreamUnavailable(stream));
         }
-        Ok(())
+        if self.link.streams.open_count() >= S {
+            return Err(ApiMisuse::NoFreeStream);
+        }
+        let n = msg.encode(stream, out)?;
+        self.link.streams.insert(Slot {
+            id: stream,
+            kind,
+            deadline,
+        })?;
+        Ok(n)
     }
 
     /// Sends `request` on a new `stream` at `now`. With `PARALLEL_OK` the
@@ -413,21 +435,16 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         request: &TensorRequest<'_>,
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
-        self.ready(stream, request.encoded_len())?;
         let parallel = request.flags.contains(RequestFlags::PARALLEL_OK);
-        if parallel && (block_of(stream) != stream || self.link.streams.block_busy(stream)) {
-            return Err(ApiMisuse::StreamUnavailable(stream));
-        }
-        if self.link.streams.open_count() >= S {
-            return Err(ApiMisuse::NoFreeStream);
-        }
-        let n = Message::TensorRequest(*request).encode(stream, out)?;
-        self.link.streams.insert(Slot {
-            id: stream,
-            kind: Kind::response(request, parallel, self.peer_select_max()),
-            deadline: after(now, self.config.request_timeout),
-        })?;
-        Ok(n)
+        let kind = Kind::response(request, parallel, self.peer_select_max());
+        let deadline = after(now, self.config.request_timeout);
+        self.open(
+            stream,
+            kind,
+            deadline,
+            Message::TensorRequest(*request),
+            out,
+        )
     }
 
     /// Starts `put` on a new `stream`; send its bytes with
@@ -442,22 +459,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         put: &TensorPut<'_>,
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
-        self.ready(stream, put.encoded_len())?;
-        if self.link.streams.open_count() >= S {
-            return Err(ApiMisuse::NoFreeStream);
-        }
-        let n = Message::TensorPut(*put).encode(stream, out)?;
-        let mut transfer = Transfer::new();
-        let _ = transfer.on_descriptor(put.total_data_bytes, 0);
-        self.link.streams.insert(Slot {
-            id: stream,
-            kind: Kind::Put {
-                transfer,
-                ended: false,
-            },
-            deadline: NEVER,
-        })?;
-        Ok(n)
+        let kind = Kind::put(put.total_data_bytes);
+        self.open(stream, kind, NEVER, Message::TensorPut(*put), out)
     }
 
     fn put_transfer(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
@@ -481,13 +484,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         offset: u64,
         len: u32,
     ) -> Result<[u8; 20], ApiMisuse> {
-        let max = self.link.peer_max;
-        if u64::from(len).saturating_add(8) > u64::from(max) {
-            return Err(ApiMisuse::TooLargeForPeer {
-                length: u64::from(len).saturating_add(8),
-                max,
-            });
-        }
+        self.link.check_size(u64::from(len).saturating_add(8))?;
         self.put_transfer(stream)?
             .on_data(offset, len as usize)
             .map_err(|_| ApiMisuse::OutOfOrder(stream))?;

@@ -226,13 +226,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 })
             }
             Message::TensorPut(put) => {
-                let mut transfer = Transfer::new();
-                // The descriptor came with the put: data comes next.
-                let _ = transfer.on_descriptor(put.total_data_bytes, 0);
-                if let Some(e) = self.open(stream, now, |_| Kind::Put {
-                    transfer,
-                    ended: false,
-                })? {
+                if let Some(e) = self.open(stream, now, |_| Kind::put(put.total_data_bytes))? {
                     return Ok(ServerEvent::StreamError(e));
                 }
                 Ok(ServerEvent::PutStart {
@@ -355,7 +349,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        self.link.check_size(msg.encoded_len())?;
+        self.link.check_size(msg.encoded_len() as u64)?;
         let Some(&r) = self.link.streams.response(request_stream) else {
             return Err(ApiMisuse::WrongState(request_stream));
         };
@@ -427,7 +421,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         len: u32,
     ) -> Result<[u8; 20], ApiMisuse> {
         self.link.established()?;
-        self.link.check_size((len as usize).saturating_add(8))?;
+        self.link
+            .check_size((len as usize).saturating_add(8) as u64)?;
         self.sending(stream)?
             .on_data(offset, len as usize)
             .map_err(|_| ApiMisuse::OutOfOrder(stream))?;

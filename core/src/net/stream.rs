@@ -4,10 +4,12 @@
 //! sets of device and memory-class codes. Fixed sizes everywhere: a peer
 //! can make a session refuse, never grow.
 
+use zerocopy::FromBytes;
+
 use super::codes::{ErrorCode, MessageType};
-use super::control::{ErrorMessage, Ping};
+use super::control::Ping;
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
-use super::header::{Frame, Status};
+use super::header::{Frame, MessageHeader, Status};
 use super::hello::Hello;
 use super::message::Message;
 use super::request::TensorRequest;
@@ -188,6 +190,16 @@ impl Kind {
             device: request.preferred_device,
             select,
         })
+    }
+
+    /// A put of `total` bytes: its descriptor came with it, data is next.
+    pub(crate) fn put(total: u64) -> Self {
+        let mut transfer = Transfer::new();
+        let _ = transfer.on_descriptor(total, 0);
+        Self::Put {
+            transfer,
+            ended: false,
+        }
     }
 }
 
@@ -426,13 +438,6 @@ pub(crate) const fn too_many<const S: usize>() -> SessionErrorKind {
     SessionErrorKind::TooManyStreams { max }
 }
 
-/// Bytes any control message of a session with `hello` needs.
-pub(crate) const fn max_control_len(hello: &super::hello::Hello<'_>) -> usize {
-    let hello = hello.encoded_len().saturating_add(12);
-    let error = 20 + super::control::MAX_ERROR_TEXT;
-    if hello > error { hello } else { error }
-}
-
 /// A stream's deadline after activity at `now`.
 pub(crate) const fn after(now: u64, timeout: u64) -> u64 {
     now.saturating_add(timeout)
@@ -528,10 +533,8 @@ impl<const S: usize> Link<S> {
         max: u32,
     ) -> Result<Status<Frame<'a>>, SessionError> {
         Frame::parse(buf, max).map_err(|e| {
-            let stream = buf
-                .get(4..8)
-                .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                .map_or(0, u32::from_le_bytes);
+            let header = MessageHeader::read_from_prefix(buf);
+            let stream = header.map_or(0, |(h, _)| h.stream_id.get());
             self.fatal(stream, SessionErrorKind::Malformed(e))
         })
     }
@@ -598,35 +601,6 @@ impl<const S: usize> Link<S> {
         Err(self.fatal(0, too_many::<S>()))
     }
 
-    /// The next deadline; `None` once closed.
-    pub(crate) fn poll_timeout(&self) -> Option<u64> {
-        if self.state == State::Closed {
-            return None;
-        }
-        Some(
-            self.idle_deadline
-                .min(self.ping_deadline)
-                .min(self.streams.earliest()),
-        )
-    }
-
-    /// Runs the timers at `now`: an expired stream is closed with `ERROR`
-    /// (`TIMEOUT`) and returned; an expired handshake, idle or ping timer
-    /// ends the connection.
-    pub(crate) fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
-        if self.state == State::Closed {
-            return Ok(None);
-        }
-        if now >= self.idle_deadline || now >= self.ping_deadline {
-            return Err(self.fatal(0, SessionErrorKind::Timeout));
-        }
-        if let Some(id) = self.streams.expired(now) {
-            let _ = self.fault(id, SessionErrorKind::Timeout)?;
-            return Ok(Some(id));
-        }
-        Ok(None)
-    }
-
     /// `Err(NotEstablished)` unless the handshake is done.
     pub(crate) fn established(&self) -> Result<(), ApiMisuse> {
         if self.state == State::Open {
@@ -637,48 +611,14 @@ impl<const S: usize> Link<S> {
     }
 
     /// `Err(TooLargeForPeer)` for a payload past the peer's maximum.
-    pub(crate) fn check_size(&self, payload: usize) -> Result<(), ApiMisuse> {
-        if payload as u64 > u64::from(self.peer_max) {
+    pub(crate) fn check_size(&self, payload: u64) -> Result<(), ApiMisuse> {
+        if payload > u64::from(self.peer_max) {
             return Err(ApiMisuse::TooLargeForPeer {
-                length: payload as u64,
+                length: payload,
                 max: self.peer_max,
             });
         }
         Ok(())
-    }
-
-    /// Writes `ERROR` on `stream` into `out` and closes the stream (with
-    /// its shards), or on stream 0 the connection.
-    pub(crate) fn send_error(
-        &mut self,
-        stream: u32,
-        code: ErrorCode,
-        text: &str,
-        out: &mut [u8],
-    ) -> Result<usize, ApiMisuse> {
-        let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
-        if stream == 0 {
-            self.state = State::Closed;
-        } else {
-            self.streams.remove(stream);
-        }
-        Ok(n)
-    }
-
-    /// Writes a `PING` with `token` at `now` into `out`; the answer is due
-    /// within `idle_timeout`.
-    pub(crate) fn send_ping(
-        &mut self,
-        now: u64,
-        idle_timeout: u64,
-        token: u64,
-        out: &mut [u8],
-    ) -> Result<usize, ApiMisuse> {
-        self.established()?;
-        let n = Message::Ping(Ping(token)).encode(0, out)?;
-        self.ping = Some(token);
-        self.ping_deadline = after(now, idle_timeout);
-        Ok(n)
     }
 }
 
@@ -693,32 +633,6 @@ pub(crate) fn message<'a>(frame: &Frame<'a>) -> Result<Message<'a>, SessionError
         return Err(SessionErrorKind::WrongStream { message_type });
     }
     Ok(msg)
-}
-
-/// Writes the data frame `prefix` gives for `data`'s length, then `data`,
-/// into `out`; the two sessions' `send_data`.
-pub(crate) fn send_data(
-    data: &[u8],
-    out: &mut [u8],
-    prefix: impl FnOnce(u32) -> Result<[u8; 20], ApiMisuse>,
-) -> Result<usize, ApiMisuse> {
-    let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
-    let total = 20usize.saturating_add(data.len());
-    let dst =
-        out.get_mut(..total)
-            .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
-                needed: total as u64,
-                available: 0,
-            }))?;
-    let Some((a, b)) = dst.split_at_mut_checked(20) else {
-        return Err(ApiMisuse::InvalidArgument("data"));
-    };
-    if b.len() != data.len() {
-        return Err(ApiMisuse::InvalidArgument("data"));
-    }
-    crate::copy_at(a, 0, &prefix(len)?);
-    crate::copy_at(b, 0, data);
-    Ok(total)
 }
 
 /// The part of the two sessions' public API that is the [`Link`]'s: the
@@ -810,14 +724,24 @@ macro_rules! session_api {
             /// Bytes a `poll_transmit` buffer needs to hold any control message.
             #[must_use]
             pub const fn max_control_len(&self) -> usize {
-                super::stream::max_control_len(&self.config.hello)
+                let hello = self.config.hello.encoded_len().saturating_add(12);
+                let error = 20 + super::control::MAX_ERROR_TEXT;
+                if hello > error { hello } else { error }
             }
 
             /// When [`handle_timeout`](Self::handle_timeout) must run next
             /// (`None`: never, the connection is closed).
             #[must_use]
             pub fn poll_timeout(&self) -> Option<u64> {
-                self.link.poll_timeout()
+                if self.link.state == State::Closed {
+                    return None;
+                }
+                let link = &self.link;
+                Some(
+                    link.idle_deadline
+                        .min(link.ping_deadline)
+                        .min(link.streams.earliest()),
+                )
             }
 
             /// Runs the timers at `now`: a stream (request, shard or put)
@@ -828,7 +752,17 @@ macro_rules! session_api {
             /// # Errors
             /// The connection timed out.
             pub fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
-                self.link.handle_timeout(now)
+                if self.link.state == State::Closed {
+                    return Ok(None);
+                }
+                if now >= self.link.idle_deadline || now >= self.link.ping_deadline {
+                    return Err(self.link.fatal(0, SessionErrorKind::Timeout));
+                }
+                if let Some(id) = self.link.streams.expired(now) {
+                    let _ = self.link.fault(id, SessionErrorKind::Timeout)?;
+                    return Ok(Some(id));
+                }
+                Ok(None)
             }
 
             /// The next control message the session owes the peer (its hello
@@ -864,7 +798,18 @@ macro_rules! session_api {
                 data: &[u8],
                 out: &mut [u8],
             ) -> Result<usize, ApiMisuse> {
-                super::stream::send_data(data, out, |len| self.data_prefix(stream, offset, len))
+                let len =
+                    u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
+                let total = 20usize.saturating_add(data.len());
+                if out.len() < total {
+                    return Err(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
+                        needed: total as u64,
+                        available: 0,
+                    }));
+                }
+                crate::copy_at(out, 0, &self.data_prefix(stream, offset, len)?);
+                crate::copy_at(out, 20, data);
+                Ok(total)
             }
 
             /// Closes `stream` (a request with its shards, or a put) with
@@ -879,7 +824,13 @@ macro_rules! session_api {
                 text: &str,
                 out: &mut [u8],
             ) -> Result<usize, ApiMisuse> {
-                self.link.send_error(stream, code, text, out)
+                let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
+                if stream == 0 {
+                    self.link.state = State::Closed;
+                } else {
+                    self.link.streams.remove(stream);
+                }
+                Ok(n)
             }
 
             /// Sends a `PING` with `token` at `now`; the peer must answer
@@ -893,8 +844,11 @@ macro_rules! session_api {
                 token: u64,
                 out: &mut [u8],
             ) -> Result<usize, ApiMisuse> {
-                let idle = self.config.idle_timeout;
-                self.link.send_ping(now, idle, token, out)
+                self.link.established()?;
+                let n = Message::Ping(Ping(token)).encode(0, out)?;
+                self.link.ping = Some(token);
+                self.link.ping_deadline = after(now, self.config.idle_timeout);
+                Ok(n)
             }
         }
     };
