@@ -369,13 +369,11 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if stream != request {
             self.link.streams.remove(stream);
         }
-        match self.fault(request, kind)? {
-            ClientEvent::StreamError(e) => Ok(ClientEvent::StreamError(SessionError {
-                stream_id: stream,
-                kind: e.kind,
-            })),
-            other => Ok(other),
-        }
+        let e = self.link.fault(request, kind)?;
+        Ok(ClientEvent::StreamError(SessionError {
+            stream_id: stream,
+            ..e
+        }))
     }
 
     // --- what to send ------------------------------------------------------------------

@@ -16,9 +16,10 @@ use super::codes::ErrorCode;
 
 /// An error enum and its `Display` from one list: each variant with its
 /// doc, its fields and the text it prints (a tuple variant names its fields
-/// for the text: `Variant(name: Type)`). With `: codes`, each variant also
-/// gives, after a `;`, the `ERROR` code a session answers it with and the
-/// text the session sends beside it (`error_code`, `wire_text`).
+/// for the text: `Variant(name: Type)`). The enum is `Copy` and derives
+/// `defmt::Format` with the `defmt` feature. With `: codes`, each variant
+/// also gives, after a `;`, the `ERROR` code a session answers it with and
+/// the text the session sends beside it (`error_code`, `wire_text`).
 macro_rules! error_enum {
     (
         $(#[$meta:meta])*
@@ -33,6 +34,8 @@ macro_rules! error_enum {
         }
     ) => {
         $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
         pub enum $name $(<$g>)? {
             $(
                 $(#[$vmeta])*
@@ -121,8 +124,6 @@ located_error! {
 
 error_enum! {
     /// What is wrong with a message's bytes.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum NetErrorKind {
         /// The payload ends before a field it must contain.
@@ -226,8 +227,6 @@ impl core::error::Error for SessionError {}
 
 error_enum! {
     /// What a peer did against the session's rules (`docs/spec/network.md`).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum SessionErrorKind: codes {
         /// The message's bytes are malformed.
@@ -320,8 +319,6 @@ error_enum! {
 error_enum! {
     /// The application asked a session for something its state forbids (the
     /// caller's fault, never the peer's): the session is unchanged.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum ApiMisuse {
         /// The session is not (or no longer) established.

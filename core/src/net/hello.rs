@@ -1,13 +1,9 @@
 //! `CLIENT_HELLO` and `SERVER_HELLO` (one payload layout for both), and the
 //! layout-entry lists they and `TENSOR_REQUEST` carry.
 //!
-//! [`Hello::decode`] checks, before handing out a value: the 16 fixed bytes
-//! ([`HelloFixed`]), reserved capability bits and the GPUDirect ⇒ RDMA rule,
-//! `max_message_size` against [`MIN_MESSAGE_SIZE`], every layout entry
-//! (a known public tag, or an extension tag whose metadata length stays
-//! inside the payload), every device tag and memory class code, and that no
-//! byte is left over. The memory-class list may be absent (the payload then
-//! ends after the device list). Nothing here can panic or allocate.
+//! [`Hello::decode`] checks every rule of `[NP-HELLO-3]` and `[NP-LAYOUT-1]`
+//! (`docs/spec/network.md`) before handing out a value. Nothing here can
+//! panic or allocate.
 
 use static_assertions::{assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U32, U64};

@@ -8,13 +8,9 @@
 //! time passed in (milliseconds of any monotonic clock). No socket, no
 //! clock, no allocation: `S` streams at most, fixed at compile time.
 //!
-//! What the machine guarantees: the peer's messages are accepted only in
-//! the order `docs/spec/network.md` allows; every fault is answered with the
-//! `ERROR` code that section names; a fault on a stream closes that stream
-//! only, a fault on stream 0 (or in the handshake) closes the connection;
-//! the application cannot send a message out of order (its mutators refuse
-//! with [`ApiMisuse`] and change nothing). `handle` never panics on any
-//! bytes.
+//! What it guarantees is the [module's contract](super#contract); a fault
+//! on a stream closes that stream only, a fault on stream 0 (or in the
+//! handshake) closes the connection.
 
 use super::codes::{Capabilities, ErrorCode, RequestFlags};
 use super::control::{ErrorMessage, Ping};
@@ -212,27 +208,23 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             }
             Message::TensorRequest(request) => {
                 let advertised = ShardSelect::find(&self.config.hello.layouts).map(|a| a.count());
-                if let Some(e) = self.open(stream, now, |ok_parallel| {
+                let event = ServerEvent::Request {
+                    stream_id: stream,
+                    request,
+                };
+                self.open(stream, now, event, |ok_parallel| {
                     let parallel = ok_parallel
                         && request.flags.contains(RequestFlags::PARALLEL_OK)
                         && block_of(stream) == stream;
                     Kind::response(&request, parallel, advertised)
-                })? {
-                    return Ok(ServerEvent::StreamError(e));
-                }
-                Ok(ServerEvent::Request {
-                    stream_id: stream,
-                    request,
                 })
             }
             Message::TensorPut(put) => {
-                if let Some(e) = self.open(stream, now, |_| Kind::put(put.total_data_bytes))? {
-                    return Ok(ServerEvent::StreamError(e));
-                }
-                Ok(ServerEvent::PutStart {
+                let event = ServerEvent::PutStart {
                     stream_id: stream,
                     put,
-                })
+                };
+                self.open(stream, now, event, |_| Kind::put(put.total_data_bytes))
             }
             Message::TensorData(_) | Message::TensorDataEnd => {
                 let timeout = self.config.request_timeout;
@@ -279,14 +271,15 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         Ok(ServerEvent::Hello(hello))
     }
 
-    /// Opens `stream` for a request or put; `Some(error)` when refused
-    /// (the `ERROR` is queued).
-    fn open(
+    /// Opens `stream` for a request or put and reports `event`; when
+    /// refused, the `ERROR` is queued and the event is the stream's error.
+    fn open<'a>(
         &mut self,
         stream: u32,
         now: u64,
+        event: ServerEvent<'a>,
         kind: impl FnOnce(bool) -> Kind,
-    ) -> Result<Option<SessionError>, SessionError> {
+    ) -> Result<ServerEvent<'a>, SessionError> {
         let parallel = self
             .config
             .hello
@@ -305,10 +298,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             None
         };
         if let Some(kind) = refused {
-            return match self.fault(stream, kind)? {
-                ServerEvent::StreamError(e) => Ok(Some(e)),
-                _ => Ok(None),
-            };
+            return self.fault(stream, kind);
         }
         let deadline = match kind {
             Kind::Put { .. } => after(now, self.config.request_timeout),
@@ -320,7 +310,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             kind,
             deadline,
         });
-        Ok(None)
+        Ok(event)
     }
 
     // --- what to send ------------------------------------------------------------

@@ -8,8 +8,6 @@ use super::transfer::DescriptorMessage;
 
 error_enum! {
     /// Why a set of shards does not form one tensor (answer: `SHARD_MISMATCH`).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum ShardError {
         /// Not as many shards as `total_shards` says.

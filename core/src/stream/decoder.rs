@@ -5,9 +5,11 @@
 //! boxes), and the input chunks it feeds. The decoder copies descriptor
 //! bytes only; buffer bytes are handed back as slices of the caller's input.
 
+use zerocopy::FromBytes;
+
 use crate::descriptor::{HEADER_LEN, TensorView};
 use crate::error::{DescriptorError, DescriptorErrorKind};
-use crate::handle::ENTRY_LEN;
+use crate::handle::{BufferHandleEntry, ENTRY_LEN};
 use crate::{DESCRIPTOR_MAGIC, SyncMode, VERSION_MAJOR, copy_at};
 
 use super::composite::{OpenComposites, Overflow};
@@ -129,13 +131,6 @@ pub struct StreamDecoder<'o, D, S> {
     offset: u64,
 }
 
-fn read_u64(bytes: &[u8], at: usize) -> u64 {
-    bytes
-        .get(at..)
-        .and_then(<[u8]>::first_chunk::<8>)
-        .map_or(0, |w| u64::from_le_bytes(*w))
-}
-
 /// Takes up to `want - *have` bytes of `rest` into `dst` at `*have`,
 /// counting them in `have` and `pos`; returns how many.
 #[inline(always)]
@@ -232,7 +227,8 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         let at = (buffer as usize)
             .saturating_mul(ENTRY_LEN)
             .saturating_add(self.table_at);
-        read_u64(self.desc.as_ref(), at)
+        let bytes = self.desc.as_ref().get(at..).unwrap_or_default();
+        BufferHandleEntry::ref_from_prefix(bytes).map_or(0, |(e, _)| e.byte_size.get())
     }
 
     /// Bytes of the current tensor's data not yet handed out.
@@ -573,7 +569,8 @@ fn check<'d>(
                 buffer: i,
                 sync_mode: e.sync_mode,
             };
-            return Err((at.saturating_add(13), kind));
+            let sync_at = core::mem::offset_of!(BufferHandleEntry, sync_mode) as u64;
+            return Err((at.saturating_add(sync_at), kind));
         }
         if size > limits.max_buffer_bytes {
             let kind = StreamErrorKind::BufferTooLarge {

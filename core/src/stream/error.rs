@@ -91,8 +91,6 @@ impl core::error::Error for StreamError {
 
 error_enum! {
     /// Where in the stream an early end was found.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub enum Phase {
         /// Inside a descriptor.
         Descriptor => "a descriptor",
@@ -105,8 +103,6 @@ error_enum! {
 
 error_enum! {
     /// What is wrong with a stream.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum StreamErrorKind {
         /// A descriptor is invalid (its own offset counts from the
@@ -166,8 +162,6 @@ error_enum! {
     ///
     /// `Sink` is the sink's own failure; every other variant is the caller's
     /// (nothing of the refused tensor was written, except where noted).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum WriteError<E> {
         /// The sink failed; the stream is cut where it stopped.
