@@ -286,15 +286,9 @@ impl<const S: usize> Streams<S> {
     /// Closes `id` and, for a request, its shard streams.
     pub(crate) fn remove(&mut self, id: u32) {
         for s in &mut self.slots {
-            let hit = match s {
-                Some(slot) => {
-                    slot.id == id || matches!(slot.kind, Kind::Shard { parent, .. } if parent == id)
-                }
-                None => false,
-            };
-            if hit {
-                *s = None;
-            }
+            let _ = s.take_if(|slot| {
+                slot.id == id || matches!(slot.kind, Kind::Shard { parent, .. } if parent == id)
+            });
         }
         if let Some(c) = self.closed.get_mut(self.closed_next) {
             *c = id;
@@ -369,23 +363,17 @@ impl Outbox {
 
     /// Queues `p`; `false` when full. A new pong replaces a waiting one.
     pub(crate) fn push(&mut self, p: Pending) -> bool {
-        if let Pending::Pong(_) = p {
-            if let Some(slot) = self
-                .items
-                .iter_mut()
-                .find(|i| matches!(i, Some(Pending::Pong(_))))
-            {
-                *slot = Some(p);
-                return true;
-            }
-        }
-        match self.items.iter_mut().find(|i| i.is_none()) {
-            Some(free) => {
-                *free = Some(p);
-                true
-            }
-            None => false,
-        }
+        let pong = matches!(p, Pending::Pong(_));
+        let waiting = self
+            .items
+            .iter()
+            .position(|i| pong && matches!(i, Some(Pending::Pong(_))));
+        let at = waiting.or_else(|| self.items.iter().position(Option::is_none));
+        let Some(slot) = at.and_then(|i| self.items.get_mut(i)) else {
+            return false;
+        };
+        *slot = Some(p);
+        true
     }
 
     pub(crate) const fn front(&self) -> Option<Pending> {
