@@ -21,14 +21,13 @@
 use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
 use super::control::{ErrorMessage, Ping};
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
-use super::header::{Frame, Status};
+use super::header::Status;
 use super::hello::{Hello, PROTOCOL_VERSION};
 use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
-    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of,
-    encode_pending,
+    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of, too_many,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -133,7 +132,7 @@ pub struct ClientSession<'c, const S: usize> {
     accepted_devices: CodeSet,
 }
 
-super::stream::session_api!(ClientSession);
+super::stream::session_api!(ClientSession, ClientEvent);
 
 impl<'c, const S: usize> ClientSession<'c, S> {
     /// A session for a connection opened at `now`; its first
@@ -178,49 +177,17 @@ impl<'c, const S: usize> ClientSession<'c, S> {
 
     // --- what arrived ---------------------------------------------------------
 
-    /// Handles the message at the start of `buf`, received by `now`.
-    ///
-    /// # Errors
-    /// The connection is over; the `ERROR` to send, if any, is queued.
-    pub fn handle<'a>(
-        &mut self,
-        now: u64,
-        buf: &'a [u8],
-    ) -> Result<Status<(ClientEvent<'a>, usize)>, SessionError> {
-        if self.link.state == State::Closed {
-            return Ok(Status::Complete((ClientEvent::Ignored, buf.len())));
-        }
-        let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
-            Status::Complete(f) => f,
-            Status::Partial { needed } => return Ok(Status::Partial { needed }),
-        };
-        let used = frame.len();
-        let event = self.dispatch(now, &frame)?;
-        if self.link.state == State::Open {
-            self.link.idle_deadline = after(now, self.config.idle_timeout);
-        }
-        Ok(Status::Complete((event, used)))
-    }
-
     fn dispatch<'a>(
         &mut self,
         now: u64,
-        frame: &Frame<'a>,
+        stream: u32,
+        code: u32,
+        msg: Message<'a>,
     ) -> Result<ClientEvent<'a>, SessionError> {
-        let stream = frame.stream_id();
-        let code = frame.message_type();
-        let msg = match Message::decode(frame) {
-            Ok(m) => m,
-            Err(e) => return self.fault(stream, SessionErrorKind::Malformed(e)),
-        };
-        let kind = msg.message_type();
-        if kind.is_connection_message() != (stream == 0) && kind != MessageType::Error {
-            return self.fault(stream, SessionErrorKind::WrongStream { message_type: code });
-        }
         if self.link.state != State::Open {
             return match msg {
                 Message::ServerHello(h) if self.link.state == State::AwaitHello => self.on_hello(h),
-                Message::Error(e) if stream == 0 => Err(self.peer_closed(e.code)),
+                Message::Error(e) if stream == 0 => Err(self.link.peer_closed(e.code)),
                 _ => Err(self
                     .link
                     .fatal(stream, SessionErrorKind::Unexpected { message_type: code })),
@@ -231,7 +198,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             Message::Pong(t) => self.link.on_pong(t).map(ClientEvent::Pong),
             Message::Error(error) => {
                 if stream == 0 {
-                    return Err(self.peer_closed(error.code));
+                    return Err(self.link.peer_closed(error.code));
                 }
                 // An ERROR on a shard stream ends its whole request.
                 let request = self.request_of(stream).unwrap_or(stream);
@@ -274,11 +241,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     Err(k) => self.fault_request(stream, request, k),
                 }
             }
-            Message::TensorPutAck => match self.link.streams.get(stream) {
-                Some(Slot {
-                    kind: Kind::Put { ended: true, .. },
-                    ..
-                }) => {
+            Message::TensorPutAck => match self.link.streams.get(stream).map(|s| s.kind) {
+                Some(Kind::Put { ended: true, .. }) => {
                     self.link.streams.remove(stream);
                     Ok(ClientEvent::PutAck { stream_id: stream })
                 }
@@ -289,19 +253,10 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     }
 
     fn on_hello<'a>(&mut self, hello: Hello<'a>) -> Result<ClientEvent<'a>, SessionError> {
-        // [NP-HELLO-2]: the server's version is at most ours, and not 0.
-        if hello.protocol_version == 0 || hello.protocol_version > PROTOCOL_VERSION {
-            return Err(self.link.fatal(
-                0,
-                SessionErrorKind::VersionMismatch {
-                    version: hello.protocol_version,
-                },
-            ));
-        }
-        self.link.peer_max = hello.max_message_size;
+        // [NP-HELLO-2]: the server's version is at most ours.
+        self.link.on_hello(&hello, PROTOCOL_VERSION)?;
         self.peer_caps = hello.capabilities;
         self.peer_select = ShardSelect::find(&hello.layouts);
-        self.link.state = State::Open;
         Ok(ClientEvent::Connected(hello))
     }
 
@@ -309,7 +264,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     fn request_of(&self, stream: u32) -> Option<u32> {
         match self.link.streams.get(stream)?.kind {
             Kind::Shard { parent, .. } => Some(parent),
-            Kind::Response { .. } => Some(stream),
+            Kind::Response(_) => Some(stream),
             Kind::Put { .. } => None,
         }
     }
@@ -320,7 +275,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         let timeout = self.config.request_timeout;
         let slot = self.link.streams.get_mut(stream)?;
         let found = match &mut slot.kind {
-            Kind::Response { transfer, .. } => (stream, transfer),
+            Kind::Response(r) => (stream, &mut r.transfer),
             Kind::Shard { parent, transfer } => (*parent, transfer),
             Kind::Put { .. } => return None,
         };
@@ -341,10 +296,11 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             Some(r) => r,
             None => {
                 let parent = block_of(stream);
-                let open = match self.link.streams.get(parent) {
-                    Some(slot) => matches!(slot.kind, Kind::Response { parallel: true, .. }),
-                    None => false,
-                };
+                let open = self
+                    .link
+                    .streams
+                    .response(parent)
+                    .is_some_and(|r| r.parallel);
                 if !open || parent == stream {
                     return self.not_open(stream, code);
                 }
@@ -362,44 +318,28 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     deadline,
                 };
                 if self.link.streams.insert(slot).is_err() {
-                    let max = super::stream::cap::<S>();
-                    let kind = SessionErrorKind::TooManyStreams { max };
-                    return self.fault_request(stream, parent, kind);
+                    return self.fault_request(stream, parent, too_many::<S>());
                 }
                 parent
             }
         };
         // Shard fields: index as the stream implies, one total for all.
-        let (parallel, shards_total, device, select) = match self.link.streams.get(request) {
-            Some(Slot {
-                kind:
-                    Kind::Response {
-                        parallel,
-                        shards_total,
-                        device,
-                        select,
-                        ..
-                    },
-                ..
-            }) => (*parallel, *shards_total, *device, *select),
-            _ => return self.not_open(stream, code),
+        let Some(&response) = self.link.streams.response(request) else {
+            return self.not_open(stream, code);
         };
         if message.shard_index != stream.wrapping_sub(request)
-            || message.total_shards > 1 && !parallel
-            || shards_total != 0 && shards_total != message.total_shards
-            || select.is_some_and(|s| !s.takes(message.total_shards, message.shard_index))
+            || response
+                .misfit(message.total_shards, message.shard_index)
+                .is_some()
         {
             return self.fault_request(stream, request, SessionErrorKind::ShardMismatch);
         }
         // [NP-DEVICE-2]: buffers on the preferred device or one we listed.
         if let Some(b) = message.descriptor.buffers().get(0) {
             let tag = b.device_tag().code();
-            if tag != device && !self.accepted_devices.contains(tag) {
-                return self.fault_request(
-                    stream,
-                    request,
-                    SessionErrorKind::DeviceRefused { device_tag: tag },
-                );
+            if tag != response.device && !self.accepted_devices.contains(tag) {
+                let kind = SessionErrorKind::DeviceRefused { device_tag: tag };
+                return self.fault_request(stream, request, kind);
             }
         }
         let Some((_, t)) = self.receiving(stream, now) else {
@@ -408,23 +348,14 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if let Err(k) = t.on_descriptor(message.total_data_bytes, message.member_count()) {
             return self.fault_request(stream, request, k);
         }
-        if let Some(Slot {
-            kind: Kind::Response { shards_total, .. },
-            ..
-        }) = self.link.streams.get_mut(request)
-        {
-            *shards_total = message.total_shards;
+        if let Some(r) = self.link.streams.response_mut(request) {
+            r.shards_total = message.total_shards;
         }
         Ok(ClientEvent::Descriptor {
             stream_id: stream,
             request_id: request,
             message,
         })
-    }
-
-    fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<ClientEvent<'a>, SessionError> {
-        let error = self.link.not_open(stream, code)?;
-        Ok(error.map_or(ClientEvent::Ignored, ClientEvent::StreamError))
     }
 
     /// A fault on a stream of `request`: the whole request is closed, with
@@ -438,60 +369,51 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         if stream != request {
             self.link.streams.remove(stream);
         }
-        match self.fault(request, kind)? {
-            ClientEvent::StreamError(e) => Ok(ClientEvent::StreamError(SessionError {
-                stream_id: stream,
-                kind: e.kind,
-            })),
-            other => Ok(other),
-        }
-    }
-
-    fn fault<'a>(
-        &mut self,
-        stream: u32,
-        kind: SessionErrorKind,
-    ) -> Result<ClientEvent<'a>, SessionError> {
-        self.link.fault(stream, kind).map(ClientEvent::StreamError)
-    }
-
-    const fn peer_closed(&mut self, code: ErrorCode) -> SessionError {
-        self.link.state = State::Closed;
-        SessionError {
-            stream_id: 0,
-            kind: SessionErrorKind::PeerError { code },
-        }
+        let e = self.link.fault(request, kind)?;
+        Ok(ClientEvent::StreamError(SessionError {
+            stream_id: stream,
+            ..e
+        }))
     }
 
     // --- what to send ------------------------------------------------------------------
 
-    /// The next control message the session owes the server.
-    ///
-    /// # Errors
-    /// `out` too small (the message stays queued).
-    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
-        let Some(p) = self.link.outbox.front() else {
-            return Ok(None);
-        };
-        let n = match p {
-            Pending::Hello => {
-                let n = Message::ClientHello(self.config.hello).encode(0, out)?;
-                self.link.state = State::AwaitHello;
-                n
-            }
-            other => encode_pending(other, out)?,
-        };
-        self.link.outbox.pop();
-        Ok(Some(n))
+    /// Writes our `CLIENT_HELLO`; the server's is awaited from then on.
+    fn send_hello(&mut self, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+        let n = Message::ClientHello(self.config.hello).encode(0, out)?;
+        self.link.state = State::AwaitHello;
+        Ok(n)
     }
 
-    fn ready(&self, stream: u32, payload: usize) -> Result<(), ApiMisuse> {
+    /// Opens `stream` for `kind` with `msg`, written into `out`; a
+    /// parallel request needs a free shard block of its own.
+    fn open(
+        &mut self,
+        stream: u32,
+        kind: Kind,
+        deadline: u64,
+        msg: Message<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        self.link.check_size(payload)?;
-        if stream == 0 || self.link.streams.in_use(stream) {
+        self.link.check_size(msg.payload_len() as u64)?;
+        let parallel = matches!(kind, Kind::Response(r) if r.parallel);
+        if stream == 0
+            || self.link.streams.in_use(stream)
+            || parallel && (block_of(stream) != stream || self.link.streams.block_busy(stream))
+        {
             return Err(ApiMisuse::StreamUnavailable(stream));
         }
-        Ok(())
+        if self.link.streams.open_count() >= S {
+            return Err(ApiMisuse::NoFreeStream);
+        }
+        let n = msg.encode(stream, out)?;
+        self.link.streams.insert(Slot {
+            id: stream,
+            kind,
+            deadline,
+        })?;
+        Ok(n)
     }
 
     /// Sends `request` on a new `stream` at `now`. With `PARALLEL_OK` the
@@ -511,21 +433,16 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         request: &TensorRequest<'_>,
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
-        self.ready(stream, request.encoded_len())?;
         let parallel = request.flags.contains(RequestFlags::PARALLEL_OK);
-        if parallel && (block_of(stream) != stream || self.link.streams.block_busy(stream)) {
-            return Err(ApiMisuse::StreamUnavailable(stream));
-        }
-        if self.link.streams.open_count() >= S {
-            return Err(ApiMisuse::NoFreeStream);
-        }
-        let n = Message::TensorRequest(*request).encode(stream, out)?;
-        self.link.streams.insert(Slot {
-            id: stream,
-            kind: Kind::response(request, parallel, self.peer_select_max()),
-            deadline: after(now, self.config.request_timeout),
-        })?;
-        Ok(n)
+        let kind = Kind::response(request, parallel, self.peer_select_max());
+        let deadline = after(now, self.config.request_timeout);
+        self.open(
+            stream,
+            kind,
+            deadline,
+            Message::TensorRequest(*request),
+            out,
+        )
     }
 
     /// Starts `put` on a new `stream`; send its bytes with
@@ -540,33 +457,15 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         put: &TensorPut<'_>,
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
-        self.ready(stream, put.encoded_len())?;
-        if self.link.streams.open_count() >= S {
-            return Err(ApiMisuse::NoFreeStream);
-        }
-        let n = Message::TensorPut(*put).encode(stream, out)?;
-        let mut transfer = Transfer::new();
-        let _ = transfer.on_descriptor(put.total_data_bytes, 0);
-        self.link.streams.insert(Slot {
-            id: stream,
-            kind: Kind::Put {
-                transfer,
-                ended: false,
-            },
-            deadline: NEVER,
-        })?;
-        Ok(n)
+        let kind = Kind::put(put.total_data_bytes);
+        self.open(stream, kind, NEVER, Message::TensorPut(*put), out)
     }
 
     fn put_transfer(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
-        match self.link.streams.get_mut(stream) {
-            Some(Slot {
-                kind:
-                    Kind::Put {
-                        transfer,
-                        ended: false,
-                    },
-                ..
+        match self.link.streams.get_mut(stream).map(|s| &mut s.kind) {
+            Some(Kind::Put {
+                transfer,
+                ended: false,
             }) => Ok(transfer),
             _ => Err(ApiMisuse::WrongState(stream)),
         }
@@ -583,13 +482,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         offset: u64,
         len: u32,
     ) -> Result<[u8; 20], ApiMisuse> {
-        let max = self.link.peer_max;
-        if u64::from(len).saturating_add(8) > u64::from(max) {
-            return Err(ApiMisuse::TooLargeForPeer {
-                length: u64::from(len).saturating_add(8),
-                max,
-            });
-        }
+        self.link.check_size(u64::from(len).saturating_add(8))?;
         self.put_transfer(stream)?
             .on_data(offset, len as usize)
             .map_err(|_| ApiMisuse::OutOfOrder(stream))?;

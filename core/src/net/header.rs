@@ -198,15 +198,3 @@ impl<'a> Frame<'a> {
         MESSAGE_HEADER_LEN.saturating_add(self.payload.len())
     }
 }
-
-/// Writes a header for `payload_len` bytes into the first 12 bytes of
-/// `out`.
-pub(crate) fn put_header(
-    out: &mut [u8],
-    message_type: MessageType,
-    stream_id: u32,
-    payload_len: u32,
-) -> Option<()> {
-    let h = MessageHeader::new(message_type, stream_id, payload_len);
-    h.write_to_prefix(out).ok()
-}

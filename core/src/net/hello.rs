@@ -1,13 +1,9 @@
 //! `CLIENT_HELLO` and `SERVER_HELLO` (one payload layout for both), and the
 //! layout-entry lists they and `TENSOR_REQUEST` carry.
 //!
-//! [`Hello::decode`] checks, before handing out a value: the 16 fixed bytes
-//! ([`HelloFixed`]), reserved capability bits and the GPUDirect ⇒ RDMA rule,
-//! `max_message_size` against [`MIN_MESSAGE_SIZE`], every layout entry
-//! (a known public tag, or an extension tag whose metadata length stays
-//! inside the payload), every device tag and memory class code, and that no
-//! byte is left over. The memory-class list may be absent (the payload then
-//! ends after the device list). Nothing here can panic or allocate.
+//! [`Hello::decode`] checks every rule of `[NP-HELLO-3]` and `[NP-LAYOUT-1]`
+//! (`docs/spec/network.md`) before handing out a value. Nothing here can
+//! panic or allocate.
 
 use static_assertions::{assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U32, U64};
@@ -244,20 +240,13 @@ impl<'a> Hello<'a> {
         };
         let count = r.u16()?;
         let layouts = read_entries(&mut r, count)?;
-        let at = r.offset().saturating_add(2);
-        let devices = r.bytes16()?;
-        check_codes(devices, at, "device_tag", |c| {
-            DeviceTag::from_code(c).is_some()
-        })?;
+        let devices = read_codes(&mut r, "device_tag", |c| DeviceTag::from_code(c).is_some())?;
         let memory_classes = if r.is_empty() {
             &[][..]
         } else {
-            let at = r.offset().saturating_add(2);
-            let classes = r.bytes16()?;
-            check_codes(classes, at, "memory_class", |c| {
+            read_codes(&mut r, "memory_class", |c| {
                 MemoryClass::from_code(c).is_some()
-            })?;
-            classes
+            })?
         };
         r.finish()?;
         Ok(Self {
@@ -327,17 +316,19 @@ pub(crate) const fn too_long(what: &'static str) -> EncodeError {
     }
 }
 
-fn check_codes(
-    codes: &[u8],
-    at: u32,
+/// A `uint16`-counted list of codes, each of which `ok` must accept.
+fn read_codes<'a>(
+    r: &mut Reader<'a>,
     field: &'static str,
     ok: impl Fn(u8) -> bool,
-) -> Result<(), NetError> {
+) -> Result<&'a [u8], NetError> {
+    let at = r.offset().saturating_add(2);
+    let codes = r.bytes16()?;
     for (i, &c) in codes.iter().enumerate() {
         if !ok(c) {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
             return Err(invalid(at.saturating_add(i), field, u64::from(c)));
         }
     }
-    Ok(())
+    Ok(codes)
 }

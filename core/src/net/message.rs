@@ -4,13 +4,15 @@
 //! here, not by the framer, so that an unknown type can be refused while
 //! the byte stream stays in step.
 
+use zerocopy::IntoBytes;
+
 use crate::error::EncodeError;
 
 use super::codes::MessageType;
 use super::control::{ErrorMessage, Ping, RdmaRegister};
 use super::cursor::{Reader, Writer};
 use super::error::{NetError, NetErrorKind};
-use super::header::{Frame, MESSAGE_HEADER_LEN, put_header};
+use super::header::{Frame, MESSAGE_HEADER_LEN, MessageHeader};
 use super::hello::Hello;
 use super::request::TensorRequest;
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
@@ -154,7 +156,8 @@ impl<'a> Message<'a> {
         let Some((head, body)) = out.split_at_mut_checked(MESSAGE_HEADER_LEN) else {
             return Err(too_small(available));
         };
-        put_header(head, self.message_type(), stream_id, plen).ok_or_else(|| too_small(0))?;
+        let header = MessageHeader::new(self.message_type(), stream_id, plen);
+        header.write_to_prefix(head).map_err(|_| too_small(0))?;
         let n = match self {
             Self::ClientHello(h) | Self::ServerHello(h) => h.encode(body)?,
             Self::TensorRequest(r) => r.encode(body)?,
@@ -204,12 +207,12 @@ impl<'a> Message<'a> {
 #[must_use]
 pub const fn data_frame_prefix(stream_id: u32, offset: u64, data_len: u32) -> [u8; 20] {
     let mut out = [0u8; 20];
-    let h = super::header::MessageHeader::new(
+    let h = MessageHeader::new(
         MessageType::TensorData,
         stream_id,
         data_len.saturating_add(8),
-    )
-    .to_array();
+    );
+    let h = h.to_array();
     let (a, b) = out.split_at_mut(MESSAGE_HEADER_LEN);
     a.copy_from_slice(&h);
     b.copy_from_slice(&offset.to_le_bytes());

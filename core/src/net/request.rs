@@ -1,10 +1,9 @@
 //! `TENSOR_REQUEST`: a key, layout preferences, a device, an alignment and
 //! flags.
 //!
-//! [`TensorRequest::decode`] checks the key ([`check_key`]: UTF-8, 1 to
-//! [`MAX_KEY_LEN`] bytes), every layout entry, the device tag code,
-//! `min_alignment` (a power of two), the reserved request flags, and that no
-//! byte is left over. Nothing here can panic or allocate.
+//! [`TensorRequest::decode`] checks `[NP-KEY-1]`, `[NP-LAYOUT-1]` and
+//! `[NP-REQUEST-1]` (`docs/spec/network.md`), and that no byte is left over.
+//! Nothing here can panic or allocate.
 
 use crate::codes::DeviceTag;
 use crate::error::EncodeError;

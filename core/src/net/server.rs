@@ -8,25 +8,21 @@
 //! time passed in (milliseconds of any monotonic clock). No socket, no
 //! clock, no allocation: `S` streams at most, fixed at compile time.
 //!
-//! What the machine guarantees: the peer's messages are accepted only in
-//! the order `docs/spec/network.md` allows; every fault is answered with the
-//! `ERROR` code that section names; a fault on a stream closes that stream
-//! only, a fault on stream 0 (or in the handshake) closes the connection;
-//! the application cannot send a message out of order (its mutators refuse
-//! with [`ApiMisuse`] and change nothing). `handle` never panics on any
-//! bytes.
+//! What it guarantees is the [module's contract](super#contract); a fault
+//! on a stream closes that stream only, a fault on stream 0 (or in the
+//! handshake) closes the connection.
 
-use super::codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
+use super::codes::{Capabilities, ErrorCode, RequestFlags};
 use super::control::{ErrorMessage, Ping};
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
-use super::header::{Frame, Status};
+use super::header::Status;
 use super::hello::{Hello, PROTOCOL_VERSION};
 use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
-    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of,
-    encode_pending,
+    CodeSet, Kind, Link, NEVER, Outbox, Pending, Response, Slot, State, Transfer, after, block_of,
+    too_many,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -138,7 +134,7 @@ pub struct ServerSession<'c, const S: usize> {
     peer_devices: CodeSet,
 }
 
-super::stream::session_api!(ServerSession);
+super::stream::session_api!(ServerSession, ServerEvent);
 
 impl<'c, const S: usize> ServerSession<'c, S> {
     /// A session for a connection accepted at `now`.
@@ -166,13 +162,10 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// `PARALLEL_STREAMS` (`[NP-SHARD-2]`).
     #[must_use]
     pub fn may_shard(&self, stream: u32) -> bool {
-        matches!(
-            self.link.streams.get(stream),
-            Some(Slot {
-                kind: Kind::Response { parallel: true, .. },
-                ..
-            })
-        )
+        self.link
+            .streams
+            .response(stream)
+            .is_some_and(|r| r.parallel)
     }
 
     /// The shard selection in force for the open request on `stream`
@@ -180,68 +173,18 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// index 0 only, the whole tensor), nothing else.
     #[must_use]
     pub fn shard_select(&self, stream: u32) -> Option<ShardSelect> {
-        match self.link.streams.get(stream) {
-            Some(Slot {
-                kind: Kind::Response { select, .. },
-                ..
-            }) => *select,
-            _ => None,
-        }
+        self.link.streams.response(stream).and_then(|r| r.select)
     }
 
     // --- what arrived -------------------------------------------------------
 
-    /// Handles the message at the start of `buf`, received by `now`.
-    ///
-    /// `Partial` asks for more bytes (`needed` in all, already checked
-    /// against the maximum message size); `Complete((event, consumed))`
-    /// says what happened and how many bytes to drop.
-    ///
-    /// # Errors
-    /// The connection is over ([`is_closed`](Self::is_closed)); the
-    /// `ERROR` to send, if any, is queued.
-    pub fn handle<'a>(
-        &mut self,
-        now: u64,
-        buf: &'a [u8],
-    ) -> Result<Status<(ServerEvent<'a>, usize)>, SessionError> {
-        if self.link.state == State::Closed {
-            return Ok(Status::Complete((ServerEvent::Ignored, buf.len())));
-        }
-        let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
-            Status::Complete(f) => f,
-            Status::Partial { needed } => return Ok(Status::Partial { needed }),
-        };
-        let used = frame.len();
-        let event = self.dispatch(now, &frame)?;
-        self.link.idle_deadline = after(now, self.idle_timeout());
-        Ok(Status::Complete((event, used)))
-    }
-
-    fn idle_timeout(&self) -> u64 {
-        if self.link.state == State::AwaitHello {
-            self.config.handshake_timeout
-        } else {
-            self.config.idle_timeout
-        }
-    }
-
     fn dispatch<'a>(
         &mut self,
         now: u64,
-        frame: &Frame<'a>,
+        stream: u32,
+        code: u32,
+        msg: Message<'a>,
     ) -> Result<ServerEvent<'a>, SessionError> {
-        let stream = frame.stream_id();
-        let code = frame.message_type();
-        let msg = match Message::decode(frame) {
-            Ok(m) => m,
-            Err(e) => return self.fault(stream, SessionErrorKind::Malformed(e)),
-        };
-        let kind = msg.message_type();
-        // [NP-STREAM-1]: connection messages on stream 0, the rest elsewhere.
-        if kind.is_connection_message() != (stream == 0) && kind != MessageType::Error {
-            return self.fault(stream, SessionErrorKind::WrongStream { message_type: code });
-        }
         if self.link.state == State::AwaitHello {
             let Message::ClientHello(hello) = msg else {
                 return Err(self
@@ -255,12 +198,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             Message::Pong(t) => self.link.on_pong(t).map(ServerEvent::Pong),
             Message::Error(error) => {
                 if stream == 0 {
-                    // [NP-ERROR-3]: never answer an ERROR with an ERROR.
-                    self.link.state = State::Closed;
-                    return Err(SessionError {
-                        stream_id: 0,
-                        kind: SessionErrorKind::PeerError { code: error.code },
-                    });
+                    return Err(self.link.peer_closed(error.code));
                 }
                 self.link.streams.remove(stream);
                 Ok(ServerEvent::PeerError {
@@ -270,33 +208,23 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             }
             Message::TensorRequest(request) => {
                 let advertised = ShardSelect::find(&self.config.hello.layouts).map(|a| a.count());
-                if let Some(e) = self.open(stream, now, |ok_parallel| {
+                let event = ServerEvent::Request {
+                    stream_id: stream,
+                    request,
+                };
+                self.open(stream, now, event, |ok_parallel| {
                     let parallel = ok_parallel
                         && request.flags.contains(RequestFlags::PARALLEL_OK)
                         && block_of(stream) == stream;
                     Kind::response(&request, parallel, advertised)
-                })? {
-                    return Ok(ServerEvent::StreamError(e));
-                }
-                Ok(ServerEvent::Request {
-                    stream_id: stream,
-                    request,
                 })
             }
             Message::TensorPut(put) => {
-                let mut transfer = Transfer::new();
-                // The descriptor came with the put: data comes next.
-                let _ = transfer.on_descriptor(put.total_data_bytes, 0);
-                if let Some(e) = self.open(stream, now, |_| Kind::Put {
-                    transfer,
-                    ended: false,
-                })? {
-                    return Ok(ServerEvent::StreamError(e));
-                }
-                Ok(ServerEvent::PutStart {
+                let event = ServerEvent::PutStart {
                     stream_id: stream,
                     put,
-                })
+                };
+                self.open(stream, now, event, |_| Kind::put(put.total_data_bytes))
             }
             Message::TensorData(_) | Message::TensorDataEnd => {
                 let timeout = self.config.request_timeout;
@@ -334,32 +262,24 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     }
 
     fn on_hello<'a>(&mut self, hello: Hello<'a>) -> Result<ServerEvent<'a>, SessionError> {
-        // [NP-HELLO-2]: version 0 does not exist; a newer client is answered
-        // with ours, which it accepts or refuses.
-        if hello.protocol_version == 0 {
-            return Err(self.link.fatal(
-                0,
-                SessionErrorKind::VersionMismatch {
-                    version: hello.protocol_version,
-                },
-            ));
-        }
+        // [NP-HELLO-2]: a newer client is answered with our version, which
+        // it accepts or refuses.
+        self.link.on_hello(&hello, u32::MAX)?;
         self.version = hello.protocol_version.min(PROTOCOL_VERSION);
-        self.link.peer_max = hello.max_message_size;
         self.peer_devices = CodeSet::from_codes(hello.devices);
-        self.link.state = State::Open;
         self.link.queue(Pending::Hello)?;
         Ok(ServerEvent::Hello(hello))
     }
 
-    /// Opens `stream` for a request or put; `Some(error)` when refused
-    /// (the `ERROR` is queued).
-    fn open(
+    /// Opens `stream` for a request or put and reports `event`; when
+    /// refused, the `ERROR` is queued and the event is the stream's error.
+    fn open<'a>(
         &mut self,
         stream: u32,
         now: u64,
+        event: ServerEvent<'a>,
         kind: impl FnOnce(bool) -> Kind,
-    ) -> Result<Option<SessionError>, SessionError> {
+    ) -> Result<ServerEvent<'a>, SessionError> {
         let parallel = self
             .config
             .hello
@@ -367,23 +287,18 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             .contains(Capabilities::PARALLEL_STREAMS);
         let kind = kind(parallel);
         let refused = if self.link.streams.in_use(stream)
-            || matches!(kind, Kind::Response { parallel: true, .. })
+            || matches!(kind, Kind::Response(r) if r.parallel)
                 && self.link.streams.block_busy(stream)
         {
             // [NP-STREAM-2]: the ERROR closes the stream already open too.
             Some(SessionErrorKind::StreamInUse)
         } else if self.link.streams.open_count() >= S {
-            Some(SessionErrorKind::TooManyStreams {
-                max: super::stream::cap::<S>(),
-            })
+            Some(too_many::<S>())
         } else {
             None
         };
         if let Some(kind) = refused {
-            return match self.fault(stream, kind)? {
-                ServerEvent::StreamError(e) => Ok(Some(e)),
-                _ => Ok(None),
-            };
+            return self.fault(stream, kind);
         }
         let deadline = match kind {
             Kind::Put { .. } => after(now, self.config.request_timeout),
@@ -395,48 +310,18 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             kind,
             deadline,
         });
-        Ok(None)
-    }
-
-    fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<ServerEvent<'a>, SessionError> {
-        let error = self.link.not_open(stream, code)?;
-        Ok(error.map_or(ServerEvent::Ignored, ServerEvent::StreamError))
-    }
-
-    /// A fault on `stream`: stream 0 closes the connection, any other
-    /// stream is answered with `ERROR` and closed.
-    fn fault<'a>(
-        &mut self,
-        stream: u32,
-        kind: SessionErrorKind,
-    ) -> Result<ServerEvent<'a>, SessionError> {
-        self.link.fault(stream, kind).map(ServerEvent::StreamError)
+        Ok(event)
     }
 
     // --- what to send ------------------------------------------------------------
 
-    /// The next control message the session owes the client, written into
-    /// `out` ([`max_control_len`](Self::max_control_len) bytes suffice).
-    ///
-    /// # Errors
-    /// [`ApiMisuse::Encode`] when `out` is too small (the message stays
-    /// queued).
-    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
-        let Some(p) = self.link.outbox.front() else {
-            return Ok(None);
+    /// Writes our `SERVER_HELLO`, with the version the session settled on.
+    fn send_hello(&self, out: &mut [u8]) -> Result<usize, ApiMisuse> {
+        let hello = Hello {
+            protocol_version: self.version,
+            ..self.config.hello
         };
-        let n = match p {
-            Pending::Hello => {
-                let hello = Hello {
-                    protocol_version: self.version,
-                    ..self.config.hello
-                };
-                Message::ServerHello(hello).encode(0, out)?
-            }
-            other => encode_pending(other, out)?,
-        };
-        self.link.outbox.pop();
-        Ok(Some(n))
+        Ok(Message::ServerHello(hello).encode(0, out)?)
     }
 
     /// Answers the request on `request_stream` with a descriptor: on that
@@ -454,37 +339,21 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        self.link.check_size(msg.encoded_len())?;
-        let Some(&Slot {
-            kind:
-                Kind::Response {
-                    transfer,
-                    parallel,
-                    shards_total,
-                    device,
-                    select,
-                    ..
-                },
-            ..
-        }) = self.link.streams.get(request_stream)
-        else {
+        self.link.check_size(msg.encoded_len() as u64)?;
+        let Some(&r) = self.link.streams.response(request_stream) else {
             return Err(ApiMisuse::WrongState(request_stream));
         };
-        if msg.total_shards > 1 && !parallel
-            || shards_total != 0 && shards_total != msg.total_shards
-        {
-            return Err(ApiMisuse::InvalidArgument("total_shards"));
-        }
-        if select.is_some_and(|s| !s.takes(msg.total_shards, msg.shard_index)) {
-            return Err(ApiMisuse::InvalidArgument("shard_index"));
+        if let Some(field) = r.misfit(msg.total_shards, msg.shard_index) {
+            return Err(ApiMisuse::InvalidArgument(field));
         }
         if let Some(b) = msg.descriptor.buffers().get(0) {
             let tag = b.device_tag().code();
             // Rule 4 of the device negotiation: CPU only as a fallback the
             // client listed, for a device the server advertised.
-            let fallback =
-                tag == 0 && self.peer_devices.contains(0) && self.config.hello.lists_device(device);
-            if tag != device && !fallback {
+            let fallback = tag == 0
+                && self.peer_devices.contains(0)
+                && self.config.hello.lists_device(r.device);
+            if tag != r.device && !fallback {
                 return Err(ApiMisuse::InvalidArgument("device_tag"));
             }
         }
@@ -494,7 +363,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         if !first && self.link.streams.get(stream).is_some() {
             return Err(ApiMisuse::WrongState(stream));
         }
-        let mut t = if first { transfer } else { Transfer::new() };
+        let mut t = if first { r.transfer } else { Transfer::new() };
         t.on_descriptor(msg.total_data_bytes, members)
             .map_err(|_| ApiMisuse::WrongState(stream))?;
         let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
@@ -508,31 +377,21 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 deadline: NEVER,
             })?;
         }
-        if let Some(Slot {
-            kind:
-                Kind::Response {
-                    transfer,
-                    shards_total,
-                    ..
-                },
-            ..
-        }) = self.link.streams.get_mut(request_stream)
-        {
+        if let Some(response) = self.link.streams.response_mut(request_stream) {
             if first {
-                *transfer = t;
+                response.transfer = t;
             }
-            *shards_total = msg.total_shards;
+            response.shards_total = msg.total_shards;
         }
         Ok(n)
     }
 
     /// The transfer on `stream` (a response or a shard) the server sends.
     fn sending(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
-        match self.link.streams.get_mut(stream) {
-            Some(Slot {
-                kind: Kind::Response { transfer, .. } | Kind::Shard { transfer, .. },
-                ..
-            }) => Ok(transfer),
+        match self.link.streams.get_mut(stream).map(|s| &mut s.kind) {
+            Some(Kind::Response(Response { transfer, .. }) | Kind::Shard { transfer, .. }) => {
+                Ok(transfer)
+            }
             _ => Err(ApiMisuse::WrongState(stream)),
         }
     }
@@ -552,7 +411,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         len: u32,
     ) -> Result<[u8; 20], ApiMisuse> {
         self.link.established()?;
-        self.link.check_size((len as usize).saturating_add(8))?;
+        self.link
+            .check_size((len as usize).saturating_add(8) as u64)?;
         self.sending(stream)?
             .on_data(offset, len as usize)
             .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
@@ -578,12 +438,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
 
     fn finish_shard(&mut self, stream: u32) {
         let mut request = stream;
-        if let Some(Slot {
-            kind: Kind::Shard { parent, .. },
-            ..
-        }) = self.link.streams.get(stream)
-        {
-            request = *parent;
+        if let Some(Kind::Shard { parent, .. }) = self.link.streams.get(stream).map(|s| s.kind) {
+            request = parent;
             self.link.streams.remove(stream);
         }
         let _ = self.link.streams.shard_done(request);
@@ -596,12 +452,11 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// [`ApiMisuse::WrongState`] before the put's data ended.
     pub fn send_put_ack(&mut self, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        match self.link.streams.get(stream) {
-            Some(Slot {
-                kind: Kind::Put { ended: true, .. },
-                ..
-            }) => {}
-            _ => return Err(ApiMisuse::WrongState(stream)),
+        if !matches!(
+            self.link.streams.get(stream).map(|s| s.kind),
+            Some(Kind::Put { ended: true, .. })
+        ) {
+            return Err(ApiMisuse::WrongState(stream));
         }
         let n = Message::TensorPutAck.encode(stream, out)?;
         self.link.streams.remove(stream);

@@ -3,71 +3,50 @@
 //! tile their parent exactly. No allocation: O(n²) pairwise box tests over
 //! at most [`MAX_SHARDS`](super::MAX_SHARDS) shards, checked arithmetic.
 
-use core::fmt;
-
+use super::error_enum;
 use super::transfer::DescriptorMessage;
 
-/// Why a set of shards does not form one tensor (answer: `SHARD_MISMATCH`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum ShardError {
-    /// Not as many shards as `total_shards` says.
-    Count {
-        /// `total_shards` of the first shard.
-        expected: u32,
-        /// Shards given.
-        found: u32,
-    },
-    /// Shard at position `index` disagrees with the first on
-    /// `total_shards`, carries no shard section, or repeats an index.
-    Index {
-        /// Position in the slice.
-        index: u32,
-    },
-    /// Shard at `index` has another parent shape, element type, rank or
-    /// layout than the first.
-    Inconsistent {
-        /// Position in the slice.
-        index: u32,
-        /// What differs.
-        what: &'static str,
-    },
-    /// Two shards overlap.
-    Overlap {
-        /// Position of one.
-        a: u32,
-        /// Position of the other.
-        b: u32,
-    },
-    /// The shards do not cover the parent (their volumes fall short).
-    Coverage {
-        /// Elements the shards cover.
-        covered: u64,
-        /// Elements of the parent.
-        parent: u64,
-    },
-    /// A volume overflows `u64`.
-    Overflow,
-}
-
-impl fmt::Display for ShardError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Count { expected, found } => {
-                write!(f, "{found} shards where total_shards is {expected}")
-            }
-            Self::Index { index } => write!(f, "shard {index}: bad or repeated shard index"),
-            Self::Inconsistent { index, what } => {
-                write!(f, "shard {index}: {what} differs from shard 0")
-            }
-            Self::Overlap { a, b } => write!(f, "shards {a} and {b} overlap"),
-            Self::Coverage { covered, parent } => write!(
-                f,
-                "shards cover {covered} of the parent's {parent} elements"
-            ),
-            Self::Overflow => write!(f, "shard volume overflows"),
-        }
+error_enum! {
+    /// Why a set of shards does not form one tensor (answer: `SHARD_MISMATCH`).
+    #[non_exhaustive]
+    pub enum ShardError {
+        /// Not as many shards as `total_shards` says.
+        Count {
+            /// `total_shards` of the first shard.
+            expected: u32,
+            /// Shards given.
+            found: u32,
+        } => "{found} shards where total_shards is {expected}",
+        /// Shard at position `index` disagrees with the first on
+        /// `total_shards`, carries no shard section, or repeats an index.
+        Index {
+            /// Position in the slice.
+            index: u32,
+        } => "shard {index}: bad or repeated shard index",
+        /// Shard at `index` has another parent shape, element type, rank or
+        /// layout than the first.
+        Inconsistent {
+            /// Position in the slice.
+            index: u32,
+            /// What differs.
+            what: &'static str,
+        } => "shard {index}: {what} differs from shard 0",
+        /// Two shards overlap.
+        Overlap {
+            /// Position of one.
+            a: u32,
+            /// Position of the other.
+            b: u32,
+        } => "shards {a} and {b} overlap",
+        /// The shards do not cover the parent (their volumes fall short).
+        Coverage {
+            /// Elements the shards cover.
+            covered: u64,
+            /// Elements of the parent.
+            parent: u64,
+        } => "shards cover {covered} of the parent's {parent} elements",
+        /// A volume overflows `u64`.
+        Overflow => "shard volume overflows",
     }
 }
 

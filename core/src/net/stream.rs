@@ -4,10 +4,13 @@
 //! sets of device and memory-class codes. Fixed sizes everywhere: a peer
 //! can make a session refuse, never grow.
 
+use zerocopy::FromBytes;
+
 use super::codes::{ErrorCode, MessageType};
-use super::control::{ErrorMessage, Ping};
+use super::control::Ping;
 use super::error::{ApiMisuse, SessionError, SessionErrorKind};
-use super::header::{Frame, Status};
+use super::header::{Frame, MessageHeader, Status};
+use super::hello::Hello;
 use super::message::Message;
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
@@ -119,24 +122,49 @@ impl Transfer {
     }
 }
 
+/// A request's stream: the response (shard 0 when parallel) travels here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Response {
+    pub(crate) transfer: Transfer,
+    /// Shard streams may open in this request's block.
+    pub(crate) parallel: bool,
+    /// `total_shards` once a descriptor said it (0 before).
+    pub(crate) shards_total: u32,
+    /// Shards whose data has ended.
+    pub(crate) shards_done: u32,
+    /// The request's `preferred_device`.
+    pub(crate) device: u8,
+    /// The shard selection in force (`[NP-SHARD-4]`): one shard ends the
+    /// request.
+    pub(crate) select: Option<ShardSelect>,
+}
+
+impl Response {
+    /// The shard field of a descriptor that does not fit this request, if
+    /// one does not: more than one shard unless parallel, one
+    /// `total_shards` for every shard (`[NP-SHARD-2]`), the selection's
+    /// shard (`[NP-SHARD-4]`).
+    pub(crate) fn misfit(&self, total_shards: u32, shard_index: u32) -> Option<&'static str> {
+        if total_shards > 1 && !self.parallel
+            || self.shards_total != 0 && self.shards_total != total_shards
+        {
+            return Some("total_shards");
+        }
+        if self
+            .select
+            .is_some_and(|s| !s.takes(total_shards, shard_index))
+        {
+            return Some("shard_index");
+        }
+        None
+    }
+}
+
 /// What an open stream is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// A request's stream: the response (shard 0 when parallel) travels here.
-    Response {
-        transfer: Transfer,
-        /// Shard streams may open in this request's block.
-        parallel: bool,
-        /// `total_shards` once a descriptor said it (0 before).
-        shards_total: u32,
-        /// Shards whose data has ended.
-        shards_done: u32,
-        /// The request's `preferred_device`.
-        device: u8,
-        /// The shard selection in force (`[NP-SHARD-4]`): one shard ends
-        /// the request.
-        select: Option<ShardSelect>,
-    },
+    /// A request's stream.
+    Response(Response),
     /// Shard `id - parent` of the request on `parent`.
     Shard { parent: u32, transfer: Transfer },
     /// A put: data then, once ended, the acknowledgement.
@@ -151,7 +179,7 @@ impl Kind {
     pub(crate) fn response(request: &TensorRequest<'_>, parallel: bool, max: Option<u16>) -> Self {
         let select = ShardSelect::find(&request.preferred_layouts)
             .filter(|s| parallel && max.is_some_and(|m| s.count() <= m));
-        Self::Response {
+        Self::Response(Response {
             transfer: match select {
                 Some(s) if s.index() != 0 => Transfer::none(),
                 _ => Transfer::new(),
@@ -161,6 +189,16 @@ impl Kind {
             shards_done: 0,
             device: request.preferred_device,
             select,
+        })
+    }
+
+    /// A put of `total` bytes: its descriptor came with it, data is next.
+    pub(crate) fn put(total: u64) -> Self {
+        let mut transfer = Transfer::new();
+        let _ = transfer.on_descriptor(total, 0);
+        Self::Put {
+            transfer,
+            ended: false,
         }
     }
 }
@@ -203,6 +241,21 @@ impl<const S: usize> Streams<S> {
         self.slots.iter_mut().flatten().find(|s| s.id == id)
     }
 
+    /// The request open on `id`, if one is.
+    pub(crate) fn response(&self, id: u32) -> Option<&Response> {
+        match &self.get(id)?.kind {
+            Kind::Response(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn response_mut(&mut self, id: u32) -> Option<&mut Response> {
+        match &mut self.get_mut(id)?.kind {
+            Kind::Response(r) => Some(r),
+            _ => None,
+        }
+    }
+
     pub(crate) fn open_count(&self) -> usize {
         self.slots.iter().flatten().count()
     }
@@ -211,8 +264,7 @@ impl<const S: usize> Streams<S> {
     /// request (`[NP-SHARD-2]`).
     pub(crate) fn in_use(&self, id: u32) -> bool {
         self.slots.iter().flatten().any(|s| {
-            s.id == id
-                || matches!(s.kind, Kind::Response { parallel: true, .. }) && block_of(id) == s.id
+            s.id == id || matches!(s.kind, Kind::Response(r) if r.parallel) && block_of(id) == s.id
         })
     }
 
@@ -234,15 +286,9 @@ impl<const S: usize> Streams<S> {
     /// Closes `id` and, for a request, its shard streams.
     pub(crate) fn remove(&mut self, id: u32) {
         for s in &mut self.slots {
-            let hit = match s {
-                Some(slot) => {
-                    slot.id == id || matches!(slot.kind, Kind::Shard { parent, .. } if parent == id)
-                }
-                None => false,
-            };
-            if hit {
-                *s = None;
-            }
+            let _ = s.take_if(|slot| {
+                slot.id == id || matches!(slot.kind, Kind::Shard { parent, .. } if parent == id)
+            });
         }
         if let Some(c) = self.closed.get_mut(self.closed_next) {
             *c = id;
@@ -257,24 +303,15 @@ impl<const S: usize> Streams<S> {
     /// Counts one more finished shard of request `parent`; closes the
     /// request when every shard has ended. `true` when the request is done.
     pub(crate) fn shard_done(&mut self, parent: u32) -> bool {
-        let done = match self.get_mut(parent) {
-            Some(Slot {
-                kind:
-                    Kind::Response {
-                        shards_total,
-                        shards_done,
-                        transfer,
-                        select,
-                        ..
-                    },
-                ..
-            }) => {
-                *shards_done = shards_done.saturating_add(1);
-                let expected = if select.is_some() { 1 } else { *shards_total };
-                *shards_total != 0 && *shards_done >= expected && transfer.finished()
-            }
-            _ => false,
-        };
+        let done = self.response_mut(parent).is_some_and(|r| {
+            r.shards_done = r.shards_done.saturating_add(1);
+            let expected = if r.select.is_some() {
+                1
+            } else {
+                r.shards_total
+            };
+            r.shards_total != 0 && r.shards_done >= expected && r.transfer.finished()
+        });
         if done {
             self.remove(parent);
         }
@@ -326,23 +363,17 @@ impl Outbox {
 
     /// Queues `p`; `false` when full. A new pong replaces a waiting one.
     pub(crate) fn push(&mut self, p: Pending) -> bool {
-        if let Pending::Pong(_) = p {
-            if let Some(slot) = self
-                .items
-                .iter_mut()
-                .find(|i| matches!(i, Some(Pending::Pong(_))))
-            {
-                *slot = Some(p);
-                return true;
-            }
-        }
-        match self.items.iter_mut().find(|i| i.is_none()) {
-            Some(free) => {
-                *free = Some(p);
-                true
-            }
-            None => false,
-        }
+        let pong = matches!(p, Pending::Pong(_));
+        let waiting = self
+            .items
+            .iter()
+            .position(|i| pong && matches!(i, Some(Pending::Pong(_))));
+        let at = waiting.or_else(|| self.items.iter().position(Option::is_none));
+        let Some(slot) = at.and_then(|i| self.items.get_mut(i)) else {
+            return false;
+        };
+        *slot = Some(p);
+        true
     }
 
     pub(crate) const fn front(&self) -> Option<Pending> {
@@ -359,18 +390,6 @@ impl Outbox {
     pub(crate) const fn is_empty(&self) -> bool {
         matches!(self.items, [None, ..])
     }
-}
-
-/// Encodes a pending message other than the hello.
-pub(crate) fn encode_pending(p: Pending, out: &mut [u8]) -> Result<usize, ApiMisuse> {
-    let (stream, msg) = match p {
-        Pending::Pong(t) => (0, Message::Pong(Ping(t))),
-        Pending::Error { stream, code, text } => {
-            (stream, Message::Error(ErrorMessage { code, text }))
-        }
-        Pending::Hello => return Err(ApiMisuse::InvalidArgument("hello")),
-    };
-    Ok(msg.encode(stream, out)?)
 }
 
 /// A set of byte codes (device tags, memory classes) in 32 bytes.
@@ -395,21 +414,16 @@ impl CodeSet {
     }
 }
 
-/// `S` as a `u32` (saturating).
-pub(crate) const fn cap<const S: usize>() -> u32 {
+/// The fault of a peer that makes a session of `S` streams hold more
+/// (`S` as a `u32`, saturating).
+pub(crate) const fn too_many<const S: usize>() -> SessionErrorKind {
     #[allow(clippy::cast_possible_truncation)] // checked on the line itself
-    if S > u32::MAX as usize {
+    let max = if S > u32::MAX as usize {
         u32::MAX
     } else {
         S as u32
-    }
-}
-
-/// Bytes any control message of a session with `hello` needs.
-pub(crate) const fn max_control_len(hello: &super::hello::Hello<'_>) -> usize {
-    let hello = hello.encoded_len().saturating_add(12);
-    let error = 20 + super::control::MAX_ERROR_TEXT;
-    if hello > error { hello } else { error }
+    };
+    SessionErrorKind::TooManyStreams { max }
 }
 
 /// A stream's deadline after activity at `now`.
@@ -475,7 +489,7 @@ impl<const S: usize> Link<S> {
         self.queue(Pending::Error {
             stream,
             code: error.error_code(),
-            text: text_of(&kind),
+            text: kind.wire_text(),
         })?;
         Ok(error)
     }
@@ -507,12 +521,32 @@ impl<const S: usize> Link<S> {
         max: u32,
     ) -> Result<Status<Frame<'a>>, SessionError> {
         Frame::parse(buf, max).map_err(|e| {
-            let stream = buf
-                .get(4..8)
-                .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                .map_or(0, u32::from_le_bytes);
+            let header = MessageHeader::read_from_prefix(buf);
+            let stream = header.map_or(0, |(h, _)| h.stream_id.get());
             self.fatal(stream, SessionErrorKind::Malformed(e))
         })
+    }
+
+    /// The peer's hello (`[NP-HELLO-2]`): version 0 does not exist, and
+    /// one above `newest` is not spoken; any other opens the connection.
+    pub(crate) fn on_hello(&mut self, hello: &Hello<'_>, newest: u32) -> Result<(), SessionError> {
+        let version = hello.protocol_version;
+        if version == 0 || version > newest {
+            return Err(self.fatal(0, SessionErrorKind::VersionMismatch { version }));
+        }
+        self.peer_max = hello.max_message_size;
+        self.state = State::Open;
+        Ok(())
+    }
+
+    /// The peer's `ERROR` on stream 0: the connection is over, and no
+    /// `ERROR` answers it (`[NP-ERROR-3]`).
+    pub(crate) const fn peer_closed(&mut self, code: ErrorCode) -> SessionError {
+        self.state = State::Closed;
+        SessionError {
+            stream_id: 0,
+            kind: SessionErrorKind::PeerError { code },
+        }
     }
 
     /// The peer's `PING`: its `PONG` is queued.
@@ -540,7 +574,7 @@ impl<const S: usize> Link<S> {
         let _ = self.outbox.push(Pending::Error {
             stream,
             code: error.error_code(),
-            text: text_of(&kind),
+            text: kind.wire_text(),
         });
         self.state = State::Closed;
         error
@@ -552,36 +586,7 @@ impl<const S: usize> Link<S> {
         if self.outbox.push(p) {
             return Ok(());
         }
-        Err(self.fatal(0, SessionErrorKind::TooManyStreams { max: cap::<S>() }))
-    }
-
-    /// The next deadline; `None` once closed.
-    pub(crate) fn poll_timeout(&self) -> Option<u64> {
-        if self.state == State::Closed {
-            return None;
-        }
-        Some(
-            self.idle_deadline
-                .min(self.ping_deadline)
-                .min(self.streams.earliest()),
-        )
-    }
-
-    /// Runs the timers at `now`: an expired stream is closed with `ERROR`
-    /// (`TIMEOUT`) and returned; an expired handshake, idle or ping timer
-    /// ends the connection.
-    pub(crate) fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
-        if self.state == State::Closed {
-            return Ok(None);
-        }
-        if now >= self.idle_deadline || now >= self.ping_deadline {
-            return Err(self.fatal(0, SessionErrorKind::Timeout));
-        }
-        if let Some(id) = self.streams.expired(now) {
-            let _ = self.fault(id, SessionErrorKind::Timeout)?;
-            return Ok(Some(id));
-        }
-        Ok(None)
+        Err(self.fatal(0, too_many::<S>()))
     }
 
     /// `Err(NotEstablished)` unless the handshake is done.
@@ -594,105 +599,85 @@ impl<const S: usize> Link<S> {
     }
 
     /// `Err(TooLargeForPeer)` for a payload past the peer's maximum.
-    pub(crate) fn check_size(&self, payload: usize) -> Result<(), ApiMisuse> {
-        if payload as u64 > u64::from(self.peer_max) {
+    pub(crate) fn check_size(&self, payload: u64) -> Result<(), ApiMisuse> {
+        if payload > u64::from(self.peer_max) {
             return Err(ApiMisuse::TooLargeForPeer {
-                length: payload as u64,
+                length: payload,
                 max: self.peer_max,
             });
         }
         Ok(())
     }
-
-    /// Writes `ERROR` on `stream` into `out` and closes the stream (with
-    /// its shards), or on stream 0 the connection.
-    pub(crate) fn send_error(
-        &mut self,
-        stream: u32,
-        code: ErrorCode,
-        text: &str,
-        out: &mut [u8],
-    ) -> Result<usize, ApiMisuse> {
-        let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
-        if stream == 0 {
-            self.state = State::Closed;
-        } else {
-            self.streams.remove(stream);
-        }
-        Ok(n)
-    }
-
-    /// Writes a `PING` with `token` at `now` into `out`; the answer is due
-    /// within `idle_timeout`.
-    pub(crate) fn send_ping(
-        &mut self,
-        now: u64,
-        idle_timeout: u64,
-        token: u64,
-        out: &mut [u8],
-    ) -> Result<usize, ApiMisuse> {
-        self.established()?;
-        let n = Message::Ping(Ping(token)).encode(0, out)?;
-        self.ping = Some(token);
-        self.ping_deadline = after(now, idle_timeout);
-        Ok(n)
-    }
 }
 
-/// Writes the data frame `prefix` gives for `data`'s length, then `data`,
-/// into `out`; the two sessions' `send_data`.
-pub(crate) fn send_data(
-    data: &[u8],
-    out: &mut [u8],
-    prefix: impl FnOnce(u32) -> Result<[u8; 20], ApiMisuse>,
-) -> Result<usize, ApiMisuse> {
-    let len = u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
-    let total = 20usize.saturating_add(data.len());
-    let dst =
-        out.get_mut(..total)
-            .ok_or(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
-                needed: total as u64,
-                available: 0,
-            }))?;
-    let Some((a, b)) = dst.split_at_mut_checked(20) else {
-        return Err(ApiMisuse::InvalidArgument("data"));
-    };
-    if b.len() != data.len() {
-        return Err(ApiMisuse::InvalidArgument("data"));
+/// The message in `frame`, on a stream its type may travel on
+/// (`[NP-STREAM-1]`: connection messages on stream 0, the rest elsewhere,
+/// `ERROR` on either).
+pub(crate) fn message<'a>(frame: &Frame<'a>) -> Result<Message<'a>, SessionErrorKind> {
+    let msg = Message::decode(frame).map_err(SessionErrorKind::Malformed)?;
+    let kind = msg.message_type();
+    if kind.is_connection_message() != (frame.stream_id() == 0) && kind != MessageType::Error {
+        let message_type = frame.message_type();
+        return Err(SessionErrorKind::WrongStream { message_type });
     }
-    crate::copy_at(a, 0, &prefix(len)?);
-    crate::copy_at(b, 0, data);
-    Ok(total)
-}
-
-/// The text sent with an `ERROR` the session writes itself.
-pub(crate) const fn text_of(kind: &SessionErrorKind) -> &'static str {
-    match kind {
-        SessionErrorKind::Malformed(_) => "malformed message",
-        SessionErrorKind::Unexpected { .. } => "message not allowed in this state",
-        SessionErrorKind::WrongStream { .. } => "message on the wrong stream",
-        SessionErrorKind::UnknownStream => "stream is not open",
-        SessionErrorKind::StreamInUse => "stream id in use",
-        SessionErrorKind::TooManyStreams { .. } => "too many streams open",
-        SessionErrorKind::VersionMismatch { .. } => "protocol version not supported",
-        SessionErrorKind::DataOutOfOrder { .. } => "data frame out of order",
-        SessionErrorKind::DataOverrun { .. } => "data frame past total_data_bytes or empty",
-        SessionErrorKind::DataShort { .. } => "data ended before total_data_bytes",
-        SessionErrorKind::ShardMismatch => "shard descriptors are inconsistent",
-        SessionErrorKind::DeviceRefused { .. } => "device not accepted",
-        SessionErrorKind::UnsolicitedPong => "pong without ping",
-        SessionErrorKind::Timeout => "timed out",
-        SessionErrorKind::Unauthorized => "unauthorized",
-        SessionErrorKind::PeerError { .. } => "peer error",
-    }
+    Ok(msg)
 }
 
 /// The part of the two sessions' public API that is the [`Link`]'s: the
 /// same methods, with the same contracts, on `ClientSession` and
 /// `ServerSession` (each has a `link` and a `config` with the timeouts).
 macro_rules! session_api {
-    ($session:ident) => {
+    ($session:ident, $event:ident) => {
         impl<const S: usize> $session<'_, S> {
+            /// Handles the message at the start of `buf`, received by `now`.
+            ///
+            /// `Partial` asks for more bytes (`needed` in all, already checked
+            /// against the maximum message size); `Complete((event, consumed))`
+            /// says what happened and how many bytes to drop.
+            ///
+            /// # Errors
+            /// The connection is over ([`is_closed`](Self::is_closed)); the
+            /// `ERROR` to send, if any, is queued.
+            pub fn handle<'a>(
+                &mut self,
+                now: u64,
+                buf: &'a [u8],
+            ) -> Result<Status<($event<'a>, usize)>, SessionError> {
+                if self.link.state == State::Closed {
+                    return Ok(Status::Complete(($event::Ignored, buf.len())));
+                }
+                let frame = match self.link.frame(buf, self.config.hello.max_message_size)? {
+                    Status::Complete(f) => f,
+                    Status::Partial { needed } => return Ok(Status::Partial { needed }),
+                };
+                let (stream, code) = (frame.stream_id(), frame.message_type());
+                let event = match super::stream::message(&frame) {
+                    Ok(msg) => self.dispatch(now, stream, code, msg)?,
+                    Err(kind) => self.fault(stream, kind)?,
+                };
+                // Only an open connection gets here: a fault in the
+                // handshake closes it.
+                self.link.idle_deadline = after(now, self.config.idle_timeout);
+                Ok(Status::Complete((event, frame.len())))
+            }
+
+            /// A message of type `code` where `stream` takes none: ignored
+            /// on a stream just closed, else a fault.
+            fn not_open<'a>(&mut self, stream: u32, code: u32) -> Result<$event<'a>, SessionError> {
+                let error = self.link.not_open(stream, code)?;
+                Ok(error.map_or($event::Ignored, $event::StreamError))
+            }
+
+            /// A fault on `stream`: stream 0 closes the connection, any
+            /// other stream is answered with `ERROR` and closed.
+            fn fault<'a>(
+                &mut self,
+                stream: u32,
+                kind: SessionErrorKind,
+            ) -> Result<$event<'a>, SessionError> {
+                self.link.fault(stream, kind).map($event::StreamError)
+            }
+
             /// Whether the handshake is done and the connection open.
             #[must_use]
             pub fn is_established(&self) -> bool {
@@ -727,14 +712,24 @@ macro_rules! session_api {
             /// Bytes a `poll_transmit` buffer needs to hold any control message.
             #[must_use]
             pub const fn max_control_len(&self) -> usize {
-                super::stream::max_control_len(&self.config.hello)
+                let hello = self.config.hello.encoded_len().saturating_add(12);
+                let error = 20 + super::control::MAX_ERROR_TEXT;
+                if hello > error { hello } else { error }
             }
 
             /// When [`handle_timeout`](Self::handle_timeout) must run next
             /// (`None`: never, the connection is closed).
             #[must_use]
             pub fn poll_timeout(&self) -> Option<u64> {
-                self.link.poll_timeout()
+                if self.link.state == State::Closed {
+                    return None;
+                }
+                let link = &self.link;
+                Some(
+                    link.idle_deadline
+                        .min(link.ping_deadline)
+                        .min(link.streams.earliest()),
+                )
             }
 
             /// Runs the timers at `now`: a stream (request, shard or put)
@@ -745,7 +740,39 @@ macro_rules! session_api {
             /// # Errors
             /// The connection timed out.
             pub fn handle_timeout(&mut self, now: u64) -> Result<Option<u32>, SessionError> {
-                self.link.handle_timeout(now)
+                if self.link.state == State::Closed {
+                    return Ok(None);
+                }
+                if now >= self.link.idle_deadline || now >= self.link.ping_deadline {
+                    return Err(self.link.fatal(0, SessionErrorKind::Timeout));
+                }
+                if let Some(id) = self.link.streams.expired(now) {
+                    let _ = self.link.fault(id, SessionErrorKind::Timeout)?;
+                    return Ok(Some(id));
+                }
+                Ok(None)
+            }
+
+            /// The next control message the session owes the peer (its hello
+            /// first, then `PONG`s and `ERROR`s), written into `out`
+            /// ([`max_control_len`](Self::max_control_len) bytes suffice).
+            ///
+            /// # Errors
+            /// [`ApiMisuse::Encode`] when `out` is too small (the message
+            /// stays queued).
+            pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<Option<usize>, ApiMisuse> {
+                let Some(p) = self.link.outbox.front() else {
+                    return Ok(None);
+                };
+                let n = match p {
+                    Pending::Hello => self.send_hello(out)?,
+                    Pending::Pong(t) => Message::Pong(Ping(t)).encode(0, out)?,
+                    Pending::Error { stream, code, text } => {
+                        Message::Error(ErrorMessage { code, text }).encode(stream, out)?
+                    }
+                };
+                self.link.outbox.pop();
+                Ok(Some(n))
             }
 
             /// [`data_prefix`](Self::data_prefix) and the data, copied into `out`.
@@ -759,7 +786,18 @@ macro_rules! session_api {
                 data: &[u8],
                 out: &mut [u8],
             ) -> Result<usize, ApiMisuse> {
-                super::stream::send_data(data, out, |len| self.data_prefix(stream, offset, len))
+                let len =
+                    u32::try_from(data.len()).map_err(|_| ApiMisuse::InvalidArgument("data"))?;
+                let total = 20usize.saturating_add(data.len());
+                if out.len() < total {
+                    return Err(ApiMisuse::Encode(crate::EncodeError::OutputTooSmall {
+                        needed: total as u64,
+                        available: 0,
+                    }));
+                }
+                crate::copy_at(out, 0, &self.data_prefix(stream, offset, len)?);
+                crate::copy_at(out, 20, data);
+                Ok(total)
             }
 
             /// Closes `stream` (a request with its shards, or a put) with
@@ -774,7 +812,13 @@ macro_rules! session_api {
                 text: &str,
                 out: &mut [u8],
             ) -> Result<usize, ApiMisuse> {
-                self.link.send_error(stream, code, text, out)
+                let n = Message::Error(ErrorMessage { code, text }).encode(stream, out)?;
+                if stream == 0 {
+                    self.link.state = State::Closed;
+                } else {
+                    self.link.streams.remove(stream);
+                }
+                Ok(n)
             }
 
             /// Sends a `PING` with `token` at `now`; the peer must answer
@@ -788,8 +832,11 @@ macro_rules! session_api {
                 token: u64,
                 out: &mut [u8],
             ) -> Result<usize, ApiMisuse> {
-                let idle = self.config.idle_timeout;
-                self.link.send_ping(now, idle, token, out)
+                self.link.established()?;
+                let n = Message::Ping(Ping(token)).encode(0, out)?;
+                self.link.ping = Some(token);
+                self.link.ping_deadline = after(now, self.config.idle_timeout);
+                Ok(n)
             }
         }
     };

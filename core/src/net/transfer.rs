@@ -2,13 +2,11 @@
 //! and `TENSOR_PUT` (which carries a descriptor the other way).
 //!
 //! Both descriptor-carrying decoders validate the embedded descriptor with
-//! the strict reader ([`TensorView`]) and then the transport rules of
-//! `docs/spec/network.md`: `total_data_bytes` equals the sum of the buffer
-//! table's `byte_size`s (the data plane carries every buffer, in table
-//! order, back to back), every buffer is `PRODUCER_SYNCED`, and the shard
-//! fields are coherent. A descriptor error keeps its own offset (from the
-//! descriptor's first byte) and is reported at the message offset where the
-//! descriptor starts. Nothing here can panic or allocate.
+//! the strict reader ([`TensorView`]), then `[NP-DATA-1]`, `[NP-SYNC-1]`,
+//! `[NP-SHARD-1]` and `[NP-PUT-1]` (`docs/spec/network.md`). A descriptor
+//! error keeps its own offset (from the descriptor's first byte) and is
+//! reported at the message offset where the descriptor starts. Nothing here
+//! can panic or allocate.
 
 use static_assertions::{assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U32, U64};
@@ -17,6 +15,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 use crate::codes::SyncMode;
 use crate::descriptor::{Layout, TensorView};
 use crate::error::{DescriptorError, EncodeError};
+use crate::layout::tag;
 
 use super::cursor::{Reader, Writer};
 use super::error::{NetError, NetErrorKind};
@@ -300,7 +299,7 @@ impl<'a> TensorPut<'a> {
         let bytes = r.bytes32()?;
         let descriptor = TensorView::parse(bytes).map_err(|e| descriptor_error(desc_at, e))?;
         if matches!(descriptor.layout(), Layout::Composite(_)) {
-            return Err(invalid(desc_at, "layout_tag", 0x0B));
+            return Err(invalid(desc_at, "layout_tag", u64::from(tag::COMPOSITE)));
         }
         let total_at = r.offset();
         let total_data_bytes = r.u64()?;

@@ -48,9 +48,6 @@ pub(crate) enum Overflow {
 /// Bytes of one kept value.
 const WORD: usize = 8;
 
-/// The composite layout's tag.
-const COMPOSITE_TAG: u8 = 0x0B;
-
 /// The open composites of a stream (see the module documentation).
 #[derive(Debug)]
 pub(crate) struct OpenComposites {
@@ -90,12 +87,16 @@ impl Store<'_> {
         self.rank.saturating_mul(2 * WORD)
     }
 
-    fn kept(&self, i: u32) -> Option<(Dims<'_>, Dims<'_>)> {
+    /// Where box `i` lies in the frame's bytes (after the head's shape).
+    fn box_at(&self, i: u32) -> Option<core::ops::Range<usize>> {
         let len = self.box_len();
-        let at = self
-            .shape_len
-            .checked_add(usize::try_from(i).ok()?.checked_mul(len)?)?;
-        let b = self.bytes.get(at..at.checked_add(len)?)?;
+        let at = usize::try_from(i).ok()?.checked_mul(len)?;
+        let at = at.checked_add(self.shape_len)?;
+        Some(at..at.checked_add(len)?)
+    }
+
+    fn kept(&self, i: u32) -> Option<(Dims<'_>, Dims<'_>)> {
+        let b = self.bytes.get(self.box_at(i)?)?;
         let (o, s) = b.split_at_checked(self.rank.checked_mul(WORD)?)?;
         Some((dims(o), dims(s)))
     }
@@ -114,18 +115,10 @@ impl<'m> BoxStore<'m> for Store<'_> {
     }
 
     fn keep(&mut self, b: MemberBox<'m>) -> Result<(), u32> {
-        let len = self.box_len();
-        let at = usize::try_from(*self.boxes)
-            .ok()
-            .and_then(|n| n.checked_mul(len))
-            .and_then(|n| n.checked_add(self.shape_len));
-        let end = at.and_then(|a| a.checked_add(len));
-        let slot = match (at, end) {
-            (Some(a), Some(e)) => self.bytes.get_mut(a..e),
-            _ => None,
-        };
-        let Some(slot) = slot else {
-            self.short = Some((end.map_or(u64::MAX, |e| e as u64), self.bytes.len() as u64));
+        let at = self.box_at(*self.boxes);
+        let Some(slot) = at.clone().and_then(|r| self.bytes.get_mut(r)) else {
+            let needed = at.map_or(u64::MAX, |r| r.end as u64);
+            self.short = Some((needed, self.bytes.len() as u64));
             return Err(*self.boxes);
         };
         let values = b.offset.iter().chain(b.shape.iter());
@@ -166,7 +159,7 @@ impl OpenComposites {
     ) -> Result<(), Overflow> {
         // The common case, a tensor outside any composite that is no head:
         // nothing to check or keep.
-        if self.depth == 0 && view.header().layout_tag != COMPOSITE_TAG {
+        if self.depth == 0 && view.header().layout_tag != crate::layout::tag::COMPOSITE {
             return Ok(());
         }
         if let Some(mut f) = self.top() {

@@ -5,9 +5,11 @@
 //! boxes), and the input chunks it feeds. The decoder copies descriptor
 //! bytes only; buffer bytes are handed back as slices of the caller's input.
 
+use zerocopy::FromBytes;
+
 use crate::descriptor::{HEADER_LEN, TensorView};
 use crate::error::{DescriptorError, DescriptorErrorKind};
-use crate::handle::ENTRY_LEN;
+use crate::handle::{BufferHandleEntry, ENTRY_LEN};
 use crate::{DESCRIPTOR_MAGIC, SyncMode, VERSION_MAJOR, copy_at};
 
 use super::composite::{OpenComposites, Overflow};
@@ -129,13 +131,6 @@ pub struct StreamDecoder<'o, D, S> {
     offset: u64,
 }
 
-fn read_u64(bytes: &[u8], at: usize) -> u64 {
-    bytes
-        .get(at..)
-        .and_then(<[u8]>::first_chunk::<8>)
-        .map_or(0, |w| u64::from_le_bytes(*w))
-}
-
 /// Takes up to `want - *have` bytes of `rest` into `dst` at `*have`,
 /// counting them in `have` and `pos`; returns how many.
 #[inline(always)]
@@ -232,7 +227,8 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         let at = (buffer as usize)
             .saturating_mul(ENTRY_LEN)
             .saturating_add(self.table_at);
-        read_u64(self.desc.as_ref(), at)
+        let bytes = self.desc.as_ref().get(at..).unwrap_or_default();
+        BufferHandleEntry::ref_from_prefix(bytes).map_or(0, |(e, _)| e.byte_size.get())
     }
 
     /// Bytes of the current tensor's data not yet handed out.
@@ -276,24 +272,11 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         // error from `check_prefix`, decides.
         let mut p = [0u8; PREFIX_LEN];
         copy_at(&mut p, 0, self.prefix.get(..have).unwrap_or_default());
-        let n = PREFIX_LEN.saturating_sub(have);
-        copy_at(&mut p, have, input.get(..n).unwrap_or_default());
-        let [m0, m1, m2, m3, major, _, l0, l1, l2, l3] = p;
-        let length = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
-        let room = self
-            .desc
-            .as_ref()
-            .len()
-            .min(self.limits.max_descriptor_len as usize);
-        if [m0, m1, m2, m3] != DESCRIPTOR_MAGIC
-            || major != VERSION_MAJOR
-            || length < HEADER_LEN
-            || length > room
-            || self.start_if_new(have).saturating_add(length as u64) > self.limits.max_total_bytes
-        {
-            return true; // `check_prefix` rejects it
+        copy_at(&mut p, have, input.get(..missing).unwrap_or_default());
+        match self.check_prefix(p, self.start_if_new(have)) {
+            Ok(length) => input.len() >= (length as usize).saturating_sub(have),
+            Err(_) => true,
         }
-        input.len() >= length.saturating_sub(have)
     }
 
     /// Where a descriptor with `have` bytes taken starts.
@@ -413,7 +396,11 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
                         if self.have < PREFIX_LEN {
                             return Ok((used, Step::NeedMore));
                         }
-                        self.check_prefix()?;
+                        let p = self.prefix;
+                        let checked = self.check_prefix(p, self.start);
+                        let length = checked.map_err(|(at, kind)| self.fail(at, kind))?;
+                        copy_at(self.desc.as_mut(), 0, &p);
+                        self.len = length as usize;
                         continue;
                     }
                     let (have, pos) = (&mut self.have, &mut self.pos);
@@ -469,20 +456,20 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         }
     }
 
-    /// Checks the first [`PREFIX_LEN`] bytes of a descriptor: magic,
-    /// major version, a length that can hold a header and fits the limits.
-    fn check_prefix(&mut self) -> Result<(), StreamError> {
-        let start = self.start;
-        let p = self.prefix;
+    /// Checks the first [`PREFIX_LEN`] bytes of a descriptor that starts at
+    /// stream byte `start`: magic, major version, a length that can hold a
+    /// header and fits the limits. Returns that length, or where and what
+    /// is wrong.
+    fn check_prefix(&self, p: [u8; PREFIX_LEN], start: u64) -> Result<u32, (u64, StreamErrorKind)> {
         let desc_err = |at: u32, kind| StreamErrorKind::Descriptor(DescriptorError::new(at, kind));
         let [m0, m1, m2, m3, major, minor, l0, l1, l2, l3] = p;
         let magic = [m0, m1, m2, m3];
         if magic != DESCRIPTOR_MAGIC {
-            return Err(self.fail(start, desc_err(0, DescriptorErrorKind::BadMagic(magic))));
+            return Err((start, desc_err(0, DescriptorErrorKind::BadMagic(magic))));
         }
         if major != VERSION_MAJOR {
             let kind = DescriptorErrorKind::UnsupportedVersion { major, minor };
-            return Err(self.fail(start.saturating_add(4), desc_err(4, kind)));
+            return Err((start.saturating_add(4), desc_err(4, kind)));
         }
         let length = u32::from_le_bytes([l0, l1, l2, l3]);
         let at_len = start.saturating_add(6);
@@ -491,12 +478,12 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
                 declared: length,
                 consumed: 20, // HEADER_LEN
             };
-            return Err(self.fail(at_len, desc_err(6, kind)));
+            return Err((at_len, desc_err(6, kind)));
         }
         let room = u32::try_from(self.desc.as_ref().len()).unwrap_or(u32::MAX);
         let limit = self.limits.max_descriptor_len.min(room);
         if length > limit {
-            return Err(self.fail(at_len, StreamErrorKind::DescriptorTooLong { length, limit }));
+            return Err((at_len, StreamErrorKind::DescriptorTooLong { length, limit }));
         }
         let end = start.saturating_add(u64::from(length));
         if end > self.limits.max_total_bytes {
@@ -504,11 +491,9 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
                 needed: end,
                 limit: self.limits.max_total_bytes,
             };
-            return Err(self.fail(at_len, kind));
+            return Err((at_len, kind));
         }
-        copy_at(self.desc.as_mut(), 0, &p);
-        self.len = length as usize;
-        Ok(())
+        Ok(length)
     }
 
     /// Declares the end of the input: `Ok` only between two top-level
@@ -584,7 +569,8 @@ fn check<'d>(
                 buffer: i,
                 sync_mode: e.sync_mode,
             };
-            return Err((at.saturating_add(13), kind));
+            let sync_at = core::mem::offset_of!(BufferHandleEntry, sync_mode) as u64;
+            return Err((at.saturating_add(sync_at), kind));
         }
         if size > limits.max_buffer_bytes {
             let kind = StreamErrorKind::BufferTooLarge {

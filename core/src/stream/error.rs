@@ -6,6 +6,7 @@ use core::fmt;
 
 use crate::composite::CompositeError;
 use crate::error::DescriptorError;
+use crate::net::error_enum;
 
 /// A stream was rejected: what was wrong, the byte offset of the stream
 /// where it was found, and the tensor (0-based, in stream order, composite
@@ -88,195 +89,126 @@ impl core::error::Error for StreamError {
     }
 }
 
-/// Where in the stream an early end was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Phase {
-    /// Inside a descriptor.
-    Descriptor,
-    /// Inside a tensor's buffer bytes.
-    Data,
-    /// Between tensors, with a composite still waiting for members.
-    Composite,
-}
-
-/// What is wrong with a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum StreamErrorKind {
-    /// A descriptor is invalid (its own offset counts from the
-    /// descriptor's first byte; the stream offset is absolute).
-    Descriptor(DescriptorError),
-    /// A composite breaks a rule of its head (a torn composite included).
-    Composite(CompositeError),
-    /// A descriptor is longer than the caller's limit (or descriptor buffer).
-    DescriptorTooLong {
-        /// Its `descriptor_length`.
-        length: u32,
-        /// The limit.
-        limit: u32,
-    },
-    /// A buffer is larger than the caller's limit.
-    BufferTooLarge {
-        /// The buffer's index in its table.
-        buffer: u32,
-        /// Its declared size.
-        size: u64,
-        /// The limit.
-        limit: u64,
-    },
-    /// The stream would be longer than the caller's limit.
-    TotalTooLarge {
-        /// The length the stream would reach (saturated at `u64::MAX`).
-        needed: u64,
-        /// The limit.
-        limit: u64,
-    },
-    /// A buffer's sync mode is not `ProducerSynced` where the caller
-    /// requires it (a stream that crossed machines).
-    NotProducerSynced {
-        /// The buffer's index in its table.
-        buffer: u32,
-        /// Its sync-mode code.
-        sync_mode: u8,
-    },
-    /// A partition composite's member boxes do not fit the caller's
-    /// composite scratch.
-    ScratchTooSmall {
-        /// Bytes of scratch needed.
-        needed: u64,
-        /// Bytes of scratch there are.
-        available: u64,
-    },
-    /// The stream ended somewhere other than between two top-level tensors.
-    UnexpectedEof {
-        /// Inside what.
-        inside: Phase,
-    },
-}
-
-impl fmt::Display for StreamErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Descriptor(e) => write!(f, "{e}"),
-            Self::Composite(e) => write!(f, "{e}"),
-            Self::DescriptorTooLong { length, limit } => {
-                write!(f, "descriptor of {length} bytes exceeds the limit {limit}")
-            }
-            Self::BufferTooLarge {
-                buffer,
-                size,
-                limit,
-            } => write!(
-                f,
-                "buffer {buffer} of {size} bytes exceeds the limit {limit}"
-            ),
-            Self::TotalTooLarge { needed, limit } => {
-                write!(f, "stream of {needed} bytes exceeds the limit {limit}")
-            }
-            Self::NotProducerSynced { buffer, sync_mode } => write!(
-                f,
-                "buffer {buffer} has sync mode {sync_mode:#04x}, not ProducerSynced"
-            ),
-            Self::ScratchTooSmall { needed, available } => {
-                write!(f, "composite scratch of {available} bytes, {needed} needed")
-            }
-            Self::UnexpectedEof { inside } => match inside {
-                Phase::Descriptor => write!(f, "stream ends inside a descriptor"),
-                Phase::Data => write!(f, "stream ends inside a tensor's buffers"),
-                Phase::Composite => {
-                    write!(f, "stream ends inside a composite (torn)")
-                }
-            },
-        }
+error_enum! {
+    /// Where in the stream an early end was found.
+    pub enum Phase {
+        /// Inside a descriptor.
+        Descriptor => "a descriptor",
+        /// Inside a tensor's buffer bytes.
+        Data => "a tensor's buffers",
+        /// Between tensors, with a composite still waiting for members.
+        Composite => "a composite (torn)",
     }
 }
 
-/// Why a [`StreamWriter`](super::StreamWriter) refused a call or stopped.
-///
-/// `Sink` is the sink's own failure; every other variant is the caller's
-/// (nothing of the refused tensor was written, except where noted).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum WriteError<E> {
-    /// The sink failed; the stream is cut where it stopped.
-    Sink(E),
-    /// The sink accepted no byte of a non-empty write (a full sink).
-    SinkFull,
-    /// As many buffers must be given as the descriptor's table declares.
-    BufferCount {
-        /// Entries in the table.
-        expected: u32,
-        /// Buffers given.
-        found: u64,
-    },
-    /// A buffer's length is not the size its table entry declares.
-    BufferSize {
-        /// The buffer's index.
-        buffer: u32,
-        /// The declared size.
-        expected: u64,
-        /// The length given.
-        found: u64,
-    },
-    /// More data than the open tensor's buffers hold.
-    DataOverrun {
-        /// Bytes the tensor still takes.
-        remaining: u64,
-        /// Bytes given.
-        found: u64,
-    },
-    /// A tensor's data is not complete (a new tensor, or the end, came
-    /// before its last byte).
-    DataIncomplete {
-        /// Bytes still owed.
-        remaining: u64,
-    },
-    /// Data given while no tensor is open.
-    NoOpenTensor,
-    /// The tensor breaks a rule of the composite it belongs to, or the
-    /// stream ends before a composite's members.
-    Composite(CompositeError),
-    /// A partition's member boxes do not fit the writer's scratch.
-    ScratchTooSmall {
-        /// Bytes of scratch needed.
-        needed: u64,
-        /// Bytes of scratch there are.
-        available: u64,
-    },
+error_enum! {
+    /// What is wrong with a stream.
+    #[non_exhaustive]
+    pub enum StreamErrorKind {
+        /// A descriptor is invalid (its own offset counts from the
+        /// descriptor's first byte; the stream offset is absolute).
+        Descriptor(e: DescriptorError) => "{e}",
+        /// A composite breaks a rule of its head (a torn composite included).
+        Composite(e: CompositeError) => "{e}",
+        /// A descriptor is longer than the caller's limit (or descriptor buffer).
+        DescriptorTooLong {
+            /// Its `descriptor_length`.
+            length: u32,
+            /// The limit.
+            limit: u32,
+        } => "descriptor of {length} bytes exceeds the limit {limit}",
+        /// A buffer is larger than the caller's limit.
+        BufferTooLarge {
+            /// The buffer's index in its table.
+            buffer: u32,
+            /// Its declared size.
+            size: u64,
+            /// The limit.
+            limit: u64,
+        } => "buffer {buffer} of {size} bytes exceeds the limit {limit}",
+        /// The stream would be longer than the caller's limit.
+        TotalTooLarge {
+            /// The length the stream would reach (saturated at `u64::MAX`).
+            needed: u64,
+            /// The limit.
+            limit: u64,
+        } => "stream of {needed} bytes exceeds the limit {limit}",
+        /// A buffer's sync mode is not `ProducerSynced` where the caller
+        /// requires it (a stream that crossed machines).
+        NotProducerSynced {
+            /// The buffer's index in its table.
+            buffer: u32,
+            /// Its sync-mode code.
+            sync_mode: u8,
+        } => "buffer {buffer} has sync mode {sync_mode:#04x}, not ProducerSynced",
+        /// A partition composite's member boxes do not fit the caller's
+        /// composite scratch.
+        ScratchTooSmall {
+            /// Bytes of scratch needed.
+            needed: u64,
+            /// Bytes of scratch there are.
+            available: u64,
+        } => "composite scratch of {available} bytes, {needed} needed",
+        /// The stream ended somewhere other than between two top-level tensors.
+        UnexpectedEof {
+            /// Inside what.
+            inside: Phase,
+        } => "stream ends inside {inside}",
+    }
 }
 
-impl<E: fmt::Debug> fmt::Display for WriteError<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Sink(e) => write!(f, "sink failed: {e:?}"),
-            Self::SinkFull => write!(f, "sink accepted no bytes"),
-            Self::BufferCount { expected, found } => {
-                write!(f, "{found} buffers given, the table declares {expected}")
-            }
-            Self::BufferSize {
-                buffer,
-                expected,
-                found,
-            } => write!(
-                f,
-                "buffer {buffer} is {found} bytes, its table entry declares {expected}"
-            ),
-            Self::DataOverrun { remaining, found } => write!(
-                f,
-                "{found} data bytes given, the tensor takes {remaining} more"
-            ),
-            Self::DataIncomplete { remaining } => {
-                write!(f, "the open tensor still takes {remaining} data bytes")
-            }
-            Self::NoOpenTensor => write!(f, "data given while no tensor is open"),
-            Self::Composite(e) => write!(f, "{e}"),
-            Self::ScratchTooSmall { needed, available } => {
-                write!(f, "composite scratch of {available} bytes, {needed} needed")
-            }
-        }
+error_enum! {
+    /// Why a [`StreamWriter`](super::StreamWriter) refused a call or stopped.
+    ///
+    /// `Sink` is the sink's own failure; every other variant is the caller's
+    /// (nothing of the refused tensor was written, except where noted).
+    #[non_exhaustive]
+    pub enum WriteError<E> {
+        /// The sink failed; the stream is cut where it stopped.
+        Sink(e: E) => "sink failed: {e:?}",
+        /// The sink accepted no byte of a non-empty write (a full sink).
+        SinkFull => "sink accepted no bytes",
+        /// As many buffers must be given as the descriptor's table declares.
+        BufferCount {
+            /// Entries in the table.
+            expected: u32,
+            /// Buffers given.
+            found: u64,
+        } => "{found} buffers given, the table declares {expected}",
+        /// A buffer's length is not the size its table entry declares.
+        BufferSize {
+            /// The buffer's index.
+            buffer: u32,
+            /// The declared size.
+            expected: u64,
+            /// The length given.
+            found: u64,
+        } => "buffer {buffer} is {found} bytes, its table entry declares {expected}",
+        /// More data than the open tensor's buffers hold.
+        DataOverrun {
+            /// Bytes the tensor still takes.
+            remaining: u64,
+            /// Bytes given.
+            found: u64,
+        } => "{found} data bytes given, the tensor takes {remaining} more",
+        /// A tensor's data is not complete (a new tensor, or the end, came
+        /// before its last byte).
+        DataIncomplete {
+            /// Bytes still owed.
+            remaining: u64,
+        } => "the open tensor still takes {remaining} data bytes",
+        /// Data given while no tensor is open.
+        NoOpenTensor => "data given while no tensor is open",
+        /// The tensor breaks a rule of the composite it belongs to, or the
+        /// stream ends before a composite's members.
+        Composite(e: CompositeError) => "{e}",
+        /// A partition's member boxes do not fit the writer's scratch.
+        ScratchTooSmall {
+            /// Bytes of scratch needed.
+            needed: u64,
+            /// Bytes of scratch there are.
+            available: u64,
+        } => "composite scratch of {available} bytes, {needed} needed",
     }
 }
 
