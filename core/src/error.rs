@@ -18,17 +18,18 @@ use crate::codes::{DeviceTag, MemoryClass};
 /// Declares an error enum and its `Display` from one list: each variant with
 /// its doc, its fields and, after `=>`, its message (`write!`'s format
 /// string and arguments, which may name the fields). A tuple variant names
-/// its one field for the message: `InvalidTypeTag(c: u8) => "… {c:#04x} …"`.
-/// The enum derives what every error here derives (`Copy`, `defmt::Format`).
+/// its fields for the message: `InvalidTypeTag(c: u8) => "… {c:#04x} …"`.
+/// The enum derives what every error here derives (`Copy`, `defmt::Format`);
+/// a generic one (`WriteError<E>`) prints its parameter through `Debug`.
 macro_rules! error_enum {
     (
         $(#[$meta:meta])*
-        pub enum $name:ident {
+        pub enum $name:ident $(<$g:ident>)? {
             $(
                 $(#[$vmeta:meta])*
                 $variant:ident
                 $({ $($(#[$fmeta:meta])* $field:ident: $fty:ty,)* })?
-                $(($bind:ident: $tty:ty))?
+                $(( $($bind:ident: $tty:ty),* ))?
                 => $fmt:literal $(, $arg:expr)*;
             )*
         }
@@ -36,18 +37,18 @@ macro_rules! error_enum {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-        pub enum $name {
+        pub enum $name $(<$g>)? {
             $(
                 $(#[$vmeta])*
-                $variant $({ $($(#[$fmeta])* $field: $fty,)* })? $(($tty))?,
+                $variant $({ $($(#[$fmeta])* $field: $fty,)* })? $(($($tty),*))?,
             )*
         }
 
-        impl core::fmt::Display for $name {
+        impl $(<$g: core::fmt::Debug>)? core::fmt::Display for $name $(<$g>)? {
             #[allow(unused_variables)]
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                match *self {
-                    $(Self::$variant $({ $($field,)* })? $(($bind))? => {
+                match self {
+                    $(Self::$variant $({ $($field,)* })? $(($($bind),*))? => {
                         write!(f, $fmt $(, $arg)*)
                     })*
                 }
@@ -400,12 +401,12 @@ error_enum! {
             /// Whether the section is present.
             present: bool,
         } => "{}{type_tag:#04x}{}",
-            if present {
+            if *present {
                 "extension type section present for built-in type "
             } else {
                 "private type "
             },
-            if present { "" } else { " needs an extension type section" };
+            if *present { "" } else { " needs an extension type section" };
         /// A section or flag is not allowed on this descriptor (a shard on CSF or
         /// block-paged, quantization or a member section on a composite head).
         SectionNotAllowed {

@@ -147,7 +147,7 @@ error_enum! {
     #[non_exhaustive]
     pub enum Misuse {
         /// `data_buffer_alignment` is not a power of two in 4 KiB..=2 MiB.
-        BadAlignment(a: u32) => "{}", FileErrorKind::BadAlignment(a);
+        BadAlignment(a: u32) => "{}", FileErrorKind::BadAlignment(*a);
         /// A name or KV key is empty or longer than 65,535 bytes.
         BadName => "name is empty or longer than 65535 bytes";
         /// A name was already written, or a KV key given twice.

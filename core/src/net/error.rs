@@ -10,50 +10,15 @@
 
 use core::fmt;
 
-use crate::error::{DescriptorError, EncodeError, located_error};
+use crate::error::{DescriptorError, EncodeError, error_enum, located_error};
 
 use super::codes::ErrorCode;
 
-/// An error enum and its `Display` from one list: each variant with its
-/// doc, its fields and the text it prints (a tuple variant names its fields
-/// for the text: `Variant(name: Type)`). The enum is `Copy` and derives
-/// `defmt::Format` with the `defmt` feature. With `: codes`, each variant
-/// also gives, after a `;`, the `ERROR` code a session answers it with and
-/// the text the session sends beside it (`error_code`, `wire_text`).
-macro_rules! error_enum {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident $(<$g:ident>)? {
-            $(
-                $(#[$vmeta:meta])*
-                $variant:ident
-                $( ( $($tbind:ident: $tty:ty),* ) )?
-                $( { $( $(#[$fmeta:meta])* $field:ident: $fty:ty, )* } )?
-                => $fmt:literal,
-            )*
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-        pub enum $name $(<$g>)? {
-            $(
-                $(#[$vmeta])*
-                $variant $( ( $($tty),* ) )? $( { $( $(#[$fmeta])* $field: $fty, )* } )?,
-            )*
-        }
-
-        impl $(<$g: core::fmt::Debug>)? core::fmt::Display for $name $(<$g>)? {
-            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                match self {
-                    $(
-                        Self::$variant $( ( $($tbind),* ) )? $( { $($field),* } )?
-                            => write!(f, $fmt),
-                    )*
-                }
-            }
-        }
-    };
+/// [`error_enum!`](crate::error::error_enum) for the faults a session answers
+/// with an `ERROR`: each variant also gives, after its text and a `;`, the
+/// `ERROR` code and the text the session sends beside it (`error_code`,
+/// `wire_text`).
+macro_rules! coded_error_enum {
     (
         $(#[$meta:meta])*
         pub enum $name:ident: codes {
@@ -66,13 +31,13 @@ macro_rules! error_enum {
             )*
         }
     ) => {
-        $crate::net::error_enum! {
+        $crate::error::error_enum! {
             $(#[$meta])*
             pub enum $name {
                 $(
                     $(#[$vmeta])*
                     $variant $( ( $($tbind: $tty),* ) )? $( { $( $(#[$fmeta])* $field: $fty, )* } )?
-                    => $fmt,
+                    => $fmt;
                 )*
             }
         }
@@ -96,7 +61,6 @@ macro_rules! error_enum {
         }
     };
 }
-pub(crate) use error_enum;
 
 located_error! {
     /// A message was rejected by its decoder: what was wrong and where.
@@ -132,36 +96,36 @@ error_enum! {
             needed: u64,
             /// Bytes the message has.
             available: u64,
-        } => "truncated: {needed} bytes needed, {available} available",
+        } => "truncated: {needed} bytes needed, {available} available";
         /// `payload_length` exceeds the receiver's maximum message size.
         TooLarge {
             /// The declared `payload_length`.
             length: u32,
             /// The receiver's maximum.
             max: u32,
-        } => "payload of {length} bytes exceeds the maximum message size {max}",
+        } => "payload of {length} bytes exceeds the maximum message size {max}";
         /// The `message_type` is not one this implementation knows (private
         /// extension types included: we have agreed on none) or is `0xFF`.
-        UnknownType(t: u32) => "unknown message type {t:#010x}",
+        UnknownType(t: u32) => "unknown message type {t:#010x}";
         /// The payload holds bytes after its last field.
         TrailingBytes {
             /// Bytes the fields occupy, header included.
             expected: u64,
             /// Bytes the message has.
             found: u64,
-        } => "{found} bytes where the fields occupy {expected}",
+        } => "{found} bytes where the fields occupy {expected}";
         /// A string field is not UTF-8.
         NotUtf8 {
             /// The field.
             field: &'static str,
-        } => "{field} is not UTF-8",
+        } => "{field} is not UTF-8";
         /// Reserved bits of a bit field are set.
         ReservedBits {
             /// The field.
             field: &'static str,
             /// Its value.
             value: u64,
-        } => "reserved bits set in {field} ({value:#x})",
+        } => "reserved bits set in {field} ({value:#x})";
         /// A field holds a value the protocol (or our stricter reading of it,
         /// `docs/spec/network.md`) does not allow.
         InvalidValue {
@@ -169,10 +133,10 @@ error_enum! {
             field: &'static str,
             /// The value found.
             value: u64,
-        } => "{field} has the invalid value {value}",
+        } => "{field} has the invalid value {value}";
         /// The embedded tensor descriptor is invalid (its offset is relative to
         /// the descriptor's first byte; [`NetError::offset`] is that byte).
-        Descriptor(e: DescriptorError) => "tensor descriptor {e}",
+        Descriptor(e: DescriptorError) => "tensor descriptor {e}";
     }
 }
 
@@ -225,7 +189,7 @@ impl fmt::Display for SessionError {
 
 impl core::error::Error for SessionError {}
 
-error_enum! {
+coded_error_enum! {
     /// What a peer did against the session's rules (`docs/spec/network.md`).
     #[non_exhaustive]
     pub enum SessionErrorKind: codes {
@@ -322,26 +286,26 @@ error_enum! {
     #[non_exhaustive]
     pub enum ApiMisuse {
         /// The session is not (or no longer) established.
-        NotEstablished => "session not established",
+        NotEstablished => "session not established";
         /// The stream id is 0, open already, or reserved for shards.
-        StreamUnavailable(s: u32) => "stream {s} cannot be opened",
+        StreamUnavailable(s: u32) => "stream {s} cannot be opened";
         /// The stream is not open, or not in a state where this message goes.
-        WrongState(s: u32) => "stream {s} does not accept this message now",
+        WrongState(s: u32) => "stream {s} does not accept this message now";
         /// Every stream slot is in use.
-        NoFreeStream => "every stream slot is in use",
+        NoFreeStream => "every stream slot is in use";
         /// The bytes would break the transfer's order or its declared total.
-        OutOfOrder(s: u32) => "stream {s}: data out of order or past its total",
+        OutOfOrder(s: u32) => "stream {s}: data out of order or past its total";
         /// The message does not fit the peer's maximum message size.
         TooLargeForPeer {
             /// The payload length.
             length: u64,
             /// The peer's maximum.
             max: u32,
-        } => "payload of {length} bytes exceeds the peer's maximum {max}",
+        } => "payload of {length} bytes exceeds the peer's maximum {max}";
         /// An argument is invalid (the field named).
-        InvalidArgument(what: &'static str) => "invalid argument: {what}",
+        InvalidArgument(what: &'static str) => "invalid argument: {what}";
         /// The output buffer is too small, or a descriptor was invalid.
-        Encode(e: EncodeError) => "{e}",
+        Encode(e: EncodeError) => "{e}";
     }
 }
 

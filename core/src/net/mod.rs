@@ -54,7 +54,6 @@ mod transfer;
 pub use client::{ClientConfig, ClientEvent, ClientSession};
 pub use codes::{Capabilities, ErrorCode, MessageType, RequestFlags};
 pub use control::{ErrorMessage, MAX_ERROR_TEXT, Ping, RdmaRegister};
-pub(crate) use error::error_enum;
 pub use error::{ApiMisuse, NetError, NetErrorKind, SessionError, SessionErrorKind};
 pub use header::{Frame, MESSAGE_HEADER_LEN, MessageHeader, Status};
 pub use hello::{Hello, HelloFixed, LayoutEntry, LayoutList, MIN_MESSAGE_SIZE, PROTOCOL_VERSION};

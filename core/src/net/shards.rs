@@ -3,8 +3,8 @@
 //! tile their parent exactly. No allocation: O(n²) pairwise box tests over
 //! at most [`MAX_SHARDS`](super::MAX_SHARDS) shards, checked arithmetic.
 
-use super::error_enum;
 use super::transfer::DescriptorMessage;
+use crate::error::error_enum;
 
 error_enum! {
     /// Why a set of shards does not form one tensor (answer: `SHARD_MISMATCH`).
@@ -16,13 +16,13 @@ error_enum! {
             expected: u32,
             /// Shards given.
             found: u32,
-        } => "{found} shards where total_shards is {expected}",
+        } => "{found} shards where total_shards is {expected}";
         /// Shard at position `index` disagrees with the first on
         /// `total_shards`, carries no shard section, or repeats an index.
         Index {
             /// Position in the slice.
             index: u32,
-        } => "shard {index}: bad or repeated shard index",
+        } => "shard {index}: bad or repeated shard index";
         /// Shard at `index` has another parent shape, element type, rank or
         /// layout than the first.
         Inconsistent {
@@ -30,23 +30,23 @@ error_enum! {
             index: u32,
             /// What differs.
             what: &'static str,
-        } => "shard {index}: {what} differs from shard 0",
+        } => "shard {index}: {what} differs from shard 0";
         /// Two shards overlap.
         Overlap {
             /// Position of one.
             a: u32,
             /// Position of the other.
             b: u32,
-        } => "shards {a} and {b} overlap",
+        } => "shards {a} and {b} overlap";
         /// The shards do not cover the parent (their volumes fall short).
         Coverage {
             /// Elements the shards cover.
             covered: u64,
             /// Elements of the parent.
             parent: u64,
-        } => "shards cover {covered} of the parent's {parent} elements",
+        } => "shards cover {covered} of the parent's {parent} elements";
         /// A volume overflows `u64`.
-        Overflow => "shard volume overflows",
+        Overflow => "shard volume overflows";
     }
 }
 

@@ -6,7 +6,7 @@ use core::fmt;
 
 use crate::composite::CompositeError;
 use crate::error::DescriptorError;
-use crate::net::error_enum;
+use crate::error::error_enum;
 
 /// A stream was rejected: what was wrong, the byte offset of the stream
 /// where it was found, and the tensor (0-based, in stream order, composite
@@ -93,11 +93,11 @@ error_enum! {
     /// Where in the stream an early end was found.
     pub enum Phase {
         /// Inside a descriptor.
-        Descriptor => "a descriptor",
+        Descriptor => "a descriptor";
         /// Inside a tensor's buffer bytes.
-        Data => "a tensor's buffers",
+        Data => "a tensor's buffers";
         /// Between tensors, with a composite still waiting for members.
-        Composite => "a composite (torn)",
+        Composite => "a composite (torn)";
     }
 }
 
@@ -107,16 +107,16 @@ error_enum! {
     pub enum StreamErrorKind {
         /// A descriptor is invalid (its own offset counts from the
         /// descriptor's first byte; the stream offset is absolute).
-        Descriptor(e: DescriptorError) => "{e}",
+        Descriptor(e: DescriptorError) => "{e}";
         /// A composite breaks a rule of its head (a torn composite included).
-        Composite(e: CompositeError) => "{e}",
+        Composite(e: CompositeError) => "{e}";
         /// A descriptor is longer than the caller's limit (or descriptor buffer).
         DescriptorTooLong {
             /// Its `descriptor_length`.
             length: u32,
             /// The limit.
             limit: u32,
-        } => "descriptor of {length} bytes exceeds the limit {limit}",
+        } => "descriptor of {length} bytes exceeds the limit {limit}";
         /// A buffer is larger than the caller's limit.
         BufferTooLarge {
             /// The buffer's index in its table.
@@ -125,14 +125,14 @@ error_enum! {
             size: u64,
             /// The limit.
             limit: u64,
-        } => "buffer {buffer} of {size} bytes exceeds the limit {limit}",
+        } => "buffer {buffer} of {size} bytes exceeds the limit {limit}";
         /// The stream would be longer than the caller's limit.
         TotalTooLarge {
             /// The length the stream would reach (saturated at `u64::MAX`).
             needed: u64,
             /// The limit.
             limit: u64,
-        } => "stream of {needed} bytes exceeds the limit {limit}",
+        } => "stream of {needed} bytes exceeds the limit {limit}";
         /// A buffer's sync mode is not `ProducerSynced` where the caller
         /// requires it (a stream that crossed machines).
         NotProducerSynced {
@@ -140,7 +140,7 @@ error_enum! {
             buffer: u32,
             /// Its sync-mode code.
             sync_mode: u8,
-        } => "buffer {buffer} has sync mode {sync_mode:#04x}, not ProducerSynced",
+        } => "buffer {buffer} has sync mode {sync_mode:#04x}, not ProducerSynced";
         /// A partition composite's member boxes do not fit the caller's
         /// composite scratch.
         ScratchTooSmall {
@@ -148,12 +148,12 @@ error_enum! {
             needed: u64,
             /// Bytes of scratch there are.
             available: u64,
-        } => "composite scratch of {available} bytes, {needed} needed",
+        } => "composite scratch of {available} bytes, {needed} needed";
         /// The stream ended somewhere other than between two top-level tensors.
         UnexpectedEof {
             /// Inside what.
             inside: Phase,
-        } => "stream ends inside {inside}",
+        } => "stream ends inside {inside}";
     }
 }
 
@@ -165,16 +165,16 @@ error_enum! {
     #[non_exhaustive]
     pub enum WriteError<E> {
         /// The sink failed; the stream is cut where it stopped.
-        Sink(e: E) => "sink failed: {e:?}",
+        Sink(e: E) => "sink failed: {e:?}";
         /// The sink accepted no byte of a non-empty write (a full sink).
-        SinkFull => "sink accepted no bytes",
+        SinkFull => "sink accepted no bytes";
         /// As many buffers must be given as the descriptor's table declares.
         BufferCount {
             /// Entries in the table.
             expected: u32,
             /// Buffers given.
             found: u64,
-        } => "{found} buffers given, the table declares {expected}",
+        } => "{found} buffers given, the table declares {expected}";
         /// A buffer's length is not the size its table entry declares.
         BufferSize {
             /// The buffer's index.
@@ -183,32 +183,32 @@ error_enum! {
             expected: u64,
             /// The length given.
             found: u64,
-        } => "buffer {buffer} is {found} bytes, its table entry declares {expected}",
+        } => "buffer {buffer} is {found} bytes, its table entry declares {expected}";
         /// More data than the open tensor's buffers hold.
         DataOverrun {
             /// Bytes the tensor still takes.
             remaining: u64,
             /// Bytes given.
             found: u64,
-        } => "{found} data bytes given, the tensor takes {remaining} more",
+        } => "{found} data bytes given, the tensor takes {remaining} more";
         /// A tensor's data is not complete (a new tensor, or the end, came
         /// before its last byte).
         DataIncomplete {
             /// Bytes still owed.
             remaining: u64,
-        } => "the open tensor still takes {remaining} data bytes",
+        } => "the open tensor still takes {remaining} data bytes";
         /// Data given while no tensor is open.
-        NoOpenTensor => "data given while no tensor is open",
+        NoOpenTensor => "data given while no tensor is open";
         /// The tensor breaks a rule of the composite it belongs to, or the
         /// stream ends before a composite's members.
-        Composite(e: CompositeError) => "{e}",
+        Composite(e: CompositeError) => "{e}";
         /// A partition's member boxes do not fit the writer's scratch.
         ScratchTooSmall {
             /// Bytes of scratch needed.
             needed: u64,
             /// Bytes of scratch there are.
             available: u64,
-        } => "composite scratch of {available} bytes, {needed} needed",
+        } => "composite scratch of {available} bytes, {needed} needed";
     }
 }
 
