@@ -1054,6 +1054,24 @@ fn np_put_1_put_then_data_then_end_then_ack() {
         matches!(client_feed(&mut c, 3, &msg(8, 1, &[])), Said::Event(e) if e.starts_with("PutAck"))
     );
     assert!(!c.is_open(1));
+    // A put still open when the server closes the connection sends nothing
+    // more, as the server's own sending does (`NotEstablished`).
+    let put = TensorPut {
+        key: "t/x",
+        descriptor: view,
+        total_data_bytes: 6,
+    };
+    c.put(3, &put, &mut out).unwrap();
+    c.send_data(3, 0, &[0; 6], &mut out).unwrap();
+    assert!(matches!(
+        client_feed(&mut c, 4, &msg(9, 0, &error_payload(0xF2, "bye"))),
+        Said::Fatal(_)
+    ));
+    assert_eq!(c.data_prefix(3, 6, 1), Err(ApiMisuse::NotEstablished));
+    assert_eq!(
+        c.send_data_end(5, 3, &mut out),
+        Err(ApiMisuse::NotEstablished)
+    );
 }
 
 /// A shard payload: u8 [2, 4] rows `row..row+2` of a [4, 4] parent.

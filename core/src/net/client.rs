@@ -475,13 +475,15 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     /// 20 bytes to send before them.
     ///
     /// # Errors
-    /// Out of order, past the total, empty, or too large for the server.
+    /// Out of order, past the total, empty, too large for the server, or
+    /// the connection is no longer open.
     pub fn data_prefix(
         &mut self,
         stream: u32,
         offset: u64,
         len: u32,
     ) -> Result<[u8; 20], ApiMisuse> {
+        self.link.established()?;
         self.link.check_size(u64::from(len).saturating_add(8))?;
         self.put_transfer(stream)?
             .on_data(offset, len as usize)
@@ -493,13 +495,14 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     /// then due within the request timeout.
     ///
     /// # Errors
-    /// Before every byte was sent.
+    /// Before every byte was sent, or the connection is no longer open.
     pub fn send_data_end(
         &mut self,
         now: u64,
         stream: u32,
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
+        self.link.established()?;
         let mut t = *self.put_transfer(stream)?;
         t.on_end().map_err(|_| ApiMisuse::OutOfOrder(stream))?;
         let n = Message::TensorDataEnd.encode(stream, out)?;
