@@ -411,7 +411,7 @@ impl BufferHandle {
 
     /// This handle as a raw wire entry.
     #[must_use]
-    #[inline]
+    #[inline(always)] // a few moves: the encoder's entry loop stays a loop
     pub const fn to_entry(self) -> BufferHandleEntry {
         BufferHandleEntry {
             byte_size: U64::new(self.byte_size),

@@ -384,15 +384,17 @@ impl<'a> TensorDescriptor<'a> {
         self.check_rest(header, at, element_type)
     }
 
-    /// The plain families accepted first and written straight (ADR-130):
-    /// `Some(len)` once [`plain_holds`](Self::plain_holds) said every rule
-    /// holds (before anything is written) and the bytes fitted `out`.
-    /// `None` is no verdict: any other descriptor, a refusal or an output
-    /// too small (of which a prefix may have been written), and the general
-    /// path then writes the whole descriptor again, checks it and names
-    /// the fault, as it always did. The bytes are those
-    /// [`write`](Self::write) writes, the length known before the first
-    /// store, each part one split of the rest of `out`.
+    /// The plain families accepted and written in one pass (ADR-130,
+    /// ADR-131): `Some(len)` once every rule held and the bytes fitted
+    /// `out`. The front is written while it is checked — the shape counted
+    /// as it is copied, the handles' placement compared as their entries
+    /// are stored — and the rest of the acceptance
+    /// ([`plain_holds`](Self::plain_holds)) runs before the section and the
+    /// header are written. `None` is no verdict: any other descriptor, a
+    /// refusal or an output too small. What was written by then is whole
+    /// parts at the places and with the bytes the general path writes
+    /// there, which then writes the whole descriptor again, checks it and
+    /// names the fault, as it always did.
     #[inline(always)]
     fn encode_plain(&self, header: &FixedHeader, out: &mut [u8]) -> Option<usize> {
         // Dense may carry a quantization section; compressed, none.
@@ -406,30 +408,29 @@ impl<'a> TensorDescriptor<'a> {
         if header.flags.get() & !sections != 0 {
             return None;
         }
+        let packing = self.element_type.packing()?;
         let (rank, count) = (self.shape.len(), self.buffers.len());
+        // A plain family has at most 3 buffers: the count byte is then
+        // the general path's, and so is every offset below.
+        if rank > MAX_RANK as usize || count > 3 {
+            return None;
+        }
         // Where the section goes: the header, the shape, `byte_offset`, the
-        // layout's fields, the buffer count and the entries (rank and count
-        // are bounded by the acceptance before any of it is written).
+        // layout's fields, the buffer count and the entries.
         let front = rank
             .wrapping_mul(8)
             .wrapping_add(count.wrapping_mul(crate::handle::ENTRY_LEN))
             .wrapping_add(FRONT_LEN.wrapping_add(fields));
-        // Only the section rules' error offsets read it (a refusal is no
-        // verdict here), so a wrapped value is harmless.
-        #[allow(clippy::cast_possible_truncation)]
-        if !self.plain_holds(front as u32) {
-            return None;
-        }
         let (head, rest) = out.split_first_chunk_mut::<{ header::HEADER_LEN }>()?;
-        let rest = match self.shape {
+        let (shape, rest) = match self.shape {
             Values::Native(d) => {
                 let (dims, rest) = <[U64]>::mut_from_prefix_with_elems(rest, rank).ok()?;
-                for (w, &n) in dims.iter_mut().zip(d) {
-                    *w = U64::new(n);
-                }
-                rest
+                (copy_dims(dims, d), rest)
             }
-            Values::Wire(d) => put(rest, d.as_bytes())?,
+            Values::Wire(d) => (
+                count_or_dynamic(d.iter().map(|n| n.get())),
+                put(rest, d.as_bytes())?,
+            ),
         };
         let (offset, rest) = rest.split_first_chunk_mut::<8>()?;
         *offset = self.byte_offset.to_le_bytes();
@@ -442,7 +443,7 @@ impl<'a> TensorDescriptor<'a> {
             _ => rest,
         };
         let (n, rest) = rest.split_first_mut()?;
-        #[allow(clippy::cast_possible_truncation)] // at most 3 (the acceptance)
+        #[allow(clippy::cast_possible_truncation)] // at most 3 (above)
         {
             *n = count as u8;
         }
@@ -450,13 +451,19 @@ impl<'a> TensorDescriptor<'a> {
             Buffers::Handles(h) => {
                 let (entries, rest) =
                     <[BufferHandleEntry]>::mut_from_prefix_with_elems(rest, count).ok()?;
-                for (e, h) in entries.iter_mut().zip(h) {
-                    *e = h.to_entry();
+                if !store_colocated(entries, h) {
+                    return None;
                 }
                 rest
             }
             Buffers::Table(t) => put(rest, t.as_bytes())?,
         };
+        // Only the section rules' error offsets read `front` (a refusal is
+        // no verdict here), so a wrapped value is harmless.
+        #[allow(clippy::cast_possible_truncation)]
+        if !self.plain_holds(packing, shape, front as u32) {
+            return None;
+        }
         let len = match &self.quantization {
             Some(q) => front.wrapping_add(q.write_to(rest)?),
             None => front,
@@ -470,27 +477,24 @@ impl<'a> TensorDescriptor<'a> {
         Some(len)
     }
 
-    /// Whether every rule holds, for a native row-, column-major (with or
-    /// without quantization), CSR or CSC descriptor with no other section
-    /// and a public type: one pass over the shape and the comparisons the
-    /// rules come down to when the header was built from these values (its
-    /// check is then the rank bound) and no section needs its own rule.
-    /// `false` is no verdict: the general path runs every rule and names
-    /// the first one broken (it also takes an overflowing element count,
-    /// which a zero may excuse, and a compressed tensor of dynamic shape).
+    /// The rest of the plain families' acceptance, once the front was
+    /// written ([`encode_plain`](Self::encode_plain)): for a row-, column-
+    /// major (with or without quantization), CSR or CSC descriptor with no
+    /// other section, a public type (`packing`), a bounded rank and
+    /// colocated handles, the comparisons the rules come down to when the
+    /// header was built from these values; `shape`: the element count
+    /// (`None` on overflow) and whether a dimension is dynamic. `false` is
+    /// no verdict: the general path runs every rule and names the first one
+    /// broken (it also takes an overflowing element count, which a zero may
+    /// excuse, and a compressed tensor of dynamic shape).
     #[inline(always)] // one caller, `encode_plain`
-    fn plain_holds(&self, quantization_at: u32) -> bool {
-        let Some(packing) = self.element_type.packing() else {
-            return false;
-        };
+    fn plain_holds(
+        &self,
+        packing: Packing,
+        (count, dynamic): (Option<u64>, bool),
+        quantization_at: u32,
+    ) -> bool {
         let (rank, b) = (self.shape.len(), self.buffers);
-        if rank > MAX_RANK as usize || !self.colocated() {
-            return false;
-        }
-        let (count, dynamic) = match self.shape {
-            Values::Native(d) => count_or_dynamic(d.iter().copied()),
-            Values::Wire(d) => count_or_dynamic(d.iter().map(|n| n.get())),
-        };
         let offset = self.byte_offset;
         match self.layout {
             LayoutSpec::RowMajor | LayoutSpec::ColumnMajor => {
@@ -623,25 +627,6 @@ impl<'a> TensorDescriptor<'a> {
             None => size(scale) == scale_bytes,
         };
         sized.then_some((padded, buffers))
-    }
-
-    /// Whether every handle lies where the first does (a parsed table was
-    /// checked when it was read).
-    #[inline]
-    fn colocated(&self) -> bool {
-        match self.buffers {
-            // The same device and memory class values have the same codes
-            // (the converse, a private value spelling a public code, is
-            // left to the general path's rule on the codes).
-            Buffers::Handles([first, rest @ ..]) => {
-                code_error(first.device_tag(), first.memory_class()).is_none()
-                    && rest.iter().all(|h| {
-                        h.device_tag() == first.device_tag()
-                            && h.memory_class() == first.memory_class()
-                    })
-            }
-            _ => true,
-        }
     }
 
     /// The rules up to the buffer table: header, layout fields, colocation.
@@ -847,6 +832,47 @@ fn count_or_dynamic(dims: impl Iterator<Item = u64>) -> (Option<u64>, bool) {
             dynamic | (n == DYNAMIC),
         )
     })
+}
+
+/// Copies a native shape into its wire slots (as long as it, from the
+/// caller's split) and returns what [`count_or_dynamic`] returns, in the
+/// same pass: the product wraps with a sticky overflow, which gives the
+/// checked product's verdict.
+#[inline(always)]
+fn copy_dims(dims: &mut [U64], shape: &[u64]) -> (Option<u64>, bool) {
+    let (mut count, mut overflow, mut dynamic) = (1u64, false, false);
+    for (w, &n) in dims.iter_mut().zip(shape) {
+        *w = U64::new(n);
+        let (product, o) = count.overflowing_mul(n);
+        count = product;
+        overflow |= o;
+        dynamic |= n == DYNAMIC;
+    }
+    ((!overflow).then_some(count), dynamic)
+}
+
+/// Stores the handles' wire entries (`entries` as long as `handles`) and
+/// says whether they are colocated as the parser's rule has it: the first
+/// handle's codes ones the parser reads, and every handle's device tag and
+/// memory class codes the first's (`table::colocated`, compared as the
+/// entries are stored instead of in a pass of their own).
+#[inline(always)]
+fn store_colocated(entries: &mut [BufferHandleEntry], handles: &[BufferHandle]) -> bool {
+    let Some(first) = handles.first() else {
+        return false;
+    };
+    if code_error(first.device_tag(), first.memory_class()).is_some() {
+        return false;
+    }
+    let first = first.to_entry();
+    let mut colocated = true;
+    for (e, h) in entries.iter_mut().zip(handles) {
+        let entry = h.to_entry();
+        colocated &=
+            entry.device_tag == first.device_tag && entry.memory_class == first.memory_class;
+        *e = entry;
+    }
+    colocated
 }
 
 /// The product of every dimension but `axis` (`None` on overflow, as the
