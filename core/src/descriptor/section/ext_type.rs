@@ -54,6 +54,16 @@ wire_struct! {
 }
 assert_eq_size!(ExtensionTypeEntry, [u8; 20]);
 
+/// `packing_factor` for a valid `bit_width`: `8 / bit_width` below 8, else 1.
+const fn packing_factor(bit_width: u32) -> u8 {
+    match bit_width {
+        1 => 8,
+        2 => 4,
+        4 => 2,
+        _ => 1,
+    }
+}
+
 /// A validated description of a private element type.
 ///
 /// ```
@@ -82,26 +92,12 @@ impl defmt::Format for ExtensionType {
 }
 
 impl ExtensionType {
+    /// The entry of a `bit_width`-bit type with every other field zero.
     const fn raw(bit_width: u32) -> ExtensionTypeEntry {
-        ExtensionTypeEntry {
-            bit_width: U32::new(bit_width),
-            packing_factor: match bit_width {
-                1 => 8,
-                2 => 4,
-                4 => 2,
-                _ => 1,
-            },
-            is_float: 0,
-            is_signed: 0,
-            sign_bits: 0,
-            exponent_bits: 0,
-            mantissa_bits: 0,
-            reserved: [0; 2],
-            exponent_bias: U32::new(0),
-            has_nan: 0,
-            has_inf: 0,
-            reserved2: [0; 2],
-        }
+        let mut raw: ExtensionTypeEntry = zerocopy::transmute!([0u8; 20]);
+        raw.bit_width = U32::new(bit_width);
+        raw.packing_factor = packing_factor(bit_width);
+        raw
     }
 
     /// An integer type of `bit_width` bits (1, 2, 4, or a multiple of 8).
@@ -208,13 +204,7 @@ impl ExtensionType {
         if !width_ok {
             return invalid(0, "bit_width", u64::from(bw));
         }
-        let expected_pf = match bw {
-            1 => 8,
-            2 => 4,
-            4 => 2,
-            _ => 1,
-        };
-        if u32::from(pf) != expected_pf {
+        if pf != packing_factor(bw) {
             return invalid(4, "packing_factor", u64::from(pf));
         }
         for (off, field, v) in [
