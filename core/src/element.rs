@@ -178,6 +178,7 @@ impl Packing {
     /// assert_eq!(Packing::SixBitGroups.byte_span(0, 4), Some((0, 6)));
     /// ```
     #[must_use]
+    #[allow(clippy::cast_possible_truncation)] // each cast is checked to round-trip
     pub const fn byte_span(self, first: i64, last: i64) -> Option<(i64, i64)> {
         // The wide span, where `last + 1`, `lo` and `hi` each fit an `i64`.
         match self.byte_span_wide(first, last) {
