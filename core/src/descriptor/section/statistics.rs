@@ -110,9 +110,23 @@ impl Statistics {
     /// No statistic known.
     #[must_use]
     pub const fn new() -> Self {
-        // Every field zero: the mask, so no group, and the reserved bytes.
         Self {
-            raw: zerocopy::transmute!([0u8; 72]),
+            raw: StatisticsEntry {
+                computed_mask: U32::new(0),
+                reserved: U32::new(0),
+                nnz: U64::new(0),
+                sparsity_ratio: F64::new(0.0),
+                value_min: F64::new(0.0),
+                value_max: F64::new(0.0),
+                value_abs_max: F64::new(0.0),
+                value_mean: F64::new(0.0),
+                value_stddev: F64::new(0.0),
+                nm_n: 0,
+                nm_m: 0,
+                has_nan: 0,
+                has_inf: 0,
+                reserved2: [0; 4],
+            },
         }
     }
 
