@@ -298,7 +298,8 @@ code_enum! {
 }
 
 code_enum! {
-    /// How a buffer's memory can be reached (byte 14, ADR-020).
+    /// How a buffer's memory can be reached (byte 14, ADR-020;
+    /// `docs/spec/buffer-protocol.md` § Memory Classes).
     ///
     /// Which classes a device allows is given by [`DeviceTag::allows`].
     ///
@@ -313,18 +314,14 @@ code_enum! {
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum MemoryClass, NAMED {
-        /// Memory of the tagged device that only its own compute unit reaches
-        /// without a copy (`0x00`); the default.
+        /// Reached without a copy only by the tagged device (`0x00`); the default.
         #[default]
         Standard = 0x00 => "standard",
-        /// Host memory that is page-locked and mapped for the device: the CPU
-        /// reads it at full speed, the device over its interconnect (`0x01`).
+        /// Page-locked host memory mapped for the device (`0x01`).
         HostPinned = 0x01 => "host_pinned",
-        /// Memory kept coherent between host and device by hardware or driver;
-        /// pages may migrate (`0x02`).
+        /// Kept coherent between host and device; pages may migrate (`0x02`).
         Unified = 0x02 => "unified",
-        /// Device memory reachable directly by agreed peer accelerators, not by
-        /// the CPU (`0x03`).
+        /// Reached directly by agreed peer accelerators, not by the CPU (`0x03`).
         PeerToPeer = 0x03 => "peer",
         @
         /// An implementation-private class `0xF0`–`0xFE`, only valid on a
