@@ -186,14 +186,9 @@ pub const fn is_private_code(code: u8) -> bool {
 }
 
 code_enum! {
-    /// The memory space a buffer lives in (byte 12 of a buffer handle).
-    ///
-    /// | Code | Device |
-    /// |---:|---|
-    /// | `0x00`–`0x08` | the named variants below |
-    /// | `0x09`–`0xEF` | reserved: rejected |
-    /// | `0xF0`–`0xFE` | implementation-private: [`DeviceTag::Private`] |
-    /// | `0xFF` | invalid: rejected |
+    /// The memory space a buffer lives in (byte 12 of a buffer handle;
+    /// `docs/spec/buffer-protocol.md` § Device Tags). Codes outside the named
+    /// ones and [`DeviceTag::Private`]'s `0xF0`–`0xFE` are rejected.
     ///
     /// ```
     /// use hurray_core::DeviceTag;
@@ -293,23 +288,18 @@ code_enum! {
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum SyncMode, ALL {
-        /// The producer waited for every write before handing the buffer over;
-        /// the consumer may read at once, on any stream. The only mode allowed
-        /// for CPU buffers (`0x00`).
+        /// Writes finished before hand-off: readable at once; the only CPU mode (`0x00`).
         ProducerSynced = 0x00 => "producer_synced",
-        /// The producer recorded a device event after its writes; the consumer
-        /// waits on that event (passed out of band) before touching the buffer
-        /// (`0x01`).
+        /// The consumer waits on the producer's device event, passed out of band (`0x01`).
         Event = 0x01 => "event",
-        /// The consumer named its stream at hand-off and the producer ordered its
-        /// writes before it; the consumer may use the buffer on that stream
-        /// (`0x02`).
+        /// Writes ordered before the stream the consumer named at hand-off (`0x02`).
         ConsumerStream = 0x02 => "consumer_stream",
     }
 }
 
 code_enum! {
-    /// How a buffer's memory can be reached (byte 14, ADR-020).
+    /// How a buffer's memory can be reached (byte 14, ADR-020;
+    /// `docs/spec/buffer-protocol.md` § Memory Classes).
     ///
     /// Which classes a device allows is given by [`DeviceTag::allows`].
     ///
@@ -324,18 +314,14 @@ code_enum! {
     #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     #[non_exhaustive]
     pub enum MemoryClass, NAMED {
-        /// Memory of the tagged device that only its own compute unit reaches
-        /// without a copy (`0x00`); the default.
+        /// Reached without a copy only by the tagged device (`0x00`); the default.
         #[default]
         Standard = 0x00 => "standard",
-        /// Host memory that is page-locked and mapped for the device: the CPU
-        /// reads it at full speed, the device over its interconnect (`0x01`).
+        /// Page-locked host memory mapped for the device (`0x01`).
         HostPinned = 0x01 => "host_pinned",
-        /// Memory kept coherent between host and device by hardware or driver;
-        /// pages may migrate (`0x02`).
+        /// Kept coherent between host and device; pages may migrate (`0x02`).
         Unified = 0x02 => "unified",
-        /// Device memory reachable directly by agreed peer accelerators, not by
-        /// the CPU (`0x03`).
+        /// Reached directly by agreed peer accelerators, not by the CPU (`0x03`).
         PeerToPeer = 0x03 => "peer",
         @
         /// An implementation-private class `0xF0`–`0xFE`, only valid on a

@@ -178,30 +178,16 @@ impl Packing {
     /// assert_eq!(Packing::SixBitGroups.byte_span(0, 4), Some((0, 6)));
     /// ```
     #[must_use]
+    #[allow(clippy::cast_possible_truncation)] // each cast is checked to round-trip
     pub const fn byte_span(self, first: i64, last: i64) -> Option<(i64, i64)> {
-        let Some(after) = last.checked_add(1) else {
-            return None;
-        };
-        match self {
-            Self::Bytes(w) => match (first.checked_mul(w as i64), after.checked_mul(w as i64)) {
-                (Some(lo), Some(hi)) => Some((lo, hi)),
-                _ => None,
-            },
-            // Arithmetic shifts floor negative offsets, as the byte of a
-            // negative element offset must.
-            Self::Bits(_) => match self.per_byte_shift() {
-                // `last >> shift` is below 2^62: adding 1 cannot wrap.
-                Some(shift) => Some((first >> shift, (last >> shift).wrapping_add(1))),
-                None => None,
-            },
-            // `last >> 2` is below 2^61: adding 1 cannot wrap.
-            Self::SixBitGroups => match (
-                (first >> 2).checked_mul(3),
-                (last >> 2).wrapping_add(1).checked_mul(3),
-            ) {
-                (Some(lo), Some(hi)) => Some((lo, hi)),
-                _ => None,
-            },
+        // The wide span, where `last + 1`, `lo` and `hi` each fit an `i64`.
+        match self.byte_span_wide(first, last) {
+            Some((lo, hi))
+                if last < i64::MAX && lo as i64 as i128 == lo && hi as i64 as i128 == hi =>
+            {
+                Some((lo as i64, hi as i64))
+            }
+            _ => None,
         }
     }
 }

@@ -3,12 +3,11 @@
 
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::U32;
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::codes::flag_set;
 use crate::element::ElementType;
 use crate::error::{DescriptorError, DescriptorErrorKind};
-use crate::field::wire_struct;
+use crate::field::wire_fields;
 
 /// `"HRRY"`: the first four bytes of every descriptor.
 pub const DESCRIPTOR_MAGIC: [u8; 4] = *b"HRRY";
@@ -24,31 +23,28 @@ pub const MAX_RANK: u32 = 64;
 /// The dynamic-dimension sentinel of a shape: the size is not known yet.
 pub const DYNAMIC: u64 = u64::MAX;
 
-wire_struct! {
+wire_fields! {
     /// The fixed header, as it lies on the wire (any 20 bytes form one):
     /// `docs/spec/metadata.md` § Fixed header, offsets asserted below.
-#[derive(
-        FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq,
-    )]
-    #[repr(C)]
-    pub struct FixedHeader {
+    #[derive(Eq)]
+    FixedHeader {
         /// `"HRRY"`.
-        pub magic: [u8; 4],
+        magic: [u8; 4],
         /// Major version (1).
-        pub version_major: u8,
+        version_major: u8,
         /// Minor version.
-        pub version_minor: u8,
+        version_minor: u8,
         /// Total length of the descriptor in bytes, header included.
-        pub descriptor_length: U32,
+        descriptor_length: U32,
         /// [`Flags`] bits.
-        pub flags: U32,
+        flags: U32,
         /// Element type code.
-        pub type_tag: u8,
+        type_tag: u8,
         /// Layout code.
-        pub layout_tag: u8,
+        layout_tag: u8,
         /// Number of dimensions.
-        pub rank: U32,
-    }
+        rank: U32,
+    } = 20;
 }
 
 assert_eq_size!(FixedHeader, [u8; HEADER_LEN]);

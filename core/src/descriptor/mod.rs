@@ -379,15 +379,10 @@ impl<'a> TensorView<'a> {
         } else {
             None
         };
-        let extension_type_at = if flags.contains(Flags::HAS_EXTENSION_TYPE) {
-            r.pos()
+        let (extension_type_at, extension_type) = if flags.contains(Flags::HAS_EXTENSION_TYPE) {
+            (r.pos(), Some(ExtensionType::parse(&mut r)?))
         } else {
-            0
-        };
-        let extension_type = if flags.contains(Flags::HAS_EXTENSION_TYPE) {
-            Some(ExtensionType::parse(&mut r)?)
-        } else {
-            None
+            (0, None)
         };
         let member_role = if flags.contains(Flags::HAS_COMPOSITE_MEMBER) {
             Some(MemberRole::parse(&mut r)?)
@@ -455,17 +450,9 @@ impl<'a> TensorView<'a> {
             member_role,
             at: SectionsAt {
                 table: table_at,
-                quantization: if quantization.is_some() {
-                    quantization_at
-                } else {
-                    0
-                },
+                quantization: quantization.map_or(0, |_| quantization_at),
                 shard: shard_at,
-                statistics: if statistics.is_some() {
-                    statistics_at
-                } else {
-                    0
-                },
+                statistics: statistics.map_or(0, |_| statistics_at),
                 extension_type: extension_type_at,
             },
         })

@@ -1,10 +1,7 @@
 //! Block-paged layout (`0x0A`, rank 3): a paged KV cache.
 //!
-//! Wire fields (32 bytes): `page_size: uint32` (≥ 1), `num_pages: uint64`,
-//! `paged_axis: uint32` (= 0), `num_seqs: uint32`, `kv_role: uint8` (0, 1,
-//! 2), `layer_index: uint32` (`0xFFFFFFFF` = not layer-scoped),
-//! `block_table_index_type: uint8` (0 = uint32, 1 = uint64),
-//! `_reserved: uint8[6]`.
+//! Wire fields: [`BlockPagedFields`], with their rules in
+//! `docs/spec/layouts.md` § Block-paged.
 //!
 //! Buffers: `page_pool` (exactly `num_pages × page_size × shape[1] ×
 //! shape[2]` elements), `block_table` (a whole number of indices) and

@@ -1,12 +1,8 @@
 //! Composite head (`0x0B`): a data-less descriptor that binds the next
 //! `member_count` descriptors of a stream as its members
-//! (`docs/spec/layouts/composite.md`).
+//! (`docs/spec/layouts.md` § Composite head).
 //!
-//! Wire fields (8 bytes): `composition_rule: uint8` (1 partition, 2 overlay,
-//! 3 group; `0xF0`–`0xFE` private), `combine_op: uint8` (overlay: 1 replace,
-//! 2 add; else 0), `_reserved: uint8[2]`, `member_count: uint32`
-//! (`0xFFFFFFFF`, an open composite, is reserved and rejected; an overlay
-//! needs at least its base member).
+//! Wire fields: [`CompositeFields`], with their rules in the spec.
 //!
 //! A head has no buffers and `byte_offset` 0. Rules that span members are
 //! checked by [`CompositeValidator`](crate::CompositeValidator).

@@ -1,11 +1,8 @@
 //! Tiled / blocked layout (`0x04`), possibly nested.
 //!
-//! Wire fields of one level: `tile_shape: uint64[rank]` (each > 0),
-//! `outer_layout: uint8` (1, 2 or 3), `inner_layout: uint8` (1, 2, 3, or 4
-//! for a nested level), `_reserved: uint8[2]`, then `outer_strides:
-//! int64[rank]` if `outer_layout` is strided, `inner_strides: int64[rank]`
-//! if `inner_layout` is strided, then the next level if `inner_layout` is
-//! tiled. At most 8 levels.
+//! Wire fields of one level: `tile_shape`, then [`TileCodes`], then the
+//! strides and next level those codes call for (`docs/spec/layouts.md`
+//! § Tiled). At most 8 levels.
 //!
 //! The data buffer holds the tile grid (`ceil(shape / tile_shape)` tiles of
 //! `product(tile_shape)` elements, or the span the outer strides reach); a

@@ -8,51 +8,55 @@
 //! floating-point fields; a float type is unsigned-integer-free
 //! (`is_signed = 0`) with at most one sign bit.
 
-use static_assertions::assert_eq_size;
 use zerocopy::little_endian::U32;
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::field::wire_struct;
+use crate::field::wire_fields;
 
 use crate::element::Packing;
 use crate::error::DescriptorError;
 
 use super::super::cursor::{Reader, Writer};
 
-wire_struct! {
+wire_fields! {
     /// The extension type section as it lies on the wire.
-    #[derive(
-        FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq, Eq, Hash,
-    )]
-    #[repr(C)]
-    pub struct ExtensionTypeEntry {
+    #[derive(Eq, Hash)]
+    ExtensionTypeEntry {
         /// Bits per element.
-        pub bit_width: U32,
+        bit_width: U32,
         /// Elements per byte.
-        pub packing_factor: u8,
+        packing_factor: u8,
         /// 1 for a floating-point type.
-        pub is_float: u8,
+        is_float: u8,
         /// 1 for a signed integer type.
-        pub is_signed: u8,
+        is_signed: u8,
         /// Sign bits of a float.
-        pub sign_bits: u8,
+        sign_bits: u8,
         /// Exponent bits of a float.
-        pub exponent_bits: u8,
+        exponent_bits: u8,
         /// Mantissa bits of a float.
-        pub mantissa_bits: u8,
+        mantissa_bits: u8,
         /// Reserved, zero.
-        pub reserved: [u8; 2] as "_reserved",
+        reserved: [u8; 2] as "_reserved",
         /// Exponent bias of a float.
-        pub exponent_bias: U32,
+        exponent_bias: U32,
         /// 1 if NaN is representable.
-        pub has_nan: u8,
+        has_nan: u8,
         /// 1 if infinity is representable.
-        pub has_inf: u8,
+        has_inf: u8,
         /// Reserved, zero.
-        pub reserved2: [u8; 2] as "_reserved2",
+        reserved2: [u8; 2] as "_reserved2",
+    } = 20;
+}
+
+/// `packing_factor` for a valid `bit_width`: `8 / bit_width` below 8, else 1.
+const fn packing_factor(bit_width: u32) -> u8 {
+    match bit_width {
+        1 => 8,
+        2 => 4,
+        4 => 2,
+        _ => 1,
     }
 }
-assert_eq_size!(ExtensionTypeEntry, [u8; 20]);
 
 /// A validated description of a private element type.
 ///
@@ -82,26 +86,12 @@ impl defmt::Format for ExtensionType {
 }
 
 impl ExtensionType {
+    /// The entry of a `bit_width`-bit type with every other field zero.
     const fn raw(bit_width: u32) -> ExtensionTypeEntry {
-        ExtensionTypeEntry {
-            bit_width: U32::new(bit_width),
-            packing_factor: match bit_width {
-                1 => 8,
-                2 => 4,
-                4 => 2,
-                _ => 1,
-            },
-            is_float: 0,
-            is_signed: 0,
-            sign_bits: 0,
-            exponent_bits: 0,
-            mantissa_bits: 0,
-            reserved: [0; 2],
-            exponent_bias: U32::new(0),
-            has_nan: 0,
-            has_inf: 0,
-            reserved2: [0; 2],
-        }
+        let mut raw: ExtensionTypeEntry = zerocopy::transmute!([0u8; 20]);
+        raw.bit_width = U32::new(bit_width);
+        raw.packing_factor = packing_factor(bit_width);
+        raw
     }
 
     /// An integer type of `bit_width` bits (1, 2, 4, or a multiple of 8).
@@ -208,13 +198,7 @@ impl ExtensionType {
         if !width_ok {
             return invalid(0, "bit_width", u64::from(bw));
         }
-        let expected_pf = match bw {
-            1 => 8,
-            2 => 4,
-            4 => 2,
-            _ => 1,
-        };
-        if u32::from(pf) != expected_pf {
+        if pf != packing_factor(bw) {
             return invalid(4, "packing_factor", u64::from(pf));
         }
         for (off, field, v) in [

@@ -7,54 +7,47 @@
 //! `abs_max = max(|min|, |max|)`) and `nnz` against a sparse layout's own.
 //! Fields whose bit is clear are carried untouched, so re-encoding is exact.
 
-use static_assertions::assert_eq_size;
 use zerocopy::little_endian::{F64, U32, U64};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::field::wire_struct;
+use crate::field::wire_fields;
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::cursor::{Reader, Writer};
 
-wire_struct! {
+wire_fields! {
     /// The statistics section as it lies on the wire.
-    #[derive(
-        FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy, PartialEq,
-    )]
-    #[repr(C)]
-    pub struct StatisticsEntry {
+    StatisticsEntry {
         /// Validity bits.
-        pub computed_mask: U32,
+        computed_mask: U32,
         /// Reserved, zero.
-        pub reserved: U32 as "_reserved",
+        reserved: U32 as "_reserved",
         /// Non-zero count.
-        pub nnz: U64,
+        nnz: U64,
         /// Fraction of zeros.
-        pub sparsity_ratio: F64,
+        sparsity_ratio: F64,
         /// Smallest value.
-        pub value_min: F64,
+        value_min: F64,
         /// Largest value.
-        pub value_max: F64,
+        value_max: F64,
         /// Largest magnitude.
-        pub value_abs_max: F64,
+        value_abs_max: F64,
         /// Mean.
-        pub value_mean: F64,
+        value_mean: F64,
         /// Population standard deviation.
-        pub value_stddev: F64,
+        value_stddev: F64,
         /// N of N:M structured sparsity.
-        pub nm_n: u8,
+        nm_n: u8,
         /// M of N:M structured sparsity.
-        pub nm_m: u8,
+        nm_m: u8,
         /// 1 if a NaN is present.
-        pub has_nan: u8,
+        has_nan: u8,
         /// 1 if an infinity is present.
-        pub has_inf: u8,
+        has_inf: u8,
         /// Reserved, zero.
-        pub reserved2: [u8; 4] as "_reserved2",
-    }
+        reserved2: [u8; 4] as "_reserved2",
+    } = 72;
 }
-assert_eq_size!(StatisticsEntry, [u8; 72]);
 
 /// Offset of `nnz` in the section.
 pub(crate) const NNZ_AT: u32 = crate::field::at!(StatisticsEntry.nnz);
