@@ -422,6 +422,10 @@ impl<'a> TensorDescriptor<'a> {
             .wrapping_add(count.wrapping_mul(crate::handle::ENTRY_LEN))
             .wrapping_add(FRONT_LEN.wrapping_add(fields));
         let (head, rest) = out.split_first_chunk_mut::<{ header::HEADER_LEN }>()?;
+        // The header goes out first (its length patched in last): none of
+        // its fields stays live across what follows.
+        let head: &mut FixedHeader = zerocopy::transmute_mut!(head);
+        *head = *header;
         let (shape, rest) = match self.shape {
             Values::Native(d) => {
                 let (dims, rest) = <[U64]>::mut_from_prefix_with_elems(rest, rank).ok()?;
@@ -469,11 +473,9 @@ impl<'a> TensorDescriptor<'a> {
             None => front,
         };
         #[allow(clippy::cast_possible_truncation)] // a few hundred bytes
-        let header = FixedHeader {
-            descriptor_length: U32::new(len as u32),
-            ..*header
-        };
-        *head = zerocopy::transmute!(header);
+        {
+            head.descriptor_length = U32::new(len as u32);
+        }
         Some(len)
     }
 
