@@ -422,8 +422,7 @@ impl<'a> TensorDescriptor<'a> {
             .wrapping_add(count.wrapping_mul(crate::handle::ENTRY_LEN))
             .wrapping_add(FRONT_LEN.wrapping_add(fields));
         let (head, rest) = out.split_first_chunk_mut::<{ header::HEADER_LEN }>()?;
-        // The header goes out first (its length patched in last): none of
-        // its fields stays live across what follows.
+        // The header first (its length patched in last): nothing of it kept.
         let head: &mut FixedHeader = zerocopy::transmute_mut!(head);
         *head = *header;
         let (shape, rest) = match self.shape {
@@ -473,9 +472,8 @@ impl<'a> TensorDescriptor<'a> {
             None => front,
         };
         #[allow(clippy::cast_possible_truncation)] // a few hundred bytes
-        {
-            head.descriptor_length = U32::new(len as u32);
-        }
+        let length = U32::new(len as u32);
+        head.descriptor_length = length;
         Some(len)
     }
 
