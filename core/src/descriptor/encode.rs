@@ -422,9 +422,6 @@ impl<'a> TensorDescriptor<'a> {
             .wrapping_add(count.wrapping_mul(crate::handle::ENTRY_LEN))
             .wrapping_add(FRONT_LEN.wrapping_add(fields));
         let (head, rest) = out.split_first_chunk_mut::<{ header::HEADER_LEN }>()?;
-        // The header first (its length patched in last): nothing of it kept.
-        let head: &mut FixedHeader = zerocopy::transmute_mut!(head);
-        *head = *header;
         let (shape, rest) = match self.shape {
             Values::Native(d) => {
                 let (dims, rest) = <[U64]>::mut_from_prefix_with_elems(rest, rank).ok()?;
@@ -461,6 +458,9 @@ impl<'a> TensorDescriptor<'a> {
             }
             Buffers::Table(t) => put(rest, t.as_bytes())?,
         };
+        // The header now (its length patched in last): nothing of it kept.
+        let head: &mut FixedHeader = zerocopy::transmute_mut!(head);
+        *head = *header;
         // Only the section rules' error offsets read `front` (a refusal is
         // no verdict here), so a wrapped value is harmless.
         #[allow(clippy::cast_possible_truncation)]
