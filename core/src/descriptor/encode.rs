@@ -458,6 +458,9 @@ impl<'a> TensorDescriptor<'a> {
             }
             Buffers::Table(t) => put(rest, t.as_bytes())?,
         };
+        // The header now (its length patched in last): nothing of it kept.
+        let head: &mut FixedHeader = zerocopy::transmute_mut!(head);
+        *head = *header;
         // Only the section rules' error offsets read `front` (a refusal is
         // no verdict here), so a wrapped value is harmless.
         #[allow(clippy::cast_possible_truncation)]
@@ -469,11 +472,8 @@ impl<'a> TensorDescriptor<'a> {
             None => front,
         };
         #[allow(clippy::cast_possible_truncation)] // a few hundred bytes
-        let header = FixedHeader {
-            descriptor_length: U32::new(len as u32),
-            ..*header
-        };
-        *head = zerocopy::transmute!(header);
+        let length = U32::new(len as u32);
+        head.descriptor_length = length;
         Some(len)
     }
 

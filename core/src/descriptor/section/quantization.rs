@@ -945,9 +945,9 @@ impl Quantization<'_> {
     #[inline(always)]
     pub(crate) fn write_to(&self, out: &mut [u8]) -> Option<usize> {
         const LEN: usize = size_of::<Fixed<PerBlockFields>>();
-        if let (Some(fixed), 0) = (self.per_block(), self.padding) {
+        if let (Scheme::PerBlock { .. }, 0) = (self.scheme, self.padding) {
             let (dst, _) = out.split_first_chunk_mut::<LEN>()?;
-            *dst = zerocopy::transmute!(fixed);
+            *dst = zerocopy::transmute!(self.per_block()?);
             return Some(LEN);
         }
         let mut w = Writer::new(out);
