@@ -425,7 +425,12 @@ impl<'a> TensorDescriptor<'a> {
         let (shape, rest) = match self.shape {
             Values::Native(d) => {
                 let (dims, rest) = <[U64]>::mut_from_prefix_with_elems(rest, rank).ok()?;
-                (copy_dims(dims, d), rest)
+                // Counted as it is copied.
+                let copied = dims.iter_mut().zip(d).map(|(w, &n)| {
+                    *w = U64::new(n);
+                    n
+                });
+                (count_or_dynamic(copied), rest)
             }
             Values::Wire(d) => (
                 count_or_dynamic(d.iter().map(|n| n.get())),
@@ -823,26 +828,12 @@ fn put<'o>(out: &'o mut [u8], bytes: &[u8]) -> Option<&'o mut [u8]> {
 }
 
 /// The element count (`None` on overflow) and whether a dimension is
-/// dynamic, in one pass.
-#[inline]
-fn count_or_dynamic(dims: impl Iterator<Item = u64>) -> (Option<u64>, bool) {
-    dims.fold((Some(1u64), false), |(count, dynamic), n| {
-        (
-            count.and_then(|c| c.checked_mul(n)),
-            dynamic | (n == DYNAMIC),
-        )
-    })
-}
-
-/// Copies a native shape into its wire slots (as long as it, from the
-/// caller's split) and returns what [`count_or_dynamic`] returns, in the
-/// same pass: the product wraps with a sticky overflow, which gives the
-/// checked product's verdict.
+/// dynamic, in one pass over every dimension: the product wraps with a
+/// sticky overflow, which gives the checked product's verdict.
 #[inline(always)]
-fn copy_dims(dims: &mut [U64], shape: &[u64]) -> (Option<u64>, bool) {
+fn count_or_dynamic(dims: impl Iterator<Item = u64>) -> (Option<u64>, bool) {
     let (mut count, mut overflow, mut dynamic) = (1u64, false, false);
-    for (w, &n) in dims.iter_mut().zip(shape) {
-        *w = U64::new(n);
+    for n in dims {
         let (product, o) = count.overflowing_mul(n);
         count = product;
         overflow |= o;
