@@ -8,6 +8,7 @@
 //! floating-point fields; a float type is unsigned-integer-free
 //! (`is_signed = 0`) with at most one sign bit.
 
+use zerocopy::IntoBytes;
 use zerocopy::little_endian::U32;
 
 use crate::field::wire_fields;
@@ -57,6 +58,28 @@ const fn packing_factor(bit_width: u32) -> u8 {
         _ => 1,
     }
 }
+
+/// The fields the rules name: offset and spec name. The rows below name
+/// them by index here.
+const FIELDS: [(u8, &str); 10] = [
+    (0, "bit_width"),
+    (4, "packing_factor"),
+    (5, "is_float"),
+    (6, "is_signed"),
+    (7, "sign_bits"),
+    (8, "exponent_bits"),
+    (9, "mantissa_bits"),
+    (12, "exponent_bias"),
+    (16, "has_nan"),
+    (17, "has_inf"),
+];
+/// Flags of every type, at most 1 (`(field, most allowed)`, checked in
+/// order).
+const FLAGS: [(u8, u8); 4] = [(2, 1), (3, 1), (8, 1), (9, 1)];
+/// A float type: unsigned, at most one sign bit.
+const FLOAT: [(u8, u8); 2] = [(3, 0), (4, 1)];
+/// An integer type: no floating-point field.
+const INTEGER: [(u8, u8); 6] = [(4, 0), (5, 0), (6, 0), (7, 0), (8, 0), (9, 0)];
 
 /// A validated description of a private element type.
 ///
@@ -174,75 +197,68 @@ impl ExtensionType {
     pub(crate) fn parse<'a>(r: &mut Reader<'a>) -> Result<&'a ExtensionTypeEntry, DescriptorError> {
         let at = r.pos();
         let entry = r.take::<ExtensionTypeEntry>()?;
-        Self::from_entry(entry).check(at)?;
+        check(entry, at)?;
         Ok(entry)
     }
 
-    /// The section's rules (`at`: its offset): the parser's, and the
-    /// encoder's over the entry it writes.
+    /// The section's rules over this value's entry (`at`: its offset).
     pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
-        let raw = self.raw;
-        let invalid = |off: u32, field, value: u64| {
-            Err(DescriptorError::invalid(
-                at.saturating_add(off),
-                field,
-                value,
-            ))
-        };
-        let bw = raw.bit_width.get();
-        let pf = raw.packing_factor;
-        let width_ok = match bw {
-            1 | 2 | 4 => true,
-            _ => bw >= 8 && bw.is_multiple_of(8),
-        };
-        if !width_ok {
-            return invalid(0, "bit_width", u64::from(bw));
+        check(&self.raw, at)
+    }
+
+    pub(crate) fn encode(&self, w: &mut Writer<'_>) {
+        w.value(&self.raw);
+    }
+}
+
+/// The section's rules (`at`: its offset): the parser's, and the
+/// encoder's over the entry it writes.
+fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorError> {
+    let (bw, bytes) = (raw.bit_width.get(), raw.as_bytes());
+    // The value of field `i` of `FIELDS`.
+    let value = |i: u8| {
+        let off = FIELDS.get(usize::from(i)).map_or(0, |f| f.0);
+        match off {
+            0 => bw,
+            12 => raw.exponent_bias.get(),
+            _ => bytes.get(usize::from(off)).map_or(0, |&b| u32::from(b)),
         }
-        if pf != packing_factor(bw) {
-            return invalid(4, "packing_factor", u64::from(pf));
-        }
-        for (off, field, v) in [
-            (5, "is_float", raw.is_float),
-            (6, "is_signed", raw.is_signed),
-            (16, "has_nan", raw.has_nan),
-            (17, "has_inf", raw.has_inf),
-        ] {
-            if v > 1 {
-                return invalid(off, field, u64::from(v));
-            }
-        }
-        if raw.reserved != [0; 2] || raw.reserved2 != [0; 2] {
+    };
+    // The first row `(field, most allowed)` whose field is over it.
+    let over = |rows: &[(u8, u8)]| {
+        rows.iter()
+            .find(|&&(i, most)| value(i) > u32::from(most))
+            .map(|&(i, _)| i)
+    };
+    let width_ok = match bw {
+        1 | 2 | 4 => true,
+        _ => bw >= 8 && bw.is_multiple_of(8),
+    };
+    let field = if !width_ok {
+        Some(0)
+    } else if raw.packing_factor != packing_factor(bw) {
+        Some(1)
+    } else {
+        over(&FLAGS)
+    };
+    let field = match field {
+        Some(i) => i,
+        None if raw.reserved != [0; 2] || raw.reserved2 != [0; 2] => {
             let off = if raw.reserved != [0; 2] { 10 } else { 18 };
             return Err(DescriptorError::reserved(
                 at.saturating_add(off),
                 "extension_type._reserved",
             ));
         }
-        if raw.is_float == 1 {
-            if raw.is_signed != 0 {
-                return invalid(6, "is_signed", u64::from(raw.is_signed));
-            }
-            if raw.sign_bits > 1 {
-                return invalid(7, "sign_bits", u64::from(raw.sign_bits));
-            }
-        } else {
-            for (off, field, v) in [
-                (7, "sign_bits", u64::from(raw.sign_bits)),
-                (8, "exponent_bits", u64::from(raw.exponent_bits)),
-                (9, "mantissa_bits", u64::from(raw.mantissa_bits)),
-                (12, "exponent_bias", u64::from(raw.exponent_bias.get())),
-                (16, "has_nan", u64::from(raw.has_nan)),
-                (17, "has_inf", u64::from(raw.has_inf)),
-            ] {
-                if v != 0 {
-                    return invalid(off, field, v);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn encode(&self, w: &mut Writer<'_>) {
-        w.value(&self.raw);
-    }
+        None => match over(if raw.is_float == 1 { &FLOAT } else { &INTEGER }) {
+            Some(i) => i,
+            None => return Ok(()),
+        },
+    };
+    let (off, name) = FIELDS.get(usize::from(field)).copied().unwrap_or((0, ""));
+    Err(DescriptorError::invalid(
+        at.saturating_add(u32::from(off)),
+        name,
+        u64::from(value(field)),
+    ))
 }

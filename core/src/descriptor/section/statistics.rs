@@ -78,26 +78,35 @@ mod bit {
     pub(super) const DEFINED: u32 = 0b11_1111;
 }
 
+/// The group rules by bit of `check`'s broken-rule word: the offset and
+/// name of the field at fault.
+const RULES: [(u32, &str); 6] = [
+    (16, "sparsity_ratio"),
+    (24, "value_range"),
+    (56, "value_stddev"),
+    (64, "nm_n"),
+    (66, "has_nan"),
+    (67, "has_inf"),
+];
+
 /// The sign bit of an IEEE binary64.
 const SIGN: u64 = 1 << 63;
-/// `key(1.0)`.
-#[allow(clippy::cast_possible_wrap)]
-const ONE: i64 = 0x3FF0_0000_0000_0000;
+/// The bits of `1.0`.
+const ONE: u64 = 0x3FF0_0000_0000_0000;
+/// The bits of `+inf`, the largest magnitude that is not NaN.
+const INF: u64 = 0x7FF0_0000_0000_0000;
 
-/// An integer with the order of the float whose bits are `bits` (±0 equal);
-/// `None` for NaN. Positive floats order like their bits; negative ones in
+/// An integer with the order of the (not NaN) float whose bits are `bits`,
+/// ±0 equal: positive floats order like their bits, negative ones in
 /// reverse.
-#[allow(clippy::cast_possible_wrap)] // both casts are below 2^63
-const fn key(bits: u64) -> Option<i64> {
-    let magnitude = bits & !SIGN;
-    if magnitude > 0x7FF0_0000_0000_0000 {
-        return None; // NaN
-    }
-    Some(if bits & SIGN != 0 {
-        (magnitude as i64).wrapping_neg()
+#[allow(clippy::cast_possible_wrap)] // below 2^63
+const fn key(bits: u64) -> i64 {
+    let magnitude = (bits & !SIGN) as i64;
+    if bits & SIGN != 0 {
+        magnitude.wrapping_neg()
     } else {
-        magnitude as i64
-    })
+        magnitude
+    }
 }
 
 impl Default for Statistics {
@@ -259,63 +268,13 @@ impl Statistics {
     pub(crate) fn parse<'a>(r: &mut Reader<'a>) -> Result<&'a StatisticsEntry, DescriptorError> {
         let at = r.pos();
         let entry = r.take::<StatisticsEntry>()?;
-        Self::from_entry(entry).check(at)?;
+        check(entry, at)?;
         Ok(entry)
     }
 
-    /// The section's rules (`at`: its offset): the parser's, and the
-    /// encoder's over the entry it writes.
+    /// The section's rules over this value's entry (`at`: its offset).
     pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
-        let (s, raw) = (self, self.raw);
-        let fail = |off: u32, kind| Err(DescriptorError::new(at.saturating_add(off), kind));
-        let inconsistent = |field| DescriptorErrorKind::StatisticsInconsistent { field };
-        let reserved = |field| DescriptorErrorKind::ReservedNonZero { field };
-        let undefined = s.mask() & !bit::DEFINED;
-        if undefined != 0 {
-            return fail(0, DescriptorErrorKind::ReservedFlags(undefined));
-        }
-        if raw.reserved.get() != 0 {
-            return fail(4, reserved("statistics._reserved"));
-        }
-        if raw.reserved2 != [0; 4] {
-            return fail(68, reserved("statistics._reserved2"));
-        }
-        // Float rules through integer keys: no soft-float code on firmware.
-        if s.has(bit::SPARSITY) {
-            let ratio = key(raw.sparsity_ratio.get().to_bits());
-            if !matches!(ratio, Some(k) if (0..=ONE).contains(&k)) {
-                return fail(16, inconsistent("sparsity_ratio"));
-            }
-        }
-        if s.has(bit::RANGE) {
-            let (min, max) = (raw.value_min.get().to_bits(), raw.value_max.get().to_bits());
-            let abs = key(raw.value_abs_max.get().to_bits());
-            let ok = match (key(min), key(max), abs) {
-                (Some(lo), Some(hi), Some(a)) => {
-                    lo <= hi && Some(a) == key(min & !SIGN).max(key(max & !SIGN))
-                }
-                _ => false,
-            };
-            if !ok {
-                return fail(24, inconsistent("value_range"));
-            }
-        }
-        if s.has(bit::STATS) && !matches!(key(raw.value_stddev.get().to_bits()), Some(k) if k >= 0)
-        {
-            return fail(56, inconsistent("value_stddev"));
-        }
-        if s.nm_sparsity().is_some_and(|(n, m)| n > m) {
-            return fail(64, inconsistent("nm_n"));
-        }
-        if s.has(bit::NAN_INF) {
-            if raw.has_nan > 1 {
-                return fail(66, inconsistent("has_nan"));
-            }
-            if raw.has_inf > 1 {
-                return fail(67, inconsistent("has_inf"));
-            }
-        }
-        Ok(())
+        check(&self.raw, at)
     }
 
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
@@ -331,4 +290,57 @@ pub(crate) const fn nnz_of(raw: &StatisticsEntry) -> Option<u64> {
     } else {
         None
     }
+}
+
+/// The bits of a float field, read as an integer.
+fn bits(f: F64) -> u64 {
+    let u: U64 = zerocopy::transmute!(f);
+    u.get()
+}
+
+/// The section's rules (`at`: its offset): the parser's, and the encoder's
+/// over the entry it writes. The float rules compare bits, never floats
+/// (no soft-float code on firmware); each group rule is one bit of a word,
+/// a bit below its group's mask bit (`has_inf` at its group's), in the
+/// order of `RULES`, and the first broken one is named.
+fn check(raw: &StatisticsEntry, at: u32) -> Result<(), DescriptorError> {
+    let mask = raw.computed_mask.get();
+    let undefined = mask & !bit::DEFINED;
+    let (off, kind) = if undefined != 0 {
+        (0, DescriptorErrorKind::ReservedFlags(undefined))
+    } else if raw.reserved.get() != 0 || raw.reserved2 != [0; 4] {
+        let (off, field) = if raw.reserved.get() == 0 {
+            (68, "statistics._reserved2")
+        } else {
+            (4, "statistics._reserved")
+        };
+        (off, DescriptorErrorKind::ReservedNonZero { field })
+    } else {
+        let (min, max, abs) = (
+            bits(raw.value_min),
+            bits(raw.value_max),
+            bits(raw.value_abs_max),
+        );
+        let (ratio, stddev) = (bits(raw.sparsity_ratio), bits(raw.value_stddev));
+        // In [0, 1] and at least 0 (-0 included, NaN not).
+        let ratio_ok = ratio <= ONE || ratio == SIGN;
+        let stddev_ok = stddev <= INF || stddev == SIGN;
+        // Neither bound NaN, `min <= max`, and `abs_max` the larger
+        // magnitude (-0 where both are zero).
+        let top = (min & !SIGN).max(max & !SIGN);
+        let range_ok =
+            top <= INF && key(min) <= key(max) && (abs == top || (abs == SIGN && top == 0));
+        let broken = u32::from(!ratio_ok)
+            | u32::from(!range_ok) << 1
+            | u32::from(!stddev_ok) << 2
+            | u32::from(raw.nm_n > raw.nm_m) << 3
+            | u32::from(raw.has_nan > 1) << 4
+            | u32::from(raw.has_inf > 1) << 5;
+        let broken = broken & (mask >> 1 | (mask & bit::NAN_INF));
+        let Some(&(off, field)) = RULES.get(broken.trailing_zeros() as usize) else {
+            return Ok(());
+        };
+        (off, DescriptorErrorKind::StatisticsInconsistent { field })
+    };
+    Err(DescriptorError::new(at.saturating_add(off), kind))
 }
