@@ -74,11 +74,33 @@ macro_rules! code_enum {
             #[must_use]
             #[inline]
             pub const fn code(self) -> $repr {
+                // A named value's code is read from a table at its place.
+                const CODES: &[$repr] = &[$($code),*];
+                let place = self.place();
                 match self {
-                    $( Self::$variant => $code, )*
                     $( Self::$private(code) => code, )?
                     $( Self::$other(code) => code, )?
+                    #[allow(unreachable_patterns)]
+                    _ => match CODES.split_at_checked(place) {
+                        Some((_, [c, ..])) => *c,
+                        _ => 0,
+                    },
                 }
+            }
+
+            /// The value's place in the list (a private or kept value's is
+            /// the list's length): the index of the tables read by value.
+            /// The compiler folds it to the value's tag.
+            #[inline]
+            pub(crate) const fn place(self) -> usize {
+                let mut i = 0usize;
+                $(
+                    if matches!(self, Self::$variant) {
+                        return i;
+                    }
+                    i = i.wrapping_add(1);
+                )*
+                i
             }
 
             $(

@@ -192,13 +192,24 @@ impl Packing {
     }
 }
 
+/// [`ElementType::width_of`] of each built-in type, by its place in
+/// [`ElementType::BUILT_IN`]; 0 after them (a private type).
+#[allow(clippy::indexing_slicing)] // compile time: a bad index fails the build
+const WIDTHS: [u8; ElementType::BUILT_IN.len() + 1] = {
+    let mut widths = [0; ElementType::BUILT_IN.len() + 1];
+    let mut i = 0;
+    while i < ElementType::BUILT_IN.len() {
+        widths[i] = ElementType::BUILT_IN[i].width_of();
+        i += 1;
+    }
+    widths
+};
+
 impl ElementType {
-    /// Bits per element; `None` for a private type (its width is in the
-    /// extension type section).
-    #[must_use]
-    #[inline]
-    pub const fn bits(self) -> Option<u32> {
-        Some(match self {
+    /// Bits per element, 0 for a private type: the spec's table, read at
+    /// compile time into [`WIDTHS`].
+    const fn width_of(self) -> u8 {
+        match self {
             Self::Bool => 1,
             Self::Int2 | Self::UInt2 => 2,
             Self::Float4E2M1 | Self::Int4 | Self::UInt4 => 4,
@@ -208,22 +219,43 @@ impl ElementType {
             Self::Float32 | Self::Int32 | Self::UInt32 => 32,
             Self::Float64 | Self::Int64 | Self::UInt64 | Self::Complex64 => 64,
             Self::Float128 | Self::Complex128 => 128,
-            Self::Private(_) => return None,
-        })
+            Self::Private(_) => 0,
+        }
+    }
+
+    /// Bits per element, 0 for a private type: one lookup in [`WIDTHS`],
+    /// which [`bits`](Self::bits), [`packing`](Self::packing) and
+    /// [`integer_range`](Self::integer_range) share.
+    #[inline]
+    const fn width(self) -> u32 {
+        match WIDTHS.split_at_checked(self.place()) {
+            Some((_, [w, ..])) => *w as u32,
+            _ => 0,
+        }
+    }
+
+    /// Bits per element; `None` for a private type (its width is in the
+    /// extension type section).
+    #[must_use]
+    #[inline]
+    pub const fn bits(self) -> Option<u32> {
+        match self.width() {
+            0 => None,
+            b => Some(b),
+        }
     }
 
     /// How elements are packed; `None` for a private type.
     #[must_use]
     #[inline]
+    #[allow(clippy::cast_possible_truncation)] // below 8
     pub const fn packing(self) -> Option<Packing> {
-        match self.bits() {
-            Some(6) => Some(Packing::SixBitGroups),
-            Some(1) => Some(Packing::Bits(1)),
-            Some(2) => Some(Packing::Bits(2)),
-            Some(4) => Some(Packing::Bits(4)),
-            Some(b) => Some(Packing::Bytes(b / 8)),
-            None => None,
-        }
+        Some(match self.width() {
+            0 => return None,
+            6 => Packing::SixBitGroups,
+            b @ (1 | 2 | 4) => Packing::Bits(b as u8),
+            b => Packing::Bytes(b / 8),
+        })
     }
 
     /// Bytes needed for `n` contiguous elements; `None` for a private type
@@ -264,18 +296,15 @@ impl ElementType {
     /// used to check quantization zero points; `None` for other types.
     #[must_use]
     pub const fn integer_range(self) -> Option<(i64, i64)> {
-        Some(match self {
-            Self::Int8 => (i8::MIN as i64, i8::MAX as i64),
-            Self::UInt8 => (0, u8::MAX as i64),
-            Self::Int16 => (i16::MIN as i64, i16::MAX as i64),
-            Self::UInt16 => (0, u16::MAX as i64),
-            Self::Int32 => (i32::MIN as i64, i32::MAX as i64),
-            Self::UInt32 => (0, u32::MAX as i64),
-            Self::Int4 => (-8, 7),
-            Self::UInt4 => (0, 15),
-            Self::Int2 => (-2, 1),
-            Self::UInt2 => (0, 3),
-            _ => return None,
-        })
+        use ElementType::{Int2, Int4, Int8, Int16, Int32, UInt2, UInt4, UInt8, UInt16, UInt32};
+        let signed = matches!(self, Int8 | Int16 | Int32 | Int4 | Int2);
+        if !signed && !matches!(self, UInt8 | UInt16 | UInt32 | UInt4 | UInt2) {
+            return None;
+        }
+        // The largest value is the width's bits, less the sign's, all ones
+        // (a shift of 0 to 30: the widths are 2 to 32).
+        let hi = u32::MAX >> (32u32.wrapping_sub(self.width()) | signed as u32);
+        let lo = if signed { (!hi) as i32 as i64 } else { 0 };
+        Some((lo, hi as i64))
     }
 }
