@@ -103,6 +103,21 @@ macro_rules! code_enum {
                 i
             }
 
+            /// The named value at `place` in the list; `None` past it. The
+            /// compiler folds it to a bound on the tag.
+            #[inline]
+            #[allow(dead_code)]
+            pub(crate) const fn at_place(place: usize) -> Option<Self> {
+                let mut i = 0usize;
+                $(
+                    if place == i {
+                        return Some(Self::$variant);
+                    }
+                    i = i.wrapping_add(1);
+                )*
+                None
+            }
+
             $(
                 /// Whether this is an implementation-private value.
                 #[must_use]

@@ -40,34 +40,32 @@ pub(crate) fn check(
     shard_offset: impl Iterator<Item = u64>,
     at: u32,
 ) -> Result<(), DescriptorError> {
-    let dynamic = |field, k: usize, base: u32| {
-        #[allow(clippy::cast_possible_truncation)]
-        let axis = k as u32;
-        DescriptorError::new(
-            base.saturating_add(axis.saturating_mul(8)),
-            DescriptorErrorKind::DynamicDimension { field, axis },
-        )
-    };
     #[allow(clippy::cast_possible_truncation)]
     let offsets_at = at.saturating_add((parent_shape.len() as u32).saturating_mul(8));
     for (k, ((n, p), o)) in shape.zip(parent_shape).zip(shard_offset).enumerate() {
-        if n == crate::DYNAMIC {
-            return Err(dynamic("shape", k, 20));
-        }
-        if p == crate::DYNAMIC {
-            return Err(dynamic("parent_shape", k, at));
-        }
-        if o == crate::DYNAMIC {
-            return Err(dynamic("shard_offset", k, offsets_at));
-        }
-        if o.checked_add(n).is_none_or(|end| end > p) {
-            #[allow(clippy::cast_possible_truncation)]
-            let axis = k as u32;
-            return Err(DescriptorError::new(
-                offsets_at.saturating_add(axis.saturating_mul(8)),
-                DescriptorErrorKind::ShardOutOfBounds { axis },
-            ));
-        }
+        // The dynamic field at fault (`None`: the box) and where its run
+        // starts (the shape's is the header's `shape` field).
+        let (field, base) = if n == crate::DYNAMIC {
+            (Some("shape"), 20)
+        } else if p == crate::DYNAMIC {
+            (Some("parent_shape"), at)
+        } else if o == crate::DYNAMIC {
+            (Some("shard_offset"), offsets_at)
+        } else if o.checked_add(n).is_none_or(|end| end > p) {
+            (None, offsets_at)
+        } else {
+            continue;
+        };
+        #[allow(clippy::cast_possible_truncation)]
+        let axis = k as u32;
+        let kind = match field {
+            Some(field) => DescriptorErrorKind::DynamicDimension { field, axis },
+            None => DescriptorErrorKind::ShardOutOfBounds { axis },
+        };
+        return Err(DescriptorError::new(
+            base.saturating_add(axis.saturating_mul(8)),
+            kind,
+        ));
     }
     Ok(())
 }
