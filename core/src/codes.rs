@@ -74,17 +74,19 @@ macro_rules! code_enum {
             #[must_use]
             #[inline]
             pub const fn code(self) -> $repr {
-                // A named value's code is read from a table at its place.
+                // On bare metal a named value's code is read from a table at
+                // its place (less code than the match's jump table);
+                // elsewhere matched (fewer instructions).
                 const CODES: &[$repr] = &[$($code),*];
-                let place = self.place();
                 match self {
                     $( Self::$private(code) => code, )?
                     $( Self::$other(code) => code, )?
                     #[allow(unreachable_patterns)]
-                    _ => match CODES.split_at_checked(place) {
+                    _ if cfg!(target_os = "none") => match CODES.split_at_checked(self.place()) {
                         Some((_, [c, ..])) => *c,
                         _ => 0,
                     },
+                    $( Self::$variant => $code, )*
                 }
             }
 
