@@ -327,8 +327,6 @@ struct Row {
     exact: bool,
     /// The data buffer holds whole blocks (partial ones padded).
     pads: bool,
-    /// The storage types accepted, bit `code − 0x10`.
-    storage: u64,
 }
 
 /// A field's offset in the payload (after the 4-byte header), as a row
@@ -347,17 +345,6 @@ const fn len8(fields: usize) -> u8 {
     size_of::<SchemeHeader>().saturating_add(fields) as u8
 }
 
-/// The storage-type bits of `types`.
-const fn storage(types: &[ElementType]) -> u64 {
-    let mut bits = 0u64;
-    let mut i = 0;
-    while i < types.len() {
-        bits |= 1 << (types[i].code() - 0x10);
-        i += 1;
-    }
-    bits
-}
-
 /// The scale-type bits of `types`.
 const fn scale_types(types: &[ElementType]) -> u8 {
     let mut bits = 0u8;
@@ -368,23 +355,6 @@ const fn scale_types(types: &[ElementType]) -> u8 {
     }
     bits
 }
-
-/// The integer types an affine scheme stores.
-const AFFINE: u64 = {
-    use ElementType as E;
-    storage(&[
-        E::Int8,
-        E::UInt8,
-        E::Int16,
-        E::UInt16,
-        E::Int32,
-        E::UInt32,
-        E::Int4,
-        E::UInt4,
-        E::Int2,
-        E::UInt2,
-    ])
-};
 
 /// No row's fields: the defaults the rows below override.
 const NONE: Row = Row {
@@ -401,7 +371,6 @@ const NONE: Row = Row {
     max_block: u32::MAX,
     exact: false,
     pads: false,
-    storage: AFFINE,
 };
 
 /// The five public schemes, by tag − 1.
@@ -441,13 +410,11 @@ const ROWS: [Row; 5] = {
             types: scale_types(&[E::Float16, E::BFloat16, E::Float32]),
             min_block: 2,
             pads: true,
-            storage: storage(&[E::Int8, E::UInt8, E::Int4, E::UInt4, E::Int2, E::UInt2]),
             ..NONE
         },
         Row {
             min_block: 8,
             pads: true,
-            storage: storage(&[E::UInt4]),
             ..block_scale
         },
         Row {
@@ -455,15 +422,6 @@ const ROWS: [Row; 5] = {
             min_block: 16,
             max_block: 2048,
             exact: true,
-            storage: storage(&[
-                E::Float8E4M3,
-                E::Float8E5M2,
-                E::Float4E2M1,
-                E::Float6E2M3,
-                E::Float6E3M2,
-                E::Int8,
-                E::Int4,
-            ]),
             ..block_scale
         },
     ]
@@ -501,14 +459,44 @@ const fn row(tag: u8) -> Option<&'static Row> {
     }
 }
 
-impl Row {
-    /// Whether the scheme stores `t`.
-    #[inline]
-    const fn stores(&self, t: ElementType) -> bool {
-        let bit = t.code().wrapping_sub(0x10);
-        bit < 64 && self.storage >> bit & 1 != 0
+/// Whether public scheme `tag` stores `t` (a match on the type, not a
+/// row's mask of codes: the type's code is a lookup of its own).
+#[inline(always)]
+const fn stores(tag: u8, t: ElementType) -> bool {
+    use ElementType as E;
+    match tag {
+        scheme_tag::PER_TENSOR | scheme_tag::PER_CHANNEL => matches!(
+            t,
+            E::Int8
+                | E::UInt8
+                | E::Int16
+                | E::UInt16
+                | E::Int32
+                | E::UInt32
+                | E::Int4
+                | E::UInt4
+                | E::Int2
+                | E::UInt2
+        ),
+        scheme_tag::PER_BLOCK => matches!(
+            t,
+            E::Int8 | E::UInt8 | E::Int4 | E::UInt4 | E::Int2 | E::UInt2
+        ),
+        scheme_tag::NF4 => matches!(t, E::UInt4),
+        _ => matches!(
+            t,
+            E::Float8E4M3
+                | E::Float8E5M2
+                | E::Float4E2M1
+                | E::Float6E2M3
+                | E::Float6E3M2
+                | E::Int8
+                | E::Int4
+        ),
     }
+}
 
+impl Row {
     /// Whether `code` may type the scales.
     #[inline]
     const fn scales(&self, code: u8) -> bool {
@@ -643,7 +631,7 @@ impl<'a> Values<'a> {
     }
 
     /// What the cross-part rules read of the values.
-    #[inline]
+    #[inline(always)]
     const fn params(&self) -> Params {
         let mut p = Params {
             scale: None,
@@ -678,7 +666,7 @@ impl<'a> Values<'a> {
     /// per-tensor scale.
     #[inline(always)]
     fn check(&self, row: &Row, base: u32) -> Result<(), DescriptorError> {
-        let fail = |at: u8, kind| Err(DescriptorError::new(base.saturating_add(at.into()), kind));
+        let fail = |at, kind| Err(fault(base, at, kind));
         if row.type_at != 0 && !row.scales(self.scale_type) {
             return fail(row.type_at, invalid("scale_type_tag", self.scale_type.into()));
         }
@@ -704,8 +692,8 @@ impl<'a> Values<'a> {
         ctx: &QuantCtx<impl Shape>,
         base: u32,
     ) -> Result<(), DescriptorError> {
-        let fail = |at: u8, kind| Err(DescriptorError::new(base.saturating_add(at.into()), kind));
-        if !row.stores(ctx.storage) {
+        let fail = |at, kind| Err(fault(base, at, kind));
+        if !stores(self.tag, ctx.storage) {
             let (scheme, type_tag) = (self.tag, ctx.storage.code());
             return fail(0, DescriptorErrorKind::StorageTypeNotAllowed { scheme, type_tag });
         }
@@ -764,6 +752,15 @@ impl<'a> Values<'a> {
         }
         Ok(())
     }
+}
+
+/// The error of `kind` at the payload's offset `at`, the payload lying at
+/// `base`. A rule only names a field inside the payload (its first bytes
+/// or its fixed fields), which lies inside the descriptor: the sum cannot
+/// wrap, and is a plain addition.
+#[inline(always)]
+const fn fault(base: u32, at: u8, kind: DescriptorErrorKind) -> DescriptorError {
+    DescriptorError::new(base.wrapping_add(at as u32), kind)
 }
 
 /// [`DescriptorErrorKind::InvalidValue`] of `field`.
@@ -1055,7 +1052,7 @@ fn decode(
     base: u32,
     len: u32,
 ) -> Result<(Values<'_>, u32), DescriptorError> {
-    let fail = |at: u8, kind| Err(DescriptorError::new(base.saturating_add(at.into()), kind));
+    let fail = |at, kind| Err(fault(base, at, kind));
     // A payload shorter than its fields: the length field (4 bytes before
     // the payload) is at fault.
     let short = || {
