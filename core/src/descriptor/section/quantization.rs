@@ -312,11 +312,10 @@ struct Row {
     zero_at: u8,
     /// `scale_type_tag`'s offset; 0 where the type is fixed (`width`).
     type_at: u8,
-    /// The scale types allowed, one bit per code (1 to 3).
-    types: u8,
-    /// A scale type outside `types` is refused before the zero-point
-    /// index (per-channel), not after its symmetric rule (per-block).
-    types_first: bool,
+    /// The scales are float32, refused otherwise before the zero-point
+    /// index (per-channel); else float16, bfloat16 or float32, a rule of
+    /// the value checked after the index's symmetric rule (per-block).
+    f32_only: bool,
     /// Bytes per scale where the type is fixed.
     width: u8,
     /// Block size bounds (a power of two); `min_block` 0: no blocks.
@@ -345,17 +344,6 @@ const fn len8(fields: usize) -> u8 {
     size_of::<SchemeHeader>().saturating_add(fields) as u8
 }
 
-/// The scale-type bits of `types`.
-const fn scale_types(types: &[ElementType]) -> u8 {
-    let mut bits = 0u8;
-    let mut i = 0;
-    while i < types.len() {
-        bits |= 1 << types[i].code();
-        i += 1;
-    }
-    bits
-}
-
 /// No row's fields: the defaults the rows below override.
 const NONE: Row = Row {
     len: len8(0),
@@ -364,8 +352,7 @@ const NONE: Row = Row {
     scale_at: 0,
     zero_at: 0,
     type_at: 0,
-    types: 0,
-    types_first: false,
+    f32_only: false,
     width: 4,
     min_block: 0,
     max_block: u32::MAX,
@@ -375,7 +362,6 @@ const NONE: Row = Row {
 
 /// The five public schemes, by tag − 1.
 const ROWS: [Row; 5] = {
-    use ElementType as E;
     let block_scale = Row {
         len: len8(size_of::<BlockScaleFields>()),
         reserved: len8(size_of::<BlockScaleFields>()),
@@ -396,8 +382,7 @@ const ROWS: [Row; 5] = {
             scale_at: at8!(PerChannelFields.scale_buffer_index),
             zero_at: at8!(PerChannelFields.zero_point_buffer_index),
             type_at: at8!(PerChannelFields.scale_type_tag),
-            types: scale_types(&[E::Float32]),
-            types_first: true,
+            f32_only: true,
             ..NONE
         },
         Row {
@@ -407,7 +392,6 @@ const ROWS: [Row; 5] = {
             scale_at: at8!(PerBlockFields.scale_buffer_index),
             zero_at: at8!(PerBlockFields.zero_point_buffer_index),
             type_at: at8!(PerBlockFields.scale_type_tag),
-            types: scale_types(&[E::Float16, E::BFloat16, E::Float32]),
             min_block: 2,
             pads: true,
             ..NONE
@@ -496,14 +480,6 @@ const fn stores(tag: u8, t: ElementType) -> bool {
     }
 }
 
-impl Row {
-    /// Whether `code` may type the scales.
-    #[inline]
-    const fn scales(&self, code: u8) -> bool {
-        code < 8 && self.types >> code & 1 != 0
-    }
-}
-
 /// A scheme's values as its payload lays them out, flat: what the rules
 /// and the cross-part rules read, whether they come from the bytes (the
 /// parser) or from a [`Scheme`] (the encoder), so that the rules are one
@@ -521,8 +497,10 @@ struct Values<'a> {
     scale: u32,
     /// The zero-point buffer; `None` when symmetric or absent.
     zero: Option<u32>,
-    /// The scale type's code, where the scheme has the field.
-    scale_type: u8,
+    /// The scale type, where the scheme has the field.
+    scale_type: ElementType,
+    /// Its code (as read, for the error that names it).
+    scale_code: u8,
     /// A private scheme's version, flags and bytes after the header.
     private: Option<(u8, u16, &'a [u8])>,
 }
@@ -537,7 +515,8 @@ impl<'a> Values<'a> {
             w8: 0,
             scale: 0,
             zero: None,
-            scale_type: 0,
+            scale_type: ElementType::Float32,
+            scale_code: 0,
             private: None,
         };
         match *s {
@@ -554,7 +533,6 @@ impl<'a> Values<'a> {
             } => {
                 (v.w4, v.w8, v.scale) = (axis, scale_buffer, scale_buffer);
                 v.zero = zero_point_buffer;
-                v.scale_type = ElementType::Float32.code();
             }
             Scheme::PerBlock {
                 axis,
@@ -565,7 +543,7 @@ impl<'a> Values<'a> {
             } => {
                 (v.w4, v.w8, v.scale) = (axis, block_size, scale_buffer);
                 v.zero = zero_point_buffer;
-                v.scale_type = scale_type.code();
+                (v.scale_type, v.scale_code) = (scale_type, scale_type.code());
             }
             Scheme::Nf4 {
                 axis,
@@ -606,7 +584,7 @@ impl<'a> Values<'a> {
                 block_size,
                 scale_buffer,
                 zero_point_buffer: self.zero,
-                scale_type: ElementType::from_code(self.scale_type)?,
+                scale_type: self.scale_type,
             },
             scheme_tag::NF4 => Scheme::Nf4 {
                 axis,
@@ -648,7 +626,7 @@ impl<'a> Values<'a> {
         p.private = false;
         p.pads = row.pads;
         p.scale_width = row.width;
-        if row.type_at != 0 && self.scale_type != ElementType::Float32.code() {
+        if row.type_at != 0 && !matches!(self.scale_type, ElementType::Float32) {
             p.scale_width = 2;
         }
         if row.scale_at != 0 {
@@ -667,8 +645,13 @@ impl<'a> Values<'a> {
     #[inline(always)]
     fn check(&self, row: &Row, base: u32) -> Result<(), DescriptorError> {
         let fail = |at, kind| Err(fault(base, at, kind));
-        if row.type_at != 0 && !row.scales(self.scale_type) {
-            return fail(row.type_at, invalid("scale_type_tag", self.scale_type.into()));
+        let t = self.scale_type;
+        let scales = matches!(
+            t,
+            ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32
+        );
+        if row.type_at != 0 && !scales {
+            return fail(row.type_at, invalid("scale_type_tag", self.scale_code.into()));
         }
         if self.zero == Some(NO_BUFFER) {
             return fail(row.zero_at, invalid("zero_point_buffer_index", NO_BUFFER.into()));
@@ -1071,7 +1054,8 @@ fn decode(
         w8: 0,
         scale: 0,
         zero: None,
-        scale_type: 0,
+        scale_type: ElementType::Float32,
+        scale_code: 0,
         private: None,
     };
     let Some(row) = row(tag) else {
@@ -1115,10 +1099,11 @@ fn decode(
         // The scale type: a type code (per-channel: float32) before the
         // zero point; which types may scale is a rule of the value.
         let code = fixed.get(usize::from(row.type_at)).copied().unwrap_or(0);
-        if ElementType::from_code(code).is_none() || (row.types_first && !row.scales(code)) {
+        let t = ElementType::from_code(code);
+        let Some(t) = t.filter(|&t| !row.f32_only || matches!(t, ElementType::Float32)) else {
             return fail(row.type_at, invalid("scale_type_tag", code.into()));
-        }
-        v.scale_type = code;
+        };
+        (v.scale_type, v.scale_code) = (t, code);
     }
     if symmetric_allowed {
         // Symmetric: no zero points, and the index is `0xFFFFFFFF`.
@@ -1140,6 +1125,18 @@ fn decode(
     #[allow(clippy::cast_possible_truncation)] // < quantization_length, a u32
     Ok((v, padding.len() as u32))
 }
+
+/// The types that may scale, by code − 1.
+#[cfg(not(target_os = "none"))]
+const SCALES: [ElementType; 3] = [
+    ElementType::Float16,
+    ElementType::BFloat16,
+    ElementType::Float32,
+];
+#[cfg(not(target_os = "none"))]
+const _: () = assert!(
+    SCALES[0].code() == 1 && SCALES[1].code() == 2 && SCALES[2].code() == 3
+);
 
 /// Per-block affine's payload up to its padding: the scheme header and
 /// the scheme's fields, read as one value by [`per_block_holds`].
@@ -1188,7 +1185,10 @@ fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params>
         w8: f.block_size.get(),
         scale: f.scale_buffer_index.get(),
         zero: (!symmetric).then_some(index),
-        scale_type: f.scale_type_tag,
+        // Only the three types that may scale (no lookup): any other
+        // code is refused, and named, by the full rules.
+        scale_type: *SCALES.get(usize::from(f.scale_type_tag).wrapping_sub(1))?,
+        scale_code: f.scale_type_tag,
         private: None,
     };
     let row = &ROWS[usize::from(scheme_tag::PER_BLOCK - 1)];
