@@ -438,7 +438,10 @@ const _: () = assert!(
 #[inline]
 const fn row(tag: u8) -> Option<&'static Row> {
     match tag {
-        1..=5 => Some(&ROWS[(tag - 1) as usize]),
+        // In bounds: 0 to 4 (one load, where a match by tag took a
+        // switch table of each field).
+        #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+        scheme_tag::PER_TENSOR..=scheme_tag::MXFP => Some(&ROWS[(tag - 1) as usize]),
         _ => None,
     }
 }
@@ -1191,7 +1194,7 @@ fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params>
         scale_code: f.scale_type_tag,
         private: None,
     };
-    let row = &ROWS[usize::from(scheme_tag::PER_BLOCK - 1)];
+    let row = row(scheme_tag::PER_BLOCK)?;
     let holds = padding.iter().all(|&b| b == 0)
         && v.check(row, 0).is_ok()
         && v.check_shape(row, ctx, 0).is_ok();
