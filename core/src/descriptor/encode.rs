@@ -578,6 +578,7 @@ impl<'a> TensorDescriptor<'a> {
         let ctx = QuantCtx {
             shape: self.shape,
             storage: self.element_type,
+            storage_code: self.element_type.code(),
             accept_private: true,
             page_size: None,
         };
@@ -681,6 +682,7 @@ impl<'a> TensorDescriptor<'a> {
             let ctx = QuantCtx {
                 shape: self.shape,
                 storage: element_type,
+                storage_code: element_type.code(),
                 accept_private: true,
                 page_size: self.layout.block_paged().map(|b| b.page_size),
             };

@@ -210,6 +210,8 @@ pub(crate) struct Params {
 pub(crate) struct QuantCtx<S> {
     pub(crate) shape: S,
     pub(crate) storage: ElementType,
+    /// Its code (the header's `type_tag`).
+    pub(crate) storage_code: u8,
     pub(crate) accept_private: bool,
     /// `page_size` when the layout is block-paged (whose quantization axis
     /// and block size are constrained).
@@ -326,6 +328,8 @@ struct Row {
     exact: bool,
     /// The data buffer holds whole blocks (partial ones padded).
     pads: bool,
+    /// The storage types accepted, bit `code − 0x10`.
+    storage: u64,
 }
 
 /// A field's offset in the payload (after the 4-byte header), as a row
@@ -344,6 +348,17 @@ const fn len8(fields: usize) -> u8 {
     size_of::<SchemeHeader>().saturating_add(fields) as u8
 }
 
+/// The storage-type bits of `types`.
+const fn storage(types: &[ElementType]) -> u64 {
+    let mut bits = 0u64;
+    let mut i = 0;
+    while i < types.len() {
+        bits |= 1 << (types[i].code() - 0x10);
+        i += 1;
+    }
+    bits
+}
+
 /// No row's fields: the defaults the rows below override.
 const NONE: Row = Row {
     len: len8(0),
@@ -358,10 +373,26 @@ const NONE: Row = Row {
     max_block: u32::MAX,
     exact: false,
     pads: false,
+    storage: {
+        use ElementType as E;
+        storage(&[
+            E::Int8,
+            E::UInt8,
+            E::Int16,
+            E::UInt16,
+            E::Int32,
+            E::UInt32,
+            E::Int4,
+            E::UInt4,
+            E::Int2,
+            E::UInt2,
+        ])
+    },
 };
 
 /// The five public schemes, by tag − 1.
 const ROWS: [Row; 5] = {
+    use ElementType as E;
     let block_scale = Row {
         len: len8(size_of::<BlockScaleFields>()),
         reserved: len8(size_of::<BlockScaleFields>()),
@@ -394,11 +425,13 @@ const ROWS: [Row; 5] = {
             type_at: at8!(PerBlockFields.scale_type_tag),
             min_block: 2,
             pads: true,
+            storage: storage(&[E::Int8, E::UInt8, E::Int4, E::UInt4, E::Int2, E::UInt2]),
             ..NONE
         },
         Row {
             min_block: 8,
             pads: true,
+            storage: storage(&[E::UInt4]),
             ..block_scale
         },
         Row {
@@ -406,6 +439,15 @@ const ROWS: [Row; 5] = {
             min_block: 16,
             max_block: 2048,
             exact: true,
+            storage: storage(&[
+                E::Float8E4M3,
+                E::Float8E5M2,
+                E::Float4E2M1,
+                E::Float6E2M3,
+                E::Float6E3M2,
+                E::Int8,
+                E::Int4,
+            ]),
             ..block_scale
         },
     ]
@@ -443,43 +485,6 @@ const fn row(tag: u8) -> Option<&'static Row> {
         #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
         scheme_tag::PER_TENSOR..=scheme_tag::MXFP => Some(&ROWS[(tag - 1) as usize]),
         _ => None,
-    }
-}
-
-/// Whether public scheme `tag` stores `t` (a match on the type, not a
-/// row's mask of codes: the type's code is a lookup of its own).
-#[inline(always)]
-const fn stores(tag: u8, t: ElementType) -> bool {
-    use ElementType as E;
-    match tag {
-        scheme_tag::PER_TENSOR | scheme_tag::PER_CHANNEL => matches!(
-            t,
-            E::Int8
-                | E::UInt8
-                | E::Int16
-                | E::UInt16
-                | E::Int32
-                | E::UInt32
-                | E::Int4
-                | E::UInt4
-                | E::Int2
-                | E::UInt2
-        ),
-        scheme_tag::PER_BLOCK => matches!(
-            t,
-            E::Int8 | E::UInt8 | E::Int4 | E::UInt4 | E::Int2 | E::UInt2
-        ),
-        scheme_tag::NF4 => matches!(t, E::UInt4),
-        _ => matches!(
-            t,
-            E::Float8E4M3
-                | E::Float8E5M2
-                | E::Float4E2M1
-                | E::Float6E2M3
-                | E::Float6E3M2
-                | E::Int8
-                | E::Int4
-        ),
     }
 }
 
@@ -654,10 +659,16 @@ impl<'a> Values<'a> {
             ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32
         );
         if row.type_at != 0 && !scales {
-            return fail(row.type_at, invalid("scale_type_tag", self.scale_code.into()));
+            return fail(
+                row.type_at,
+                invalid("scale_type_tag", self.scale_code.into()),
+            );
         }
         if self.zero == Some(NO_BUFFER) {
-            return fail(row.zero_at, invalid("zero_point_buffer_index", NO_BUFFER.into()));
+            return fail(
+                row.zero_at,
+                invalid("zero_point_buffer_index", NO_BUFFER.into()),
+            );
         }
         // Per-tensor: not ±0, infinite or NaN (on the bits: no float
         // compares).
@@ -679,9 +690,13 @@ impl<'a> Values<'a> {
         base: u32,
     ) -> Result<(), DescriptorError> {
         let fail = |at, kind| Err(fault(base, at, kind));
-        if !stores(self.tag, ctx.storage) {
-            let (scheme, type_tag) = (self.tag, ctx.storage.code());
-            return fail(0, DescriptorErrorKind::StorageTypeNotAllowed { scheme, type_tag });
+        let (scheme, type_tag) = (self.tag, ctx.storage_code);
+        let bit = type_tag.wrapping_sub(0x10);
+        if bit >= 64 || row.storage >> bit & 1 == 0 {
+            return fail(
+                0,
+                DescriptorErrorKind::StorageTypeNotAllowed { scheme, type_tag },
+            );
         }
         if row.scale_at == 0 {
             #[allow(clippy::cast_possible_wrap)] // the wire's bits
@@ -1027,7 +1042,6 @@ impl<F> Fixed<F> {
     }
 }
 
-
 /// The payload's own rules, in their order, over the payload at `base`
 /// (whose length field said `len`): the header, then a public scheme's
 /// fields through its row. The values and the count of padding bytes.
@@ -1081,7 +1095,10 @@ fn decode(
     let symmetric_allowed = row.zero_at != 0;
     let reserved_flags = flags & !(SYMMETRIC * u16::from(symmetric_allowed));
     if reserved_flags != 0 {
-        return fail(FLAGS_AT, DescriptorErrorKind::ReservedFlags(reserved_flags.into()));
+        return fail(
+            FLAGS_AT,
+            DescriptorErrorKind::ReservedFlags(reserved_flags.into()),
+        );
     }
     let Some((fixed, padding)) = payload.split_at_checked(row.len.into()) else {
         return short();
@@ -1113,7 +1130,10 @@ fn decode(
         let index = word(row.zero_at);
         let symmetric = flags & SYMMETRIC != 0;
         if symmetric && index != NO_BUFFER {
-            return fail(row.zero_at, invalid("zero_point_buffer_index", index.into()));
+            return fail(
+                row.zero_at,
+                invalid("zero_point_buffer_index", index.into()),
+            );
         }
         v.zero = (!symmetric).then_some(index);
     }
@@ -1137,9 +1157,7 @@ const SCALES: [ElementType; 3] = [
     ElementType::Float32,
 ];
 #[cfg(not(target_os = "none"))]
-const _: () = assert!(
-    SCALES[0].code() == 1 && SCALES[1].code() == 2 && SCALES[2].code() == 3
-);
+const _: () = assert!(SCALES[0].code() == 1 && SCALES[1].code() == 2 && SCALES[2].code() == 3);
 
 /// Per-block affine's payload up to its padding: the scheme header and
 /// the scheme's fields, read as one value by [`per_block_holds`].
