@@ -348,7 +348,9 @@ const fn len8(fields: usize) -> u8 {
     size_of::<SchemeHeader>().saturating_add(fields) as u8
 }
 
-/// The storage-type bits of `types`.
+/// The storage-type bits of `types` (evaluated at compile time only,
+/// where a fault fails the build).
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 const fn storage(types: &[ElementType]) -> u64 {
     let mut bits = 0u64;
     let mut i = 0;
