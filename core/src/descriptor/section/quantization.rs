@@ -516,11 +516,11 @@ struct Values<'a> {
 }
 
 impl<'a> Values<'a> {
-    /// A scheme's values.
-    #[inline]
-    const fn of(s: &Scheme<'a>) -> Self {
-        let mut v = Self {
-            tag: s.tag(),
+    /// Scheme `tag` with every value zero (float32 scales).
+    #[inline(always)]
+    const fn empty(tag: u8) -> Self {
+        Self {
+            tag,
             w4: 0,
             w8: 0,
             scale: 0,
@@ -528,7 +528,13 @@ impl<'a> Values<'a> {
             scale_type: ElementType::Float32,
             scale_code: 0,
             private: None,
-        };
+        }
+    }
+
+    /// A scheme's values.
+    #[inline]
+    const fn of(s: &Scheme<'a>) -> Self {
+        let mut v = Self::empty(s.tag());
         match *s {
             Scheme::PerTensor { scale, zero_point } => {
                 v.w4 = scale.to_bits();
@@ -1067,16 +1073,7 @@ fn decode(
         return short();
     };
     let (tag, version, flags) = (head.scheme_tag, head.scheme_version, head.flags.get());
-    let mut v = Values {
-        tag,
-        w4: 0,
-        w8: 0,
-        scale: 0,
-        zero: None,
-        scale_type: ElementType::Float32,
-        scale_code: 0,
-        private: None,
-    };
+    let mut v = Values::empty(tag);
     let Some(row) = row(tag) else {
         if !crate::codes::is_private_code(tag) {
             return fail(0, invalid("scheme_tag", tag.into()));
