@@ -509,7 +509,8 @@ impl<'a> TensorDescriptor<'a> {
                 let size = b.byte_size(0);
                 let (elements, buffers) = match &self.quantization {
                     None => (count, 1),
-                    Some(q) => match self.quantization_holds(q, (quantization_at, header), dynamic) {
+                    Some(q) => match self.quantization_holds(q, (quantization_at, header), dynamic)
+                    {
                         Some((padded, buffers)) => (padded.or(count), buffers),
                         None => return false,
                     },

@@ -470,6 +470,17 @@ const _: () = assert!(
         && BLOCK_SIZE_AT == at8!(PerTensorFields.zero_point)
 );
 
+/// Every row's section fits the encoder's image (per-block affine's, the
+/// longest).
+#[allow(clippy::indexing_slicing)] // compile time
+const _: () = {
+    let mut i = 0;
+    while i < ROWS.len() {
+        assert!(ROWS[i].len as usize + 4 <= size_of::<Fixed<PerBlockFields>>());
+        i += 1;
+    }
+};
+
 /// The header's version and flags.
 const VERSION_AT: u8 = 1;
 const FLAGS_AT: u8 = 2;
@@ -526,7 +537,7 @@ impl<'a> Values<'a> {
             scale: 0,
             zero: None,
             scale_type: ElementType::Float32,
-            scale_code: 0,
+            scale_code: ElementType::Float32.code(),
             private: None,
         }
     }
@@ -622,6 +633,41 @@ impl<'a> Values<'a> {
                 }
             }
         })
+    }
+
+    /// A public scheme's section up to its padding, as the encoder writes
+    /// it: the length field, then the header and the values at the row's
+    /// offsets (4 bytes on), zero elsewhere.
+    fn image(&self, row: &Row, padding: u32) -> [u8; size_of::<Fixed<PerBlockFields>>()] {
+        let mut image = [0u8; size_of::<Fixed<PerBlockFields>>()];
+        let mut put = |at: u8, bytes: [u8; 4]| {
+            let at = usize::from(at).wrapping_add(4);
+            if let Some(d) = image.get_mut(at..).and_then(<[u8]>::first_chunk_mut) {
+                *d = bytes;
+            }
+        };
+        let [lo, hi] = if row.zero_at != 0 && self.zero.is_none() {
+            SYMMETRIC.to_le_bytes()
+        } else {
+            [0; 2]
+        };
+        put(0, [self.tag, 1, lo, hi]);
+        put(AXIS_AT, self.w4.to_le_bytes());
+        put(BLOCK_SIZE_AT, self.w8.to_le_bytes());
+        if row.scale_at != 0 {
+            put(row.scale_at, self.scale.to_le_bytes());
+        }
+        if row.zero_at != 0 {
+            put(row.zero_at, self.zero.unwrap_or(NO_BUFFER).to_le_bytes());
+        }
+        if row.type_at != 0 {
+            put(row.type_at, [self.scale_code, 0, 0, 0]);
+        }
+        let len = u32::from(row.len).saturating_add(padding);
+        if let Some(d) = image.first_chunk_mut() {
+            *d = len.to_le_bytes();
+        }
+        image
     }
 
     /// What the cross-part rules read of the values.
@@ -863,81 +909,33 @@ impl<'a> Quantization<'a> {
         Ok(true)
     }
 
-    /// Writes the section through the same field structs the parser
-    /// reads: the length (known beforehand), the scheme header and the
-    /// scheme's fields as one store, each scheme in one arm (its tag, flags
-    /// and length are constants there: one dispatch, ADR-127).
+    /// Writes the section: a public scheme as its row lays it out (the
+    /// parser's table), a private one as its header and bytes.
     #[inline]
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         let padding = self.padding;
-        match self.scheme {
-            Scheme::PerTensor { scale, zero_point } => w.value(&Fixed::new(
-                padding,
-                SchemeHeader::public(scheme_tag::PER_TENSOR, 0),
-                PerTensorFields {
-                    scale: F32::new(scale),
-                    zero_point: I32::new(zero_point),
-                    reserved: [0; 4],
-                },
-            )),
-            Scheme::PerChannel {
-                axis,
-                scale_buffer,
-                zero_point_buffer,
-            } => w.value(&Fixed::new(
-                padding,
-                SchemeHeader::public(scheme_tag::PER_CHANNEL, symmetric(zero_point_buffer)),
-                PerChannelFields {
-                    axis: U32::new(axis),
-                    scale_buffer_index: U32::new(scale_buffer),
-                    zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
-                    scale_type_tag: ElementType::Float32.code(),
-                    reserved: [0; 3],
-                },
-            )),
-            Scheme::PerBlock { .. } => {
-                if let Some(fixed) = self.per_block() {
-                    w.value(&fixed);
-                }
-            }
-            Scheme::Nf4 {
-                axis,
-                block_size,
-                scale_buffer,
-            }
-            | Scheme::Mxfp {
-                axis,
-                block_size,
-                scale_buffer,
-            } => w.value(&Fixed::new(
-                padding,
-                SchemeHeader::public(self.scheme.tag(), 0),
-                BlockScaleFields {
-                    axis: U32::new(axis),
-                    block_size: U32::new(block_size),
-                    scale_buffer_index: U32::new(scale_buffer),
-                },
-            )),
-            Scheme::Private {
-                tag,
-                version,
-                flags,
-                payload,
-            } => {
-                #[allow(clippy::cast_possible_truncation)] // saturated to `u32`
-                let len = self
-                    .scheme
-                    .encoded_len()
-                    .saturating_add(padding as usize)
-                    .min(u32::MAX as usize) as u32;
-                w.u32(len);
-                w.value(&SchemeHeader {
-                    scheme_tag: tag,
-                    scheme_version: version,
-                    flags: U16::new(flags),
-                });
-                w.bytes(payload);
-            }
+        let v = Values::of(&self.scheme);
+        if let Some(row) = row(v.tag) {
+            let image = v.image(row, padding);
+            w.bytes(
+                image
+                    .get(..usize::from(row.len).wrapping_add(4))
+                    .unwrap_or(&[]),
+            );
+        } else if let Some((version, flags, payload)) = v.private {
+            #[allow(clippy::cast_possible_truncation)] // saturated to `u32`
+            let len = self
+                .scheme
+                .encoded_len()
+                .saturating_add(padding as usize)
+                .min(u32::MAX as usize) as u32;
+            w.u32(len);
+            w.value(&SchemeHeader {
+                scheme_tag: v.tag,
+                scheme_version: version,
+                flags: U16::new(flags),
+            });
+            w.bytes(payload);
         }
         if padding != 0 {
             w.zeros(padding as usize);
