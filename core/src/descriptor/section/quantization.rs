@@ -320,11 +320,10 @@ struct Row {
     f32_only: bool,
     /// Bytes per scale where the type is fixed.
     width: u8,
-    /// Block size bounds, as powers of two (`2^min_block` to
-    /// `2^max_block`); `min_block` 0: no blocks.
-    min_block: u8,
-    /// The largest block size's power of two.
-    max_block: u8,
+    /// Block size bounds (a power of two); `min_block` 0: no blocks.
+    min_block: u32,
+    /// The largest block size.
+    max_block: u32,
     /// The blocks tile the axis exactly (no partial block).
     exact: bool,
     /// The data buffer holds whole blocks (partial ones padded).
@@ -373,7 +372,7 @@ const NONE: Row = Row {
     f32_only: false,
     width: 4,
     min_block: 0,
-    max_block: 31,
+    max_block: u32::MAX,
     exact: false,
     pads: false,
     storage: {
@@ -426,21 +425,21 @@ const ROWS: [Row; 5] = {
             scale_at: at8!(PerBlockFields.scale_buffer_index),
             zero_at: at8!(PerBlockFields.zero_point_buffer_index),
             type_at: at8!(PerBlockFields.scale_type_tag),
-            min_block: 1,
+            min_block: 2,
             pads: true,
             storage: storage(&[E::Int8, E::UInt8, E::Int4, E::UInt4, E::Int2, E::UInt2]),
             ..NONE
         },
         Row {
-            min_block: 3,
+            min_block: 8,
             pads: true,
             storage: storage(&[E::UInt4]),
             ..block_scale
         },
         Row {
             width: 1,
-            min_block: 4,
-            max_block: 11,
+            min_block: 16,
+            max_block: 2048,
             exact: true,
             storage: storage(&[
                 E::Float8E4M3,
@@ -782,10 +781,7 @@ impl<'a> Values<'a> {
             return fail(AXIS_AT, kind);
         }
         if blocks {
-            let log2 = k.trailing_zeros();
-            let valid = k.is_power_of_two()
-                && u32::from(row.min_block) <= log2
-                && log2 <= u32::from(row.max_block);
+            let valid = k.is_power_of_two() && row.min_block <= k && k <= row.max_block;
             let fits = if row.exact {
                 // No partial blocks: a positive multiple of the block
                 // size (`k` a power of two, when valid).
