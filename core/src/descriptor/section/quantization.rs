@@ -321,9 +321,9 @@ struct Row {
     /// Bytes per scale where the type is fixed.
     width: u8,
     /// Block size bounds (a power of two); `min_block` 0: no blocks.
-    min_block: u32,
-    /// The largest block size.
-    max_block: u32,
+    min_block: u16,
+    /// The largest block size; 0: none.
+    max_block: u16,
     /// The blocks tile the axis exactly (no partial block).
     exact: bool,
     /// The data buffer holds whole blocks (partial ones padded).
@@ -372,7 +372,7 @@ const NONE: Row = Row {
     f32_only: false,
     width: 4,
     min_block: 0,
-    max_block: u32::MAX,
+    max_block: 0,
     exact: false,
     pads: false,
     storage: {
@@ -781,7 +781,8 @@ impl<'a> Values<'a> {
             return fail(AXIS_AT, kind);
         }
         if blocks {
-            let valid = k.is_power_of_two() && row.min_block <= k && k <= row.max_block;
+            let (min, max) = (u32::from(row.min_block), u32::from(row.max_block));
+            let valid = k.is_power_of_two() && min <= k && (max == 0 || k <= max);
             let fits = if row.exact {
                 // No partial blocks: a positive multiple of the block
                 // size (`k` a power of two, when valid).
