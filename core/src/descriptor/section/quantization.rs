@@ -287,6 +287,7 @@ impl<'a> Scheme<'a> {
     pub const fn scale_width(&self) -> u64 {
         self.params().scale_width as u64
     }
+
     /// What the rules that tie the parts together read of the scheme,
     /// flat: its [`Values`] through its row.
     #[inline]
