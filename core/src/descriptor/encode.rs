@@ -469,7 +469,7 @@ impl<'a> TensorDescriptor<'a> {
         // Only the section rules' error offsets read `front` (a refusal is
         // no verdict here), so a wrapped value is harmless.
         #[allow(clippy::cast_possible_truncation)]
-        if !self.plain_holds(packing, shape, front as u32) {
+        if !self.plain_holds(packing, shape, front as u32, header) {
             return None;
         }
         let len = match &self.quantization {
@@ -498,6 +498,7 @@ impl<'a> TensorDescriptor<'a> {
         packing: Packing,
         (count, dynamic): (Option<u64>, bool),
         quantization_at: u32,
+        header: &FixedHeader,
     ) -> bool {
         let (rank, b) = (self.shape.len(), self.buffers);
         let offset = self.byte_offset;
@@ -508,7 +509,8 @@ impl<'a> TensorDescriptor<'a> {
                 let size = b.byte_size(0);
                 let (elements, buffers) = match &self.quantization {
                     None => (count, 1),
-                    Some(q) => match self.quantization_holds(q, quantization_at, dynamic) {
+                    Some(q) => match self.quantization_holds(q, (quantization_at, header), dynamic)
+                    {
                         Some((padded, buffers)) => (padded.or(count), buffers),
                         None => return false,
                     },
@@ -545,7 +547,8 @@ impl<'a> TensorDescriptor<'a> {
     /// For a quantized dense descriptor, whether the section's own rules
     /// (the parser's function) and its parameter buffers' indices and
     /// sizes hold: then the descriptor's buffer count, and the element
-    /// count buffer 0 holds when the scheme pads to whole blocks. `None`
+    /// count buffer 0 holds when the scheme pads to whole blocks (`at`:
+    /// the section's offset, `header` the descriptor's). `None`
     /// is no verdict (a private scheme's buffers are left to the general
     /// path too). Over a dynamic shape no size is checked, as the parser's
     /// `Parts::check` does.
@@ -553,15 +556,15 @@ impl<'a> TensorDescriptor<'a> {
     fn quantization_holds(
         &self,
         q: &Quantization<'_>,
-        at: u32,
+        (at, header): (u32, &FixedHeader),
         dynamic: bool,
     ) -> Option<(Option<u64>, usize)> {
         // Per-block affine gets a copy of its own, where the scheme is
         // known and the rules' matches on it fold away (ADR-127).
         match q.scheme {
-            Scheme::PerBlock { .. } => self.scheme_holds(q, at, dynamic),
+            Scheme::PerBlock { .. } => self.scheme_holds(q, (at, header), dynamic),
             Scheme::Private { .. } => None,
-            _ => self.scheme_holds(q, at, dynamic),
+            _ => self.scheme_holds(q, (at, header), dynamic),
         }
     }
 
@@ -571,13 +574,14 @@ impl<'a> TensorDescriptor<'a> {
     fn scheme_holds(
         &self,
         q: &Quantization<'_>,
-        at: u32,
+        (at, header): (u32, &FixedHeader),
         dynamic: bool,
     ) -> Option<(Option<u64>, usize)> {
         let s = &q.scheme;
         let ctx = QuantCtx {
             shape: self.shape,
             storage: self.element_type,
+            storage_code: header.type_tag,
             accept_private: true,
             page_size: None,
         };
@@ -681,6 +685,7 @@ impl<'a> TensorDescriptor<'a> {
             let ctx = QuantCtx {
                 shape: self.shape,
                 storage: element_type,
+                storage_code: header.type_tag,
                 accept_private: true,
                 page_size: self.layout.block_paged().map(|b| b.page_size),
             };

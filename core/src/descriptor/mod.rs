@@ -356,6 +356,7 @@ impl<'a> TensorView<'a> {
             let ctx = QuantCtx {
                 shape,
                 storage: element_type,
+                storage_code: header.type_tag,
                 accept_private: options.private_schemes,
                 page_size: match layout {
                     Layout::BlockPaged(b) => Some(b.page_size),

@@ -108,20 +108,6 @@ wire_fields! {
     } = 12;
 }
 
-/// Offset of a scheme field in the payload (after the 4-byte header).
-macro_rules! at {
-    ($s:ident . $f:ident) => {
-        crate::field::offset32(size_of::<SchemeHeader>().saturating_add(offset_of!($s, $f)))
-    };
-}
-
-/// Every public scheme with an axis has it first, and every block scheme
-/// its block size second.
-const AXIS_AT: u32 = at!(PerChannelFields.axis);
-const BLOCK_SIZE_AT: u32 = at!(PerBlockFields.block_size);
-const _: () = assert!(AXIS_AT == at!(PerBlockFields.axis) && AXIS_AT == at!(BlockScaleFields.axis));
-const _: () = assert!(BLOCK_SIZE_AT == at!(BlockScaleFields.block_size));
-
 /// A quantization scheme and its parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -224,6 +210,8 @@ pub(crate) struct Params {
 pub(crate) struct QuantCtx<S> {
     pub(crate) shape: S,
     pub(crate) storage: ElementType,
+    /// Its code (the header's `type_tag`).
+    pub(crate) storage_code: u8,
     pub(crate) accept_private: bool,
     /// `page_size` when the layout is block-paged (whose quantization axis
     /// and block size are constrained).
@@ -301,169 +289,541 @@ impl<'a> Scheme<'a> {
     }
 
     /// What the rules that tie the parts together read of the scheme,
-    /// flat (one match here instead of one per rule).
+    /// flat: its [`Values`] through its row.
     #[inline]
     pub(crate) const fn params(&self) -> Params {
-        let none = Params {
+        Values::of(self).params()
+    }
+}
+
+/// A public scheme as a row of the table one routine reads: where its
+/// fields lie in the payload and which of the rules apply to them. Rows
+/// are indexed by tag − 1; the offsets are the field structs'.
+struct Row {
+    /// Bytes of the header and the fields (the padding follows).
+    len: u8,
+    /// Where the reserved bytes start (they run to `len`; `len`: none).
+    reserved: u8,
+    /// Their field name.
+    reserved_field: &'static str,
+    /// `scale_buffer_index`'s offset; 0 for the inline scale and zero
+    /// point of per-tensor (every scheme with a scale buffer has an axis
+    /// at 4).
+    scale_at: u8,
+    /// `zero_point_buffer_index`'s offset; 0 where there is none, nor a
+    /// `SYMMETRIC` flag.
+    zero_at: u8,
+    /// `scale_type_tag`'s offset; 0 where the type is fixed (`width`).
+    type_at: u8,
+    /// The scales are float32, refused otherwise before the zero-point
+    /// index (per-channel); else float16, bfloat16 or float32, a rule of
+    /// the value checked after the index's symmetric rule (per-block).
+    f32_only: bool,
+    /// Bytes per scale where the type is fixed.
+    width: u8,
+    /// Block size bounds (a power of two); `min_block` 0: no blocks.
+    min_block: u16,
+    /// The largest block size; 0: none.
+    max_block: u16,
+    /// The blocks tile the axis exactly (no partial block).
+    exact: bool,
+    /// The data buffer holds whole blocks (partial ones padded).
+    pads: bool,
+    /// The storage types accepted, bit `code − 0x10`.
+    storage: u64,
+}
+
+/// A field's offset in the payload (after the 4-byte header), as a row
+/// holds it.
+macro_rules! at8 {
+    ($s:ident . $f:ident) => {{
+        #[allow(clippy::cast_possible_truncation)] // payloads are under 32 bytes
+        let at = size_of::<SchemeHeader>().saturating_add(offset_of!($s, $f)) as u8;
+        at
+    }};
+}
+
+/// The length of a scheme's header and fields.
+#[allow(clippy::cast_possible_truncation)] // under 32 bytes
+const fn len8(fields: usize) -> u8 {
+    size_of::<SchemeHeader>().saturating_add(fields) as u8
+}
+
+/// The storage-type bits of `types` (evaluated at compile time only,
+/// where a fault fails the build).
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn storage(types: &[ElementType]) -> u64 {
+    let mut bits = 0u64;
+    let mut i = 0;
+    while i < types.len() {
+        bits |= 1 << (types[i].code() - 0x10);
+        i += 1;
+    }
+    bits
+}
+
+/// No row's fields: the defaults the rows below override.
+const NONE: Row = Row {
+    len: len8(0),
+    reserved: len8(0),
+    reserved_field: "",
+    scale_at: 0,
+    zero_at: 0,
+    type_at: 0,
+    f32_only: false,
+    width: 4,
+    min_block: 0,
+    max_block: 0,
+    exact: false,
+    pads: false,
+    storage: {
+        use ElementType as E;
+        storage(&[
+            E::Int8,
+            E::UInt8,
+            E::Int16,
+            E::UInt16,
+            E::Int32,
+            E::UInt32,
+            E::Int4,
+            E::UInt4,
+            E::Int2,
+            E::UInt2,
+        ])
+    },
+};
+
+/// The five public schemes, by tag − 1.
+const ROWS: [Row; 5] = {
+    use ElementType as E;
+    let block_scale = Row {
+        len: len8(size_of::<BlockScaleFields>()),
+        reserved: len8(size_of::<BlockScaleFields>()),
+        scale_at: at8!(BlockScaleFields.scale_buffer_index),
+        ..NONE
+    };
+    [
+        Row {
+            len: len8(size_of::<PerTensorFields>()),
+            reserved: at8!(PerTensorFields.reserved),
+            reserved_field: "per_tensor._reserved",
+            ..NONE
+        },
+        Row {
+            len: len8(size_of::<PerChannelFields>()),
+            reserved: at8!(PerChannelFields.reserved),
+            reserved_field: "per_channel._reserved",
+            scale_at: at8!(PerChannelFields.scale_buffer_index),
+            zero_at: at8!(PerChannelFields.zero_point_buffer_index),
+            type_at: at8!(PerChannelFields.scale_type_tag),
+            f32_only: true,
+            ..NONE
+        },
+        Row {
+            len: len8(size_of::<PerBlockFields>()),
+            reserved: at8!(PerBlockFields.reserved),
+            reserved_field: "per_block._reserved",
+            scale_at: at8!(PerBlockFields.scale_buffer_index),
+            zero_at: at8!(PerBlockFields.zero_point_buffer_index),
+            type_at: at8!(PerBlockFields.scale_type_tag),
+            min_block: 2,
+            pads: true,
+            storage: storage(&[E::Int8, E::UInt8, E::Int4, E::UInt4, E::Int2, E::UInt2]),
+            ..NONE
+        },
+        Row {
+            min_block: 8,
+            pads: true,
+            storage: storage(&[E::UInt4]),
+            ..block_scale
+        },
+        Row {
+            width: 1,
+            min_block: 16,
+            max_block: 2048,
+            exact: true,
+            storage: storage(&[
+                E::Float8E4M3,
+                E::Float8E5M2,
+                E::Float4E2M1,
+                E::Float6E2M3,
+                E::Float6E3M2,
+                E::Int8,
+                E::Int4,
+            ]),
+            ..block_scale
+        },
+    ]
+};
+
+/// Every scheme with a scale buffer has its axis first, every block
+/// scheme its block size second; per-tensor has its scale and zero point
+/// there.
+const AXIS_AT: u8 = at8!(PerChannelFields.axis);
+const BLOCK_SIZE_AT: u8 = at8!(PerBlockFields.block_size);
+const _: () = assert!(
+    AXIS_AT == at8!(PerBlockFields.axis)
+        && AXIS_AT == at8!(BlockScaleFields.axis)
+        && AXIS_AT == at8!(PerTensorFields.scale)
+);
+const _: () = assert!(
+    BLOCK_SIZE_AT == at8!(BlockScaleFields.block_size)
+        && BLOCK_SIZE_AT == at8!(PerTensorFields.zero_point)
+);
+
+/// Every row's section fits the encoder's image (per-block affine's, the
+/// longest).
+#[allow(clippy::indexing_slicing)] // compile time
+const _: () = {
+    let mut i = 0;
+    while i < ROWS.len() {
+        assert!(ROWS[i].len as usize + 4 <= size_of::<Fixed<PerBlockFields>>());
+        i += 1;
+    }
+};
+
+/// The header's version and flags.
+const VERSION_AT: u8 = 1;
+const FLAGS_AT: u8 = 2;
+const _: () = assert!(
+    offset_of!(SchemeHeader, scheme_version) == VERSION_AT as usize
+        && offset_of!(SchemeHeader, flags) == FLAGS_AT as usize
+);
+
+/// A public scheme's row; `None` for any other tag.
+#[inline]
+const fn row(tag: u8) -> Option<&'static Row> {
+    match tag {
+        // In bounds: 0 to 4 (one load, where a match by tag took a
+        // switch table of each field).
+        #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+        scheme_tag::PER_TENSOR..=scheme_tag::MXFP => Some(&ROWS[(tag - 1) as usize]),
+        _ => None,
+    }
+}
+
+/// A scheme's values as its payload lays them out, flat: what the rules
+/// and the cross-part rules read, whether they come from the bytes (the
+/// parser) or from a [`Scheme`] (the encoder), so that the rules are one
+/// set.
+#[derive(Clone, Copy)]
+struct Values<'a> {
+    /// The scheme tag.
+    tag: u8,
+    /// The word at 4: the axis, or per-tensor's scale (its bits).
+    w4: u32,
+    /// The word at 8: the block size, per-channel's scale buffer, or
+    /// per-tensor's zero point.
+    w8: u32,
+    /// The scale buffer, where the scheme has one.
+    scale: u32,
+    /// The zero-point buffer; `None` when symmetric or absent.
+    zero: Option<u32>,
+    /// The scale type, where the scheme has the field.
+    scale_type: ElementType,
+    /// Its code (as read, for the error that names it).
+    scale_code: u8,
+    /// A private scheme's version, flags and bytes after the header.
+    private: Option<(u8, u16, &'a [u8])>,
+}
+
+impl<'a> Values<'a> {
+    /// Scheme `tag` with every value zero (float32 scales).
+    #[inline(always)]
+    const fn empty(tag: u8) -> Self {
+        Self {
+            tag,
+            w4: 0,
+            w8: 0,
+            scale: 0,
+            zero: None,
+            scale_type: ElementType::Float32,
+            scale_code: ElementType::Float32.code(),
+            private: None,
+        }
+    }
+
+    /// A scheme's values.
+    #[inline]
+    const fn of(s: &Scheme<'a>) -> Self {
+        let mut v = Self::empty(s.tag());
+        match *s {
+            Scheme::PerTensor { scale, zero_point } => {
+                v.w4 = scale.to_bits();
+                #[allow(clippy::cast_sign_loss)] // the wire's bits
+                let zero_point = zero_point as u32;
+                v.w8 = zero_point;
+            }
+            Scheme::PerChannel {
+                axis,
+                scale_buffer,
+                zero_point_buffer,
+            } => {
+                (v.w4, v.w8, v.scale) = (axis, scale_buffer, scale_buffer);
+                v.zero = zero_point_buffer;
+            }
+            Scheme::PerBlock {
+                axis,
+                block_size,
+                scale_buffer,
+                zero_point_buffer,
+                scale_type,
+            } => {
+                (v.w4, v.w8, v.scale) = (axis, block_size, scale_buffer);
+                v.zero = zero_point_buffer;
+                (v.scale_type, v.scale_code) = (scale_type, scale_type.code());
+            }
+            Scheme::Nf4 {
+                axis,
+                block_size,
+                scale_buffer,
+            }
+            | Scheme::Mxfp {
+                axis,
+                block_size,
+                scale_buffer,
+            } => (v.w4, v.w8, v.scale) = (axis, block_size, scale_buffer),
+            Scheme::Private {
+                version,
+                flags,
+                payload,
+                ..
+            } => v.private = Some((version, flags, payload)),
+        }
+        v
+    }
+
+    /// The scheme the values are (of a payload the rules accepted).
+    fn scheme(self) -> Option<Scheme<'a>> {
+        let (axis, block_size, scale_buffer) = (self.w4, self.w8, self.scale);
+        Some(match self.tag {
+            scheme_tag::PER_TENSOR => Scheme::PerTensor {
+                scale: f32::from_bits(self.w4),
+                #[allow(clippy::cast_possible_wrap)] // the wire's bits
+                zero_point: self.w8 as i32,
+            },
+            scheme_tag::PER_CHANNEL => Scheme::PerChannel {
+                axis,
+                scale_buffer,
+                zero_point_buffer: self.zero,
+            },
+            scheme_tag::PER_BLOCK => Scheme::PerBlock {
+                axis,
+                block_size,
+                scale_buffer,
+                zero_point_buffer: self.zero,
+                scale_type: self.scale_type,
+            },
+            scheme_tag::NF4 => Scheme::Nf4 {
+                axis,
+                block_size,
+                scale_buffer,
+            },
+            scheme_tag::MXFP => Scheme::Mxfp {
+                axis,
+                block_size,
+                scale_buffer,
+            },
+            tag => {
+                let (version, flags, payload) = self.private?;
+                Scheme::Private {
+                    tag,
+                    version,
+                    flags,
+                    payload,
+                }
+            }
+        })
+    }
+
+    /// A public scheme's section up to its padding, as the encoder writes
+    /// it: the length field, then the header and the values at the row's
+    /// offsets (4 bytes on), zero elsewhere.
+    fn image(&self, row: &Row, padding: u32) -> [u8; size_of::<Fixed<PerBlockFields>>()] {
+        let mut image = [0u8; size_of::<Fixed<PerBlockFields>>()];
+        let mut put = |at: u8, bytes: [u8; 4]| {
+            let at = usize::from(at).wrapping_add(4);
+            if let Some(d) = image.get_mut(at..).and_then(<[u8]>::first_chunk_mut) {
+                *d = bytes;
+            }
+        };
+        let [lo, hi] = if row.zero_at != 0 && self.zero.is_none() {
+            SYMMETRIC.to_le_bytes()
+        } else {
+            [0; 2]
+        };
+        put(0, [self.tag, 1, lo, hi]);
+        put(AXIS_AT, self.w4.to_le_bytes());
+        put(BLOCK_SIZE_AT, self.w8.to_le_bytes());
+        if row.scale_at != 0 {
+            put(row.scale_at, self.scale.to_le_bytes());
+        }
+        if row.zero_at != 0 {
+            put(row.zero_at, self.zero.unwrap_or(NO_BUFFER).to_le_bytes());
+        }
+        if row.type_at != 0 {
+            put(row.type_at, [self.scale_code, 0, 0, 0]);
+        }
+        let len = u32::from(row.len).saturating_add(padding);
+        if let Some(d) = image.first_chunk_mut() {
+            *d = len.to_le_bytes();
+        }
+        image
+    }
+
+    /// What the cross-part rules read of the values.
+    #[inline(always)]
+    const fn params(&self) -> Params {
+        let mut p = Params {
             scale: None,
             zero: None,
             axis: 0,
             block_size: 0,
             scale_width: 4,
             pads: false,
-            private: false,
+            private: true,
         };
-        match *self {
-            Self::PerTensor { .. } => none,
-            Self::Private { .. } => Params {
-                private: true,
-                ..none
-            },
-            Self::PerChannel {
-                axis,
-                scale_buffer,
-                zero_point_buffer,
-            } => Params {
-                scale: Some(scale_buffer),
-                zero: zero_point_buffer,
-                axis,
-                ..none
-            },
-            Self::PerBlock {
-                axis,
-                block_size,
-                scale_buffer,
-                zero_point_buffer,
-                scale_type,
-            } => Params {
-                scale: Some(scale_buffer),
-                zero: zero_point_buffer,
-                axis,
-                block_size,
-                scale_width: if matches!(scale_type, ElementType::Float32) {
-                    4
-                } else {
-                    2
-                },
-                // Whole blocks stored (partial trailing blocks padded).
-                pads: true,
-                private: false,
-            },
-            Self::Nf4 {
-                axis,
-                block_size,
-                scale_buffer,
-            } => Params {
-                scale: Some(scale_buffer),
-                axis,
-                block_size,
-                pads: true,
-                ..none
-            },
-            Self::Mxfp {
-                axis,
-                block_size,
-                scale_buffer,
-            } => Params {
-                scale: Some(scale_buffer),
-                axis,
-                block_size,
-                scale_width: 1,
-                ..none
-            },
+        let Some(row) = row(self.tag) else {
+            return p;
+        };
+        p.private = false;
+        p.pads = row.pads;
+        p.scale_width = row.width;
+        if row.type_at != 0 && !matches!(self.scale_type, ElementType::Float32) {
+            p.scale_width = 2;
         }
+        if row.scale_at != 0 {
+            (p.scale, p.zero, p.axis) = (Some(self.scale), self.zero, self.w4);
+        }
+        if row.min_block != 0 {
+            p.block_size = self.w8;
+        }
+        p
     }
 
-    /// The scheme's own rules on its values (errors located relative to
-    /// the payload): a finite non-zero per-tensor scale, a per-block scale
-    /// type of 16 or 32 bits, an asymmetric zero point in a real buffer.
-    /// The parser runs them on what it read (inlined into each scheme's
-    /// branch, where only that scheme's rule remains), the encoder on what
-    /// it writes.
+    /// The rules on the values alone, after the payload's own (errors at
+    /// `base` plus the field's offset): a scale type the scheme allows,
+    /// an asymmetric zero point in a real buffer, a finite non-zero
+    /// per-tensor scale.
     #[inline(always)]
-    fn check_values(&self) -> Result<(), DescriptorError> {
-        let (at, kind) = match *self {
-            Self::PerTensor { scale, .. } if !scale.is_finite() || scale == 0.0 => (
-                at!(PerTensorFields.scale),
-                DescriptorErrorKind::ParameterOutOfRange { field: "scale" },
-            ),
-            Self::PerChannel {
-                zero_point_buffer: Some(NO_BUFFER),
-                ..
-            } => (
-                at!(PerChannelFields.zero_point_buffer_index),
-                DescriptorErrorKind::InvalidValue {
-                    field: "zero_point_buffer_index",
-                    value: u64::from(NO_BUFFER),
-                },
-            ),
-            Self::PerBlock {
-                scale_type,
-                zero_point_buffer,
-                ..
-            } => {
-                if !matches!(
-                    scale_type,
-                    ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32
-                ) {
-                    (
-                        at!(PerBlockFields.scale_type_tag),
-                        DescriptorErrorKind::InvalidValue {
-                            field: "scale_type_tag",
-                            value: u64::from(scale_type.code()),
-                        },
-                    )
-                } else if zero_point_buffer == Some(NO_BUFFER) {
-                    (
-                        at!(PerBlockFields.zero_point_buffer_index),
-                        DescriptorErrorKind::InvalidValue {
-                            field: "zero_point_buffer_index",
-                            value: u64::from(NO_BUFFER),
-                        },
-                    )
-                } else {
-                    return Ok(());
-                }
-            }
-            _ => return Ok(()),
-        };
-        Err(DescriptorError::new(at, kind))
+    fn check(&self, row: &Row, base: u32) -> Result<(), DescriptorError> {
+        let fail = |at, kind| Err(fault(base, at, kind));
+        let t = self.scale_type;
+        let scales = matches!(
+            t,
+            ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32
+        );
+        if row.type_at != 0 && !scales {
+            return fail(
+                row.type_at,
+                invalid("scale_type_tag", self.scale_code.into()),
+            );
+        }
+        if self.zero == Some(NO_BUFFER) {
+            return fail(
+                row.zero_at,
+                invalid("zero_point_buffer_index", NO_BUFFER.into()),
+            );
+        }
+        // Per-tensor: not ±0, infinite or NaN (on the bits: no float
+        // compares).
+        let magnitude = self.w4 & !(1 << 31);
+        if row.scale_at == 0 && (magnitude == 0 || magnitude >= f32::INFINITY.to_bits()) {
+            let kind = DescriptorErrorKind::ParameterOutOfRange { field: "scale" };
+            return fail(AXIS_AT, kind);
+        }
+        Ok(())
     }
 
-    const fn storage_allowed(&self, t: ElementType) -> bool {
-        use ElementType as E;
-        match self {
-            Self::PerTensor { .. } | Self::PerChannel { .. } => matches!(
-                t,
-                E::Int8
-                    | E::UInt8
-                    | E::Int16
-                    | E::UInt16
-                    | E::Int32
-                    | E::UInt32
-                    | E::Int4
-                    | E::UInt4
-                    | E::Int2
-                    | E::UInt2
-            ),
-            Self::PerBlock { .. } => matches!(
-                t,
-                E::Int8 | E::UInt8 | E::Int4 | E::UInt4 | E::Int2 | E::UInt2
-            ),
-            Self::Nf4 { .. } => matches!(t, E::UInt4),
-            Self::Mxfp { .. } => matches!(
-                t,
-                E::Float8E4M3
-                    | E::Float8E5M2
-                    | E::Float4E2M1
-                    | E::Float6E2M3
-                    | E::Float6E3M2
-                    | E::Int8
-                    | E::Int4
-            ),
-            Self::Private { .. } => true,
+    /// The rules between the values and the tensor's type and shape
+    /// (errors at `base` plus the field's offset).
+    #[inline(always)]
+    fn check_shape(
+        &self,
+        row: &Row,
+        ctx: &QuantCtx<impl Shape>,
+        base: u32,
+    ) -> Result<(), DescriptorError> {
+        let fail = |at, kind| Err(fault(base, at, kind));
+        let (scheme, type_tag) = (self.tag, ctx.storage_code);
+        let bit = type_tag.wrapping_sub(0x10);
+        if bit >= 64 || row.storage >> bit & 1 == 0 {
+            return fail(
+                0,
+                DescriptorErrorKind::StorageTypeNotAllowed { scheme, type_tag },
+            );
         }
+        if row.scale_at == 0 {
+            #[allow(clippy::cast_possible_wrap)] // the wire's bits
+            let zero_point = i64::from(self.w8 as i32);
+            let in_range = ctx
+                .storage
+                .integer_range()
+                .is_some_and(|(lo, hi)| lo <= zero_point && zero_point <= hi);
+            if !in_range {
+                let kind = DescriptorErrorKind::ParameterOutOfRange {
+                    field: "zero_point",
+                };
+                return fail(BLOCK_SIZE_AT, kind);
+            }
+            return Ok(());
+        }
+        let (axis, k, blocks) = (self.w4, self.w8, row.min_block != 0);
+        let Some(size) = ctx.shape.dim(axis as usize) else {
+            #[allow(clippy::cast_possible_truncation)] // rank <= 64
+            let rank = ctx.shape.rank() as u32;
+            return fail(AXIS_AT, DescriptorErrorKind::AxisOutOfRange { axis, rank });
+        };
+        if size == crate::DYNAMIC {
+            let kind = DescriptorErrorKind::DynamicDimension {
+                field: "shape",
+                axis,
+            };
+            return fail(AXIS_AT, kind);
+        }
+        if blocks {
+            let (min, max) = (u32::from(row.min_block), u32::from(row.max_block));
+            let valid = k.is_power_of_two() && min <= k && (max == 0 || k <= max);
+            let fits = if row.exact {
+                // No partial blocks: a positive multiple of the block
+                // size (`k` a power of two, when valid).
+                size > 0 && super::super::extent::is_multiple_of_pow2(size, u64::from(k))
+            } else {
+                // A non-empty axis holds at least one whole block.
+                size == 0 || u64::from(k) <= size
+            };
+            if !valid || !fits {
+                return fail(BLOCK_SIZE_AT, invalid("block_size", k.into()));
+            }
+        }
+        // Block-paged: parameters are per page slot, so a block scheme
+        // blocks the paged axis (0) one page at a time, and per-channel
+        // never quantizes the paged axis.
+        if let Some(page_size) = ctx.page_size {
+            if blocks == (axis != 0) {
+                return fail(AXIS_AT, invalid("axis", axis.into()));
+            }
+            if blocks && k != page_size {
+                return fail(BLOCK_SIZE_AT, invalid("block_size", k.into()));
+            }
+        }
+        Ok(())
     }
+}
+
+/// The error of `kind` at the payload's offset `at`, the payload lying at
+/// `base`. A rule only names a field inside the payload (its first bytes
+/// or its fixed fields), which lies inside the descriptor: the sum cannot
+/// wrap, and is a plain addition.
+#[inline(always)]
+const fn fault(base: u32, at: u8, kind: DescriptorErrorKind) -> DescriptorError {
+    DescriptorError::new(base.wrapping_add(at as u32), kind)
+}
+
+/// [`DescriptorErrorKind::InvalidValue`] of `field`.
+#[inline(always)]
+const fn invalid(field: &'static str, value: u64) -> DescriptorErrorKind {
+    DescriptorErrorKind::InvalidValue { field, value }
 }
 
 impl<'a> Quantization<'a> {
@@ -502,182 +862,22 @@ impl<'a> Quantization<'a> {
         at: u32,
         len: u32,
     ) -> Result<Params, DescriptorError> {
-        let this = Self::parse_payload(payload, ctx.accept_private)
-            .and_then(|q| q.check_shape(ctx).map(|()| q.scheme.params()).map_err(At))
-            .map_err(|e| match e {
-                // A payload shorter than its fields: the length field (4
-                // bytes before the payload) is at fault.
-                Short => DescriptorError::new(
-                    at.saturating_sub(4),
-                    DescriptorErrorKind::InvalidValue {
-                        field: "quantization_length",
-                        value: u64::from(len),
-                    },
-                ),
-                At(e) => DescriptorError::new(at.saturating_add(e.offset()), e.kind()),
-            })?;
-        Ok(this)
+        let (v, _) = decode(payload, ctx.accept_private, at, len)?;
+        if let Some(row) = row(v.tag) {
+            v.check_shape(row, ctx, at)?;
+        }
+        Ok(v.params())
     }
 
     /// The section of a validated payload (a parsed view's accessor): the
     /// same decoder as the parse, so the values cannot differ from what was
     /// checked; `None` only for bytes no parse accepted.
     pub(crate) fn read(payload: &'a [u8]) -> Option<Self> {
-        Self::parse_payload(payload, true).ok()
-    }
-
-    /// The scheme's own rules, over its payload; errors are located
-    /// relative to the payload.
-    #[inline(always)]
-    fn parse_payload(payload: &'a [u8], accept_private: bool) -> Result<Self, PayloadError> {
-        let (head, rest) = SchemeHeader::ref_from_prefix(payload).map_err(|_| Short)?;
-        let err = |pos: u32, kind| At(DescriptorError::new(pos, kind));
-        let invalid = |pos: u32, field, value: u64| {
-            err(pos, DescriptorErrorKind::InvalidValue { field, value })
-        };
-        let (tag, flags) = (head.scheme_tag, head.flags.get());
-        if crate::codes::is_private_code(tag) {
-            if !accept_private {
-                let kind = DescriptorErrorKind::PrivateCodeRefused {
-                    field: "scheme_tag",
-                    code: tag,
-                };
-                return Err(err(0, kind));
-            }
-            let scheme = Scheme::Private {
-                tag,
-                version: head.scheme_version,
-                flags,
-                payload: rest,
-            };
-            return Ok(Self::new(scheme));
-        }
-        if !(scheme_tag::PER_TENSOR..=scheme_tag::MXFP).contains(&tag) {
-            return Err(invalid(0, "scheme_tag", u64::from(tag)));
-        }
-        if head.scheme_version != 1 {
-            let at = crate::field::at!(SchemeHeader.scheme_version);
-            return Err(invalid(
-                at,
-                "scheme_version",
-                u64::from(head.scheme_version),
-            ));
-        }
-        let symmetric_allowed = matches!(tag, scheme_tag::PER_CHANNEL | scheme_tag::PER_BLOCK);
-        let reserved_flags = flags & !(SYMMETRIC * u16::from(symmetric_allowed));
-        if reserved_flags != 0 {
-            let at = crate::field::at!(SchemeHeader.flags);
-            return Err(err(
-                at,
-                DescriptorErrorKind::ReservedFlags(u32::from(reserved_flags)),
-            ));
-        }
-        let symmetric = flags & SYMMETRIC != 0;
-        let reserved = |bytes: &[u8], at: u32, field| {
-            if bytes.iter().any(|&b| b != 0) {
-                return Err(err(at, DescriptorErrorKind::ReservedNonZero { field }));
-            }
-            Ok(())
-        };
-        let zero_point = |index: u32, at: u32| {
-            zero_point(symmetric, index).ok_or(invalid(
-                at,
-                "zero_point_buffer_index",
-                u64::from(index),
-            ))
-        };
-        let (scheme, padding) = match tag {
-            scheme_tag::PER_TENSOR => {
-                let (f, padding) = PerTensorFields::ref_from_prefix(rest).map_err(|_| Short)?;
-                reserved(
-                    &f.reserved,
-                    at!(PerTensorFields.reserved),
-                    "per_tensor._reserved",
-                )?;
-                let (scale, zero_point) = (f.scale.get(), f.zero_point.get());
-                let scheme = Scheme::PerTensor { scale, zero_point };
-                scheme.check_values().map_err(At)?;
-                (scheme, padding)
-            }
-            scheme_tag::PER_CHANNEL => {
-                let (f, padding) = PerChannelFields::ref_from_prefix(rest).map_err(|_| Short)?;
-                reserved(
-                    &f.reserved,
-                    at!(PerChannelFields.reserved),
-                    "per_channel._reserved",
-                )?;
-                if f.scale_type_tag != ElementType::Float32.code() {
-                    let at = at!(PerChannelFields.scale_type_tag);
-                    return Err(invalid(at, "scale_type_tag", u64::from(f.scale_type_tag)));
-                }
-                let zp_at = at!(PerChannelFields.zero_point_buffer_index);
-                let scheme = Scheme::PerChannel {
-                    axis: f.axis.get(),
-                    scale_buffer: f.scale_buffer_index.get(),
-                    zero_point_buffer: zero_point(f.zero_point_buffer_index.get(), zp_at)?,
-                };
-                scheme.check_values().map_err(At)?;
-                (scheme, padding)
-            }
-            scheme_tag::PER_BLOCK => {
-                let (f, padding) = PerBlockFields::ref_from_prefix(rest).map_err(|_| Short)?;
-                reserved(
-                    &f.reserved,
-                    at!(PerBlockFields.reserved),
-                    "per_block._reserved",
-                )?;
-                // Which types may scale is a rule of the value
-                // (`check_values`); here only whether the code is a type.
-                let Some(scale_type) = ElementType::from_code(f.scale_type_tag) else {
-                    let at = at!(PerBlockFields.scale_type_tag);
-                    return Err(invalid(at, "scale_type_tag", u64::from(f.scale_type_tag)));
-                };
-                let zp_at = at!(PerBlockFields.zero_point_buffer_index);
-                let scheme = Scheme::PerBlock {
-                    axis: f.axis.get(),
-                    block_size: f.block_size.get(),
-                    scale_buffer: f.scale_buffer_index.get(),
-                    zero_point_buffer: zero_point(f.zero_point_buffer_index.get(), zp_at)?,
-                    scale_type,
-                };
-                scheme.check_values().map_err(At)?;
-                (scheme, padding)
-            }
-            // NF4 or MXFP (the tag range was checked above).
-            _ => {
-                let (f, padding) = BlockScaleFields::ref_from_prefix(rest).map_err(|_| Short)?;
-                let (axis, block_size) = (f.axis.get(), f.block_size.get());
-                let scale_buffer = f.scale_buffer_index.get();
-                let scheme = if tag == scheme_tag::NF4 {
-                    Scheme::Nf4 {
-                        axis,
-                        block_size,
-                        scale_buffer,
-                    }
-                } else {
-                    Scheme::Mxfp {
-                        axis,
-                        block_size,
-                        scale_buffer,
-                    }
-                };
-                (scheme, padding)
-            }
-        };
-        // Writer padding: whatever is left, all zero.
-        if padding.iter().any(|&b| b != 0) {
-            #[allow(clippy::cast_possible_truncation)] // < quantization_length, a u32
-            let at = payload.len().saturating_sub(padding.len()) as u32;
-            return Err(err(
-                at,
-                DescriptorErrorKind::ReservedNonZero {
-                    field: "quantization padding",
-                },
-            ));
-        }
-        #[allow(clippy::cast_possible_truncation)]
-        let padding = padding.len() as u32; // < quantization_length, a u32
-        Ok(Self { scheme, padding })
+        let (v, padding) = decode(payload, true, 0, 0).ok()?;
+        Some(Self {
+            scheme: v.scheme()?,
+            padding,
+        })
     }
 
     /// The section's rules on the values, for an encoder (`at`: the offset
@@ -691,209 +891,53 @@ impl<'a> Quantization<'a> {
         ctx: &QuantCtx<impl Shape>,
         at: u32,
     ) -> Result<bool, DescriptorError> {
-        let payload_at = at.saturating_add(4);
-        let located = |e: DescriptorError| {
-            DescriptorError::new(payload_at.saturating_add(e.offset()), e.kind())
-        };
-        if let Scheme::Private { tag, .. } = self.scheme {
-            if !crate::codes::is_private_code(tag) {
+        let base = at.saturating_add(4);
+        let v = Values::of(&self.scheme);
+        let Some(row) = row(v.tag) else {
+            if !crate::codes::is_private_code(v.tag) {
                 return Ok(false);
             }
             if !ctx.accept_private {
                 let kind = DescriptorErrorKind::PrivateCodeRefused {
                     field: "scheme_tag",
-                    code: tag,
+                    code: v.tag,
                 };
-                return Err(DescriptorError::new(payload_at, kind));
+                return Err(DescriptorError::new(base, kind));
             }
-        }
-        self.scheme.check_values().map_err(located)?;
-        self.shape_rules(ctx).map_err(located)?;
+            return Ok(true);
+        };
+        v.check(row, base)?;
+        v.check_shape(row, ctx, base)?;
         Ok(true)
     }
 
-    /// Rules between the scheme and the tensor's type and shape. Errors are
-    /// located relative to the payload (the caller adds its offset).
-    fn check_shape(&self, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
-        self.shape_rules(ctx)
-    }
-
-    /// [`check_shape`](Self::check_shape)'s body, inlined into the
-    /// encoder's acceptance (where the scheme is known and most of it folds
-    /// away); the parser keeps the out-of-line call, which costs it less.
-    #[inline(always)]
-    fn shape_rules(&self, ctx: &QuantCtx<impl Shape>) -> Result<(), DescriptorError> {
-        let s = &self.scheme;
-        let err = |pos, kind| Err(DescriptorError::new(pos, kind));
-        if !s.storage_allowed(ctx.storage) {
-            return err(
-                0,
-                DescriptorErrorKind::StorageTypeNotAllowed {
-                    scheme: s.tag(),
-                    type_tag: ctx.storage.code(),
-                },
-            );
-        }
-        if let Scheme::PerTensor { zero_point, .. } = *s {
-            let in_range = ctx
-                .storage
-                .integer_range()
-                .is_some_and(|(lo, hi)| (lo..=hi).contains(&i64::from(zero_point)));
-            if !in_range {
-                return err(
-                    8,
-                    DescriptorErrorKind::ParameterOutOfRange {
-                        field: "zero_point",
-                    },
-                );
-            }
-        }
-        let axis = match *s {
-            Scheme::PerChannel { axis, .. } => axis,
-            _ => match s.blocks() {
-                Some((axis, _)) => axis,
-                None => return Ok(()),
-            },
-        };
-        #[allow(clippy::cast_possible_truncation)]
-        let rank = ctx.shape.rank() as u32;
-        let Some(size) = ctx.shape.dim(axis as usize) else {
-            return err(AXIS_AT, DescriptorErrorKind::AxisOutOfRange { axis, rank });
-        };
-        if size == crate::DYNAMIC {
-            return err(
-                AXIS_AT,
-                DescriptorErrorKind::DynamicDimension {
-                    field: "shape",
-                    axis,
-                },
-            );
-        }
-        if let Some((_, k)) = s.blocks() {
-            let (min, max) = match s {
-                Scheme::Nf4 { .. } => (8, u32::MAX),
-                Scheme::Mxfp { .. } => (16, 2048),
-                _ => (2, u32::MAX),
-            };
-            let valid = k.is_power_of_two() && k >= min && k <= max;
-            let fits = match s {
-                // No partial blocks: a positive multiple of the block size.
-                // `k` is a power of two (checked just above).
-                Scheme::Mxfp { .. } => {
-                    size > 0 && super::super::extent::is_multiple_of_pow2(size, u64::from(k))
-                }
-                // A non-empty axis holds at least one whole block.
-                _ => size == 0 || u64::from(k) <= size,
-            };
-            if !valid || !fits {
-                return err(
-                    BLOCK_SIZE_AT,
-                    DescriptorErrorKind::InvalidValue {
-                        field: "block_size",
-                        value: u64::from(k),
-                    },
-                );
-            }
-        }
-        // Block-paged: parameters are per page slot, so a block scheme
-        // blocks the paged axis (0) one page at a time, and per-channel
-        // never quantizes the paged axis. Structural, so checked even when
-        // a dimension is dynamic.
-        if let Some(page_size) = ctx.page_size {
-            let invalid = |pos, field, value: u32| {
-                err(
-                    pos,
-                    DescriptorErrorKind::InvalidValue {
-                        field,
-                        value: u64::from(value),
-                    },
-                )
-            };
-            match s.blocks() {
-                None if axis == 0 => return invalid(AXIS_AT, "axis", axis),
-                Some((axis, _)) if axis != 0 => return invalid(AXIS_AT, "axis", axis),
-                Some((_, k)) if k != page_size => return invalid(BLOCK_SIZE_AT, "block_size", k),
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes the section through the same field structs the parser
-    /// reads: the length (known beforehand), the scheme header and the
-    /// scheme's fields as one store, each scheme in one arm (its tag, flags
-    /// and length are constants there: one dispatch, ADR-127).
+    /// Writes the section: a public scheme as its row lays it out (the
+    /// parser's table), a private one as its header and bytes.
     #[inline]
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         let padding = self.padding;
-        match self.scheme {
-            Scheme::PerTensor { scale, zero_point } => w.value(&Fixed::new(
-                padding,
-                SchemeHeader::public(scheme_tag::PER_TENSOR, 0),
-                PerTensorFields {
-                    scale: F32::new(scale),
-                    zero_point: I32::new(zero_point),
-                    reserved: [0; 4],
-                },
-            )),
-            Scheme::PerChannel {
-                axis,
-                scale_buffer,
-                zero_point_buffer,
-            } => w.value(&Fixed::new(
-                padding,
-                SchemeHeader::public(scheme_tag::PER_CHANNEL, symmetric(zero_point_buffer)),
-                PerChannelFields {
-                    axis: U32::new(axis),
-                    scale_buffer_index: U32::new(scale_buffer),
-                    zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
-                    scale_type_tag: ElementType::Float32.code(),
-                    reserved: [0; 3],
-                },
-            )),
-            Scheme::PerBlock { .. } => {
-                if let Some(fixed) = self.per_block() {
-                    w.value(&fixed);
-                }
-            }
-            Scheme::Nf4 {
-                axis,
-                block_size,
-                scale_buffer,
-            }
-            | Scheme::Mxfp {
-                axis,
-                block_size,
-                scale_buffer,
-            } => w.value(&Fixed::new(
-                padding,
-                SchemeHeader::public(self.scheme.tag(), 0),
-                BlockScaleFields {
-                    axis: U32::new(axis),
-                    block_size: U32::new(block_size),
-                    scale_buffer_index: U32::new(scale_buffer),
-                },
-            )),
-            Scheme::Private {
-                tag,
-                version,
-                flags,
-                payload,
-            } => {
-                #[allow(clippy::cast_possible_truncation)] // saturated to `u32`
-                let len = self
-                    .scheme
-                    .encoded_len()
-                    .saturating_add(padding as usize)
-                    .min(u32::MAX as usize) as u32;
-                w.u32(len);
-                w.value(&SchemeHeader {
-                    scheme_tag: tag,
-                    scheme_version: version,
-                    flags: U16::new(flags),
-                });
-                w.bytes(payload);
-            }
+        let v = Values::of(&self.scheme);
+        if let Some(row) = row(v.tag) {
+            let image = v.image(row, padding);
+            w.bytes(
+                image
+                    .get(..usize::from(row.len).wrapping_add(4))
+                    .unwrap_or(&[]),
+            );
+        } else if let Some((version, flags, payload)) = v.private {
+            #[allow(clippy::cast_possible_truncation)] // saturated to `u32`
+            let len = self
+                .scheme
+                .encoded_len()
+                .saturating_add(padding as usize)
+                .min(u32::MAX as usize) as u32;
+            w.u32(len);
+            w.value(&SchemeHeader {
+                scheme_tag: v.tag,
+                scheme_version: version,
+                flags: U16::new(flags),
+            });
+            w.bytes(payload);
         }
         if padding != 0 {
             w.zeros(padding as usize);
@@ -1006,6 +1050,114 @@ impl<F> Fixed<F> {
     }
 }
 
+/// The payload's own rules, in their order, over the payload at `base`
+/// (whose length field said `len`): the header, then a public scheme's
+/// fields through its row. The values and the count of padding bytes.
+#[inline(always)]
+fn decode(
+    payload: &[u8],
+    accept_private: bool,
+    base: u32,
+    len: u32,
+) -> Result<(Values<'_>, u32), DescriptorError> {
+    let fail = |at, kind| Err(fault(base, at, kind));
+    // A payload shorter than its fields: the length field (4 bytes before
+    // the payload) is at fault.
+    let short = || {
+        Err(DescriptorError::new(
+            base.saturating_sub(4),
+            invalid("quantization_length", len.into()),
+        ))
+    };
+    let Ok((head, rest)) = SchemeHeader::ref_from_prefix(payload) else {
+        return short();
+    };
+    let (tag, version, flags) = (head.scheme_tag, head.scheme_version, head.flags.get());
+    let mut v = Values::empty(tag);
+    let Some(row) = row(tag) else {
+        if !crate::codes::is_private_code(tag) {
+            return fail(0, invalid("scheme_tag", tag.into()));
+        }
+        if !accept_private {
+            let kind = DescriptorErrorKind::PrivateCodeRefused {
+                field: "scheme_tag",
+                code: tag,
+            };
+            return fail(0, kind);
+        }
+        v.private = Some((version, flags, rest));
+        return Ok((v, 0));
+    };
+    if version != 1 {
+        return fail(VERSION_AT, invalid("scheme_version", version.into()));
+    }
+    let symmetric_allowed = row.zero_at != 0;
+    let reserved_flags = flags & !(SYMMETRIC * u16::from(symmetric_allowed));
+    if reserved_flags != 0 {
+        return fail(
+            FLAGS_AT,
+            DescriptorErrorKind::ReservedFlags(reserved_flags.into()),
+        );
+    }
+    let Some((fixed, padding)) = payload.split_at_checked(row.len.into()) else {
+        return short();
+    };
+    let reserved = fixed.iter().skip(row.reserved.into());
+    if reserved.copied().any(|b| b != 0) {
+        let kind = DescriptorErrorKind::ReservedNonZero {
+            field: row.reserved_field,
+        };
+        return fail(row.reserved, kind);
+    }
+    let word = |at: u8| {
+        let bytes = fixed.get(usize::from(at)..).and_then(<[u8]>::first_chunk);
+        bytes.map_or(0, |b| u32::from_le_bytes(*b))
+    };
+    (v.w4, v.w8, v.scale) = (word(AXIS_AT), word(BLOCK_SIZE_AT), word(row.scale_at));
+    if row.type_at != 0 {
+        // The scale type: a type code (per-channel: float32) before the
+        // zero point; which types may scale is a rule of the value.
+        let code = fixed.get(usize::from(row.type_at)).copied().unwrap_or(0);
+        let t = ElementType::from_code(code);
+        let Some(t) = t.filter(|&t| !row.f32_only || matches!(t, ElementType::Float32)) else {
+            return fail(row.type_at, invalid("scale_type_tag", code.into()));
+        };
+        (v.scale_type, v.scale_code) = (t, code);
+    }
+    if symmetric_allowed {
+        // Symmetric: no zero points, and the index is `0xFFFFFFFF`.
+        let index = word(row.zero_at);
+        let symmetric = flags & SYMMETRIC != 0;
+        if symmetric && index != NO_BUFFER {
+            return fail(
+                row.zero_at,
+                invalid("zero_point_buffer_index", index.into()),
+            );
+        }
+        v.zero = (!symmetric).then_some(index);
+    }
+    v.check(row, base)?;
+    // Writer padding: whatever is left, all zero.
+    if padding.iter().any(|&b| b != 0) {
+        let kind = DescriptorErrorKind::ReservedNonZero {
+            field: "quantization padding",
+        };
+        return fail(row.len, kind);
+    }
+    #[allow(clippy::cast_possible_truncation)] // < quantization_length, a u32
+    Ok((v, padding.len() as u32))
+}
+
+/// The types that may scale, by code − 1.
+#[cfg(not(target_os = "none"))]
+const SCALES: [ElementType; 3] = [
+    ElementType::Float16,
+    ElementType::BFloat16,
+    ElementType::Float32,
+];
+#[cfg(not(target_os = "none"))]
+const _: () = assert!(SCALES[0].code() == 1 && SCALES[1].code() == 2 && SCALES[2].code() == 3);
+
 /// Per-block affine's payload up to its padding: the scheme header and
 /// the scheme's fields, read as one value by [`per_block_holds`].
 #[cfg(not(target_os = "none"))]
@@ -1022,10 +1174,11 @@ struct PerBlockPayload {
 /// every other scheme, and for any payload a rule refuses, which the full
 /// rules then name in their order. It decides only "every rule holds": the
 /// header word against tag 3, version 1 and at most the `SYMMETRIC` flag,
-/// the reserved and padding bytes zero, the scale type a type code; then
-/// the scheme's own rules and its shape rules, the same functions the full
-/// path runs, inlined with the scheme known so that most of them fold away
-/// (ADR-127). Off on bare metal, where the flash budget keeps the one path.
+/// the reserved and padding bytes zero, the scale type a type code and the
+/// symmetric flag matching the zero-point index; then the rules on the
+/// values and the shape, the same functions the full path runs, inlined
+/// with the row known so that most of them fold away (ADR-127). Off on
+/// bare metal, where the flash budget keeps the one path.
 #[cfg(not(target_os = "none"))]
 #[inline(always)]
 fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params> {
@@ -1042,38 +1195,25 @@ fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params>
         return None;
     }
     let symmetric = w.head.flags.get() & SYMMETRIC != 0;
-    let q = Quantization {
-        scheme: Scheme::PerBlock {
-            axis: f.axis.get(),
-            block_size: f.block_size.get(),
-            scale_buffer: f.scale_buffer_index.get(),
-            zero_point_buffer: zero_point(symmetric, f.zero_point_buffer_index.get())?,
-            scale_type: ElementType::from_code(f.scale_type_tag)?,
-        },
-        padding: 0,
-    };
-    let holds = padding.iter().all(|&b| b == 0)
-        && q.scheme.check_values().is_ok()
-        && q.shape_rules(ctx).is_ok();
-    holds.then(|| q.scheme.params())
-}
-
-/// Why a payload was refused: too short for its fields (the length's
-/// fault), or a rule broken at a payload offset.
-enum PayloadError {
-    Short,
-    At(DescriptorError),
-}
-use PayloadError::{At, Short};
-
-/// The zero-point buffer of a scheme with a `SYMMETRIC` flag: `None` when
-/// symmetric (the index must then be `0xFFFFFFFF`); an asymmetric scheme
-/// must name a real buffer. `Some(..)` of the result is "valid".
-const fn zero_point(symmetric: bool, index: u32) -> Option<Option<u32>> {
-    match (symmetric, index) {
-        (true, NO_BUFFER) => Some(None),
-        // `NO_BUFFER` is refused by `Scheme::check_values`.
-        (false, i) => Some(Some(i)),
-        _ => None,
+    let index = f.zero_point_buffer_index.get();
+    if symmetric && index != NO_BUFFER {
+        return None;
     }
+    let v = Values {
+        tag: scheme_tag::PER_BLOCK,
+        w4: f.axis.get(),
+        w8: f.block_size.get(),
+        scale: f.scale_buffer_index.get(),
+        zero: (!symmetric).then_some(index),
+        // Only the three types that may scale (no lookup): any other
+        // code is refused, and named, by the full rules.
+        scale_type: *SCALES.get(usize::from(f.scale_type_tag).wrapping_sub(1))?,
+        scale_code: f.scale_type_tag,
+        private: None,
+    };
+    let row = row(scheme_tag::PER_BLOCK)?;
+    let holds = padding.iter().all(|&b| b == 0)
+        && v.check(row, 0).is_ok()
+        && v.check_shape(row, ctx, 0).is_ok();
+    holds.then(|| v.params())
 }
