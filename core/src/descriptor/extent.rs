@@ -340,6 +340,10 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
 /// // A [3, 4] view with strides (-4, 1): rows run backwards.
 /// assert_eq!(stride_range([3, 4].into_iter(), [-4, 1].into_iter()), Some((-8, 3)));
 /// ```
+///
+/// Out of line on a 32-bit target (the strided layout and the tile grid's
+/// two rules take it).
+#[cfg_attr(target_pointer_width = "32", inline(never))]
 pub fn stride_range(
     shape: impl Iterator<Item = u64>,
     strides: impl Iterator<Item = i64>,

@@ -194,9 +194,13 @@ pub(super) trait Level: Copy {
     fn inner_strides(&self) -> Option<impl Iterator<Item = i64>>;
 }
 
+/// A parsed level reads its arrays as the shape and the strided layout
+/// read theirs (the same iterator types): the tile grid's rules then share
+/// one copy of [`level_span`], [`product`] and [`stride_range`] with the
+/// tensor's shape and the strided layout on a 32-bit target.
 impl Level for TileLevel<'_> {
     fn tile_shape(&self) -> impl Iterator<Item = u64> + Clone {
-        self.tile_shape.as_raw().iter().map(|d| d.get())
+        Shape::dims(&self.tile_shape)
     }
     fn outer_layout(&self) -> u8 {
         self.outer_layout
@@ -205,12 +209,10 @@ impl Level for TileLevel<'_> {
         self.inner_layout
     }
     fn outer_strides(&self) -> Option<impl Iterator<Item = i64>> {
-        self.outer_strides
-            .map(|s| s.as_raw().iter().map(|d| d.get()))
+        self.outer_strides.as_ref().map(Strides::iter)
     }
     fn inner_strides(&self) -> Option<impl Iterator<Item = i64>> {
-        self.inner_strides
-            .map(|s| s.as_raw().iter().map(|d| d.get()))
+        self.inner_strides.as_ref().map(Strides::iter)
     }
 }
 
@@ -335,12 +337,17 @@ pub(super) fn check_grid<L: Level>(
     ctx.span(lo, hi)
 }
 
+/// The product of `d`, checked (out of line on a 32-bit target, where the
+/// grid's rules take it at three places).
+#[cfg_attr(target_pointer_width = "32", inline(never))]
 fn product(mut d: impl Iterator<Item = u64>) -> Option<u64> {
     d.try_fold(1u64, mul)
 }
 
 /// The element range one level's tile grid reaches when it tiles `region`;
-/// `None` on overflow.
+/// `None` on overflow. Out of line on a 32-bit target: the grid's rules
+/// take it for the top level and for each nested one.
+#[cfg_attr(target_pointer_width = "32", inline(never))]
 fn level_span(level: &impl Level, region: impl Iterator<Item = u64>) -> Option<(i64, i64)> {
     let tile_elems = i64::try_from(product(level.tile_shape())?).ok()?;
     let grid = region.zip(level.tile_shape()).map(|(n, t)| div_ceil(n, t));
