@@ -148,11 +148,13 @@ impl BlockPaged {
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
         // No slots make an empty pool whatever a slot would hold (as a zero
-        // dimension makes a shape's element count zero).
+        // dimension makes a shape's element count zero). A slot holds
+        // `shape[1] × shape[2]` elements (rank 3, checked at parse): a
+        // product of two overflows only when neither is zero.
         let per_slot = if self.num_pages == 0 || self.page_size == 0 {
             Some(0)
         } else {
-            ctx.shape.product_from(1)
+            ctx.shape.dim(1).zip(ctx.shape.dim(2)).and_then(|(a, b)| mul(a, b))
         };
         let pool = self.slots().zip(per_slot).and_then(|(s, p)| mul(s, p));
         ctx.need(0, pool, "page pool size", ELEMENTS, true)?;
