@@ -165,8 +165,52 @@ pub(crate) struct Ctx<S, B> {
     pub(crate) padded_elements: Option<u64>,
 }
 
-/// [`Ctx::need`]'s width for values of the tensor's element type.
-pub(crate) const ELEMENTS: u64 = 0;
+/// A [`Need`]'s width for values of the tensor's element type.
+pub(crate) const ELEMENTS: u8 = 0;
+
+/// One buffer's size rule, a row of the table a layout's buffers are
+/// checked by ([`Ctx::needs`]): buffer `index` holds `count` values of
+/// `width` bytes each ([`ELEMENTS`]: of the tensor's element type),
+/// `exact`ly or at least; `count` is `None` when computing it overflowed
+/// (an overflow of `what`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Need {
+    index: u8,
+    width: u8,
+    exact: bool,
+    count: Option<u64>,
+    what: &'static str,
+}
+
+impl Need {
+    /// Buffer `index` holds at least `count` elements (a values buffer).
+    pub(crate) const fn values(index: u8, count: u64) -> Self {
+        Self {
+            index,
+            width: ELEMENTS,
+            exact: false,
+            count: Some(count),
+            what: "",
+        }
+    }
+
+    /// Buffer `index` holds exactly `count` values of `width` bytes
+    /// (`what`: the count, when it overflowed).
+    pub(crate) const fn exactly(
+        index: u8,
+        count: Option<u64>,
+        width: u8,
+        what: &'static str,
+    ) -> Self {
+        Self {
+            index,
+            width,
+            exact: true,
+            count,
+            what,
+        }
+    }
+}
 
 /// Offset of buffer `index`'s entry: the table starts with its count byte.
 pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
@@ -238,51 +282,31 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         mul(count, width).ok_or(overflow!(self, index, "buffer size"))
     }
 
-    /// The one size rule of a buffer, which the sparse and paged layouts
-    /// and a separate zero-point buffer apply buffer by buffer: buffer
-    /// `index` holds `count` values of `width` bytes each ([`ELEMENTS`]:
-    /// of the tensor's element type), `exact`ly or at least; `count` is
-    /// `None` when computing it overflowed (an overflow of `what`).
+    /// The buffers' size rules, row by row in order: the one interpreter of
+    /// the sparse and paged layouts' buffer tables (and of a separate
+    /// zero-point buffer's rule). The first row broken is the error.
     ///
-    /// Out of line on a 32-bit target, where its arithmetic and its three
-    /// errors are ~200 bytes of code at each caller; inline on a 64-bit
-    /// one, where the callers' constants fold into it. CSR and CSC, the
-    /// commonest sparse layouts, take [`Self::need_inline`] instead: the
-    /// call costs a Cortex-M4 CSR decode ~160 instructions.
+    /// Out of line on a 32-bit target, where each rule's arithmetic and
+    /// three errors would be ~200 bytes of code at each row; inline on a
+    /// 64-bit one, where the rows' constants fold into it.
     #[cfg_attr(target_pointer_width = "32", inline(never))]
     #[cfg_attr(not(target_pointer_width = "32"), inline)]
-    pub(crate) fn need(
-        &self,
-        index: u8,
-        count: Option<u64>,
-        what: &'static str,
-        width: u64,
-        exact: bool,
-    ) -> Result<(), DescriptorError> {
-        self.need_inline(index, count, what, width, exact)
-    }
-
-    /// [`need`](Self::need), inline everywhere.
-    #[inline(always)]
-    pub(crate) fn need_inline(
-        &self,
-        index: u8,
-        count: Option<u64>,
-        what: &'static str,
-        width: u64,
-        exact: bool,
-    ) -> Result<(), DescriptorError> {
-        let count = count.ok_or(overflow!(self, index, what))?;
-        let bytes = if width == ELEMENTS {
-            self.element_bytes(index, count)?
-        } else {
-            self.array_bytes(index, count, width)?
-        };
-        if exact {
-            self.exactly(index, bytes)
-        } else {
-            self.at_least(index, bytes)
+    pub(crate) fn needs(&self, rows: &[Need]) -> Result<(), DescriptorError> {
+        for row in rows {
+            let index = row.index;
+            let count = row.count.ok_or(overflow!(self, index, row.what))?;
+            let bytes = if row.width == ELEMENTS {
+                self.element_bytes(index, count)?
+            } else {
+                self.array_bytes(index, count, u64::from(row.width))?
+            };
+            if row.exact {
+                self.exactly(index, bytes)?;
+            } else {
+                self.at_least(index, bytes)?;
+            }
         }
+        Ok(())
     }
 
     /// The data buffer (0) holds `n` contiguous elements from `byte_offset`.

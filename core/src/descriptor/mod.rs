@@ -1079,7 +1079,7 @@ pub(crate) trait Parts {
             }
             Some(z) => {
                 ctx.exactly(scale, scale_bytes)?;
-                ctx.need(z, Some(entries), "", 4, true)?;
+                ctx.needs(&[extent::Need::exactly(z, Some(entries), 4, "")])?;
             }
             None => ctx.exactly(scale, scale_bytes)?,
         }

@@ -13,7 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes, mul};
+use super::super::extent::{Ctx, ELEMENTS, Need, Shape, Sizes, mul};
 
 /// Which projection of attention a block-paged tensor holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -157,21 +157,17 @@ impl BlockPaged {
             ctx.shape.dim(1).zip(ctx.shape.dim(2)).and_then(|(a, b)| mul(a, b))
         };
         let pool = self.slots().zip(per_slot).and_then(|(s, p)| mul(s, p));
-        ctx.need(0, pool, "page pool size", ELEMENTS, true)?;
-        let width = self.index_width();
-        let table = ctx.size(1);
-        if !super::super::extent::is_multiple_of_pow2(table, width) {
-            return Err(ctx.err(
-                1,
-                DescriptorErrorKind::BufferSizeMismatch {
-                    index: 1u32,
-                    expected: table & !width.saturating_sub(1),
-                    byte_size: table,
-                },
-            ));
-        }
+        // `block_table` holds a whole number of indices: as many as fit
+        // (a size that is no multiple of the width names the largest
+        // multiple below it).
+        let (width, shift) = if self.wide_indices { (8, 3) } else { (4, 2) };
+        let table = ctx.size(1) >> shift;
         let seq_ptr = u64::from(self.num_seqs).saturating_add(1);
-        ctx.need(2, Some(seq_ptr), "", width, true)
+        ctx.needs(&[
+            Need::exactly(0, pool, ELEMENTS, "page pool size"),
+            Need::exactly(1, Some(table), width, ""),
+            Need::exactly(2, Some(seq_ptr), width, ""),
+        ])
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {

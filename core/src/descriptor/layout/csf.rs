@@ -13,7 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes};
+use super::super::extent::{Ctx, Need, Shape, Sizes};
 
 /// The fields of a CSF layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,21 +77,22 @@ pub(super) fn check(
     rank: usize,
     ctx: &Ctx<impl Shape, impl Sizes>,
 ) -> Result<(), DescriptorError> {
-    ctx.need(0, Some(nnz), "", ELEMENTS, false)?;
+    ctx.needs(&[Need::values(0, nnz)])?;
     #[allow(clippy::cast_possible_truncation)]
     let rank = rank.min(64) as u8;
     let mut parents = 1u64; // n_{-1}: the virtual root
     for level in 0..rank {
         let pos = level.saturating_mul(2).saturating_add(1);
         let crd = pos.saturating_add(1);
-        ctx.need(pos, parents.checked_add(1), "CSF pointer count", 8, true)?;
-        let crd_size = ctx.size(crd);
         let nodes = if level.saturating_add(1) == rank {
             nnz
         } else {
-            crd_size / 8
+            ctx.size(crd) / 8
         };
-        ctx.need(crd, Some(nodes), "", 8, true)?;
+        ctx.needs(&[
+            Need::exactly(pos, parents.checked_add(1), 8, "CSF pointer count"),
+            Need::exactly(crd, Some(nodes), 8, ""),
+        ])?;
         parents = nodes;
     }
     Ok(())

@@ -17,7 +17,7 @@ use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes, mul};
+use super::super::extent::{Ctx, Need, Shape, Sizes, mul};
 
 /// The fields of a COO layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,9 +69,11 @@ impl Coo {
     }
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
-        ctx.need(0, Some(self.nnz), "", ELEMENTS, false)?;
         let coords = mul(self.nnz, ctx.shape.rank() as u64);
-        ctx.need(1, coords, "COO index count", 8, true)
+        ctx.needs(&[
+            Need::values(0, self.nnz),
+            Need::exactly(1, coords, 8, "COO index count"),
+        ])
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
@@ -109,10 +111,12 @@ impl Compressed {
         ctx: &Ctx<impl Shape, impl Sizes>,
         major: Option<u64>,
     ) -> Result<(), DescriptorError> {
-        ctx.need_inline(0, Some(self.nnz), "", ELEMENTS, false)?;
-        ctx.need_inline(1, Some(self.nnz), "", 8, true)?;
         let pointers = major.and_then(|n| n.checked_add(1));
-        ctx.need_inline(2, pointers, "pointer count", 8, true)
+        ctx.needs(&[
+            Need::values(0, self.nnz),
+            Need::exactly(1, Some(self.nnz), 8, ""),
+            Need::exactly(2, pointers, 8, "pointer count"),
+        ])
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
