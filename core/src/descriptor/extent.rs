@@ -171,43 +171,66 @@ pub(crate) const ELEMENTS: u8 = 0;
 /// One buffer's size rule, a row of the table a layout's buffers are
 /// checked by ([`Ctx::needs`]): buffer `index` holds `count` values of
 /// `width` bytes each ([`ELEMENTS`]: of the tensor's element type),
-/// `exact`ly or at least; `count` is `None` when computing it overflowed
-/// (an overflow of `what`).
+/// `exact`ly or at least. Packed into a count and one word (index, width,
+/// exactness and, where computing the count overflowed, what overflowed),
+/// so a row is two stores.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Need {
-    index: u8,
-    width: u8,
-    exact: bool,
-    count: Option<u64>,
-    what: &'static str,
+    count: u64,
+    /// `index | width << 8 | exact << 16 | overflowed << 24`.
+    rule: u32,
 }
+
+/// What a [`Need`]'s count is, for its overflow error (0: it did not
+/// overflow).
+#[derive(Debug, Clone, Copy)]
+#[repr(u8)]
+pub(crate) enum Count {
+    /// A COO index array's values: `nnz × rank`.
+    CooIndices = 1,
+    /// A CSR or CSC pointer array's values: `n + 1`.
+    Pointers,
+    /// A CSF level's pointers: its parents + 1.
+    CsfPointers,
+    /// A block-paged pool's elements.
+    PagePool,
+}
+
+/// The overflow names of [`Count`]'s codes.
+const COUNT_NAMES: [&str; 5] = [
+    "",
+    "COO index count",
+    "pointer count",
+    "CSF pointer count",
+    "page pool size",
+];
 
 impl Need {
     /// Buffer `index` holds at least `count` elements (a values buffer).
     pub(crate) const fn values(index: u8, count: u64) -> Self {
         Self {
-            index,
-            width: ELEMENTS,
-            exact: false,
-            count: Some(count),
-            what: "",
+            count,
+            rule: index as u32,
         }
     }
 
-    /// Buffer `index` holds exactly `count` values of `width` bytes
-    /// (`what`: the count, when it overflowed).
-    pub(crate) const fn exactly(
-        index: u8,
-        count: Option<u64>,
-        width: u8,
-        what: &'static str,
-    ) -> Self {
+    /// Buffer `index` holds exactly `count` values of `width` bytes.
+    pub(crate) const fn exactly(index: u8, count: u64, width: u8) -> Self {
         Self {
-            index,
-            width,
-            exact: true,
             count,
-            what,
+            rule: index as u32 | (width as u32) << 8 | 1 << 16,
+        }
+    }
+
+    /// [`exactly`](Self::exactly) a count that may have overflowed
+    /// (`None`: an overflow of `what`).
+    pub(crate) const fn counted(index: u8, count: Option<u64>, width: u8, what: Count) -> Self {
+        match count {
+            Some(count) => Self::exactly(index, count, width),
+            None => Self {
+                count: 0,
+                rule: (what as u32) << 24 | index as u32,
+            },
         }
     }
 }
@@ -290,17 +313,21 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
     /// three errors would be ~200 bytes of code at each row; inline on a
     /// 64-bit one, where the rows' constants fold into it.
     #[cfg_attr(target_pointer_width = "32", inline(never))]
-    #[cfg_attr(not(target_pointer_width = "32"), inline)]
+    #[cfg_attr(not(target_pointer_width = "32"), inline(always))]
     pub(crate) fn needs(&self, rows: &[Need]) -> Result<(), DescriptorError> {
         for row in rows {
-            let index = row.index;
-            let count = row.count.ok_or(overflow!(self, index, row.what))?;
-            let bytes = if row.width == ELEMENTS {
-                self.element_bytes(index, count)?
+            #[allow(clippy::cast_possible_truncation)]
+            let [index, width, exact, overflowed] = row.rule.to_le_bytes();
+            if overflowed != 0 {
+                let what = COUNT_NAMES.get(usize::from(overflowed)).copied();
+                return Err(overflow!(self, index, what.unwrap_or_default()));
+            }
+            let bytes = if width == ELEMENTS {
+                self.element_bytes(index, row.count)?
             } else {
-                self.array_bytes(index, count, u64::from(row.width))?
+                self.array_bytes(index, row.count, u64::from(width))?
             };
-            if row.exact {
+            if exact != 0 {
                 self.exactly(index, bytes)?;
             } else {
                 self.at_least(index, bytes)?;

@@ -13,7 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Need, Shape, Sizes, mul};
+use super::super::extent::{Count, Ctx, ELEMENTS, Need, Shape, Sizes, mul};
 
 /// Which projection of attention a block-paged tensor holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,9 +164,9 @@ impl BlockPaged {
         let table = ctx.size(1) >> shift;
         let seq_ptr = u64::from(self.num_seqs).saturating_add(1);
         ctx.needs(&[
-            Need::exactly(0, pool, ELEMENTS, "page pool size"),
-            Need::exactly(1, Some(table), width, ""),
-            Need::exactly(2, Some(seq_ptr), width, ""),
+            Need::counted(0, pool, ELEMENTS, Count::PagePool),
+            Need::exactly(1, table, width),
+            Need::exactly(2, seq_ptr, width),
         ])
     }
 

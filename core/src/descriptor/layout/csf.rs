@@ -13,7 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Need, Shape, Sizes};
+use super::super::extent::{Count, Ctx, Need, Shape, Sizes};
 
 /// The fields of a CSF layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,8 +90,8 @@ pub(super) fn check(
             ctx.size(crd) / 8
         };
         ctx.needs(&[
-            Need::exactly(pos, parents.checked_add(1), 8, "CSF pointer count"),
-            Need::exactly(crd, Some(nodes), 8, ""),
+            Need::counted(pos, parents.checked_add(1), 8, Count::CsfPointers),
+            Need::exactly(crd, nodes, 8),
         ])?;
         parents = nodes;
     }

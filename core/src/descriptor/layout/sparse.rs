@@ -17,7 +17,7 @@ use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Need, Shape, Sizes, mul};
+use super::super::extent::{Count, Ctx, Need, Shape, Sizes, mul};
 
 /// The fields of a COO layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,7 +72,7 @@ impl Coo {
         let coords = mul(self.nnz, ctx.shape.rank() as u64);
         ctx.needs(&[
             Need::values(0, self.nnz),
-            Need::exactly(1, coords, 8, "COO index count"),
+            Need::counted(1, coords, 8, Count::CooIndices),
         ])
     }
 
@@ -114,8 +114,8 @@ impl Compressed {
         let pointers = major.and_then(|n| n.checked_add(1));
         ctx.needs(&[
             Need::values(0, self.nnz),
-            Need::exactly(1, Some(self.nnz), 8, ""),
-            Need::exactly(2, pointers, 8, "pointer count"),
+            Need::exactly(1, self.nnz, 8),
+            Need::counted(2, pointers, 8, Count::Pointers),
         ])
     }
 
