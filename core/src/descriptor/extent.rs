@@ -454,22 +454,27 @@ pub(crate) const fn div_ceil(n: u64, d: u64) -> u64 {
         // `n >> shift` < 2^63: adding 1 cannot wrap.
         return (n >> shift).wrapping_add((n & (d.wrapping_sub(1)) != 0) as u64);
     }
-    let mut q = 0u64;
+    // Restoring division, one bit a step: the dividend's top bit moves
+    // into the remainder and the quotient's bits fill `n` from the bottom
+    // (shifts by constants only: a 64-bit shift by a variable is a dozen
+    // instructions on a 32-bit target).
+    let mut n = n;
     let mut r = 0u64;
-    let mut i = 64u32;
-    while i > 0 {
-        i = i.saturating_sub(1); // i > 0 here
+    let mut steps = 64u32;
+    while steps > 0 {
+        steps = steps.saturating_sub(1); // steps > 0 here
         let carry = r >> 63;
-        r = (r << 1) | ((n >> i) & 1);
+        r = (r << 1) | (n >> 63);
+        n <<= 1;
         // With a carry the true remainder is 2^64 + r >= d, and
         // 2^64 + r - d = r.wrapping_sub(d) < d.
         if carry == 1 || r >= d {
             r = r.wrapping_sub(d);
-            q |= 1 << i;
+            n |= 1;
         }
     }
-    // q <= n / 2: adding 1 cannot wrap.
-    q.wrapping_add((r != 0) as u64)
+    // The quotient is at most n / 2: adding 1 cannot wrap.
+    n.wrapping_add((r != 0) as u64)
 }
 
 /// Whether `n` is a multiple of `d`, a power of two (or 0, read as 1).
