@@ -13,6 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
+use super::Layout;
 use super::super::extent::{Count, Ctx, ELEMENTS, Need, Shape, Sizes, mul};
 
 /// Which projection of attention a block-paged tensor holds.
@@ -89,14 +90,20 @@ impl BlockPaged {
         if self.wide_indices { 8 } else { 4 }
     }
 
-    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the fields and checks them: the parsed layout.
+    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Layout<'static>, DescriptorError> {
         let base = r.pos();
         Self::from_fields(r.take::<BlockPagedFields>()?, base)
     }
 
     /// The fields' rules (`base`: their offset): the parser's, and the
-    /// encoder's over the fields it writes.
-    pub(super) fn from_fields(f: &BlockPagedFields, base: u32) -> Result<Self, DescriptorError> {
+    /// encoder's over the fields it writes. The result is the layout
+    /// itself, so that each rule's error is written once, where the
+    /// parser returns it (no move between result types).
+    pub(super) fn from_fields(
+        f: &BlockPagedFields,
+        base: u32,
+    ) -> Result<Layout<'static>, DescriptorError> {
         let invalid = |at: u32, field, value: u64| {
             let kind = DescriptorErrorKind::InvalidValue { field, value };
             Err(DescriptorError::new(base.saturating_add(at), kind))
@@ -130,14 +137,14 @@ impl BlockPaged {
         let at = base.saturating_add(at!(BlockPagedFields.reserved));
         super::reserved(&f.reserved, at, "block_paged._reserved")?;
         let layer = f.layer_index.get();
-        Ok(Self {
+        Ok(Layout::BlockPaged(Self {
             page_size,
             num_pages: f.num_pages.get(),
             num_seqs: f.num_seqs.get(),
             kv_role,
             layer_index: if layer == NO_LAYER { None } else { Some(layer) },
             wide_indices,
-        })
+        }))
     }
 
     /// Page slots in the pool: `num_pages × page_size`.

@@ -341,44 +341,41 @@ impl<'a> Layout<'a> {
         if rank == 0 && layout_tag != tag::ROW_MAJOR {
             return rank_err(r);
         }
-        Ok(match layout_tag {
-            tag::ROW_MAJOR => Self::RowMajor,
-            tag::COLUMN_MAJOR => Self::ColumnMajor,
-            tag::STRIDED => Self::Strided(Strides::new(r.take_slice(u64::from(rank))?)),
-            tag::TILED => Self::Tiled(Tiled::parse(r, shape)?),
-            tag::MORTON => Self::Morton(morton::parse(r, shape)?),
-            tag::COO => Self::Coo(Coo::parse(r)?),
+        // Each arm's result is the parse's: a layout that builds its own
+        // value returns it as it is (its errors written once).
+        match layout_tag {
+            tag::ROW_MAJOR => Ok(Self::RowMajor),
+            tag::COLUMN_MAJOR => Ok(Self::ColumnMajor),
+            tag::STRIDED => Ok(Self::Strided(Strides::new(r.take_slice(u64::from(rank))?))),
+            tag::TILED => Ok(Self::Tiled(Tiled::parse(r, shape)?)),
+            tag::MORTON => Ok(Self::Morton(morton::parse(r, shape)?)),
+            tag::COO => Coo::parse(r),
             tag::CSR | tag::CSC => {
                 if rank != 2 {
                     return rank_err(r);
                 }
-                let c = Compressed::parse(r)?;
-                if layout_tag == tag::CSR {
-                    Self::Csr(c)
-                } else {
-                    Self::Csc(c)
-                }
+                Compressed::parse(r, layout_tag == tag::CSR)
             }
             tag::CSF => {
                 if rank < 3 {
                     return rank_err(r);
                 }
-                Self::Csf(Csf::parse(r, rank)?)
+                Ok(Self::Csf(Csf::parse(r, rank)?))
             }
             tag::BLOCK_PAGED => {
                 if rank != 3 {
                     return rank_err(r);
                 }
-                Self::BlockPaged(BlockPaged::parse(r)?)
+                BlockPaged::parse(r)
             }
-            tag::COMPOSITE => Self::Composite(CompositeHead::parse(r)?),
-            tag::HILBERT => Self::Hilbert(Hilbert::parse(r, shape)?),
-            crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => {
-                Self::Extension(ExtensionLayout::parse(r, layout_tag, extension_layouts)?)
-            }
+            tag::COMPOSITE => CompositeHead::parse(r),
+            tag::HILBERT => Ok(Self::Hilbert(Hilbert::parse(r, shape)?)),
+            crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => Ok(Self::Extension(
+                ExtensionLayout::parse(r, layout_tag, extension_layouts)?,
+            )),
             // The tag was checked in the header; no other value gets here.
-            _ => return Err(r.err(DescriptorErrorKind::InvalidLayoutTag(layout_tag))),
-        })
+            _ => Err(r.err(DescriptorErrorKind::InvalidLayoutTag(layout_tag))),
+        }
     }
 }
 

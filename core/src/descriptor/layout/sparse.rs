@@ -16,6 +16,7 @@ use zerocopy::little_endian::U64;
 use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
+use super::Layout;
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Count, Ctx, Need, Shape, Sizes, mul};
 
@@ -49,7 +50,9 @@ wire_fields! {
 }
 
 impl Coo {
-    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the fields and checks them: the parsed layout (each error
+    /// written where the parser returns it, as block-paged's).
+    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Layout<'static>, DescriptorError> {
         let base = r.pos();
         let f = r.take::<CooFields>()?;
         let at = |off: u32| base.saturating_add(off);
@@ -62,10 +65,10 @@ impl Coo {
             }
         };
         super::reserved(&f.reserved, at(at!(CooFields.reserved)), "coo._reserved")?;
-        Ok(Self {
+        Ok(Layout::Coo(Self {
             nnz: f.nnz.get(),
             sorted,
-        })
+        }))
     }
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
@@ -94,7 +97,9 @@ pub struct Compressed {
 }
 
 impl Compressed {
-    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the fields and checks them: the parsed layout, CSR or CSC
+    /// (`csr`).
+    pub(super) fn parse(r: &mut Reader<'_>, csr: bool) -> Result<Layout<'static>, DescriptorError> {
         let base = r.pos();
         let f = r.take::<CompressedFields>()?;
         // The eight reserved bytes compared as one word.
@@ -102,7 +107,8 @@ impl Compressed {
             let at = base.saturating_add(at!(CompressedFields.reserved));
             return Err(DescriptorError::reserved(at, "compressed._reserved"));
         }
-        Ok(Self { nnz: f.nnz.get() })
+        let c = Self { nnz: f.nnz.get() };
+        Ok(if csr { Layout::Csr(c) } else { Layout::Csc(c) })
     }
 
     /// `major` is the compressed dimension's size (rows for CSR).
