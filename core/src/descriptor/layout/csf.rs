@@ -11,6 +11,7 @@
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
+use super::Layout;
 use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Count, Ctx, Need, Shape, Sizes};
@@ -36,13 +37,14 @@ impl<'a> Csf<'a> {
         self.mode_order
     }
 
-    pub(super) fn parse(r: &mut Reader<'a>, rank: u32) -> Result<Self, DescriptorError> {
+    /// Reads and checks the fields: the parsed layout.
+    pub(super) fn parse(r: &mut Reader<'a>, rank: u32) -> Result<Layout<'a>, DescriptorError> {
         let nnz = r.u64()?;
         let at = r.pos();
         let mode_order = Words::new(r.take_slice(u64::from(rank))?);
         check_mode_order(mode_order.iter(), rank, at)?;
         r.reserved(8, "csf._reserved")?;
-        Ok(Self { nnz, mode_order })
+        Ok(Layout::Csf(Self { nnz, mode_order }))
     }
 }
 

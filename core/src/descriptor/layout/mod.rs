@@ -347,8 +347,8 @@ impl<'a> Layout<'a> {
             tag::ROW_MAJOR => Ok(Self::RowMajor),
             tag::COLUMN_MAJOR => Ok(Self::ColumnMajor),
             tag::STRIDED => Ok(Self::Strided(Strides::new(r.take_slice(u64::from(rank))?))),
-            tag::TILED => Ok(Self::Tiled(Tiled::parse(r, shape)?)),
-            tag::MORTON => Ok(Self::Morton(morton::parse(r, shape)?)),
+            tag::TILED => Tiled::parse(r, shape),
+            tag::MORTON => morton::parse(r, shape),
             tag::COO => Coo::parse(r),
             tag::CSR | tag::CSC => {
                 if rank != 2 {
@@ -360,7 +360,7 @@ impl<'a> Layout<'a> {
                 if rank < 3 {
                     return rank_err(r);
                 }
-                Ok(Self::Csf(Csf::parse(r, rank)?))
+                Csf::parse(r, rank)
             }
             tag::BLOCK_PAGED => {
                 if rank != 3 {
@@ -369,10 +369,10 @@ impl<'a> Layout<'a> {
                 BlockPaged::parse(r)
             }
             tag::COMPOSITE => CompositeHead::parse(r),
-            tag::HILBERT => Ok(Self::Hilbert(Hilbert::parse(r, shape)?)),
-            crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => Ok(Self::Extension(
-                ExtensionLayout::parse(r, layout_tag, extension_layouts)?,
-            )),
+            tag::HILBERT => Hilbert::parse(r, shape),
+            crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => {
+                ExtensionLayout::parse(r, layout_tag, extension_layouts)
+            }
             // The tag was checked in the header; no other value gets here.
             _ => Err(r.err(DescriptorErrorKind::InvalidLayoutTag(layout_tag))),
         }

@@ -13,7 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Ctx, Shape, Sizes, div_ceil, imul, mul, overflow, stride_range};
-use super::tag;
+use super::{Layout, tag};
 
 /// The deepest nesting a reader accepts.
 pub const MAX_TILE_LEVELS: u8 = 8;
@@ -145,7 +145,9 @@ impl<'a> Tiled<'a> {
         self.depth
     }
 
-    pub(super) fn parse(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Self, DescriptorError> {
+    /// Reads and checks the levels: the parsed layout (each error written
+    /// where the parser returns it).
+    pub(super) fn parse(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Layout<'a>, DescriptorError> {
         #[allow(clippy::cast_possible_truncation)]
         let rank = shape.len() as u32;
         let start = r.clone();
@@ -166,7 +168,7 @@ impl<'a> Tiled<'a> {
         let len = r.pos().saturating_sub(first) as usize;
         let mut start = start;
         let raw = start.bytes(len)?;
-        Ok(Self { raw, rank, depth })
+        Ok(Layout::Tiled(Self { raw, rank, depth }))
     }
 
     /// Checks the buffer against the tile grid of a non-empty tensor.
