@@ -256,45 +256,6 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         DescriptorError::new(entry_offset(self.table_at, index), kind)
     }
 
-    /// Buffer `index` must hold at least `needed` bytes.
-    pub(crate) fn at_least(&self, index: u8, needed: u64) -> Result<(), DescriptorError> {
-        let byte_size = self.size(index);
-        if byte_size < needed {
-            return Err(self.err(
-                index,
-                DescriptorErrorKind::BufferTooSmall {
-                    index: u32::from(index),
-                    needed,
-                    byte_size,
-                },
-            ));
-        }
-        Ok(())
-    }
-
-    /// Buffer `index` must hold exactly `expected` bytes.
-    pub(crate) fn exactly(&self, index: u8, expected: u64) -> Result<(), DescriptorError> {
-        let byte_size = self.size(index);
-        if byte_size != expected {
-            return Err(self.err(
-                index,
-                DescriptorErrorKind::BufferSizeMismatch {
-                    index: u32::from(index),
-                    expected,
-                    byte_size,
-                },
-            ));
-        }
-        Ok(())
-    }
-
-    /// Bytes of `n` elements of the tensor's type; overflow is an error.
-    pub(crate) fn element_bytes(&self, index: u8, n: u64) -> Result<u64, DescriptorError> {
-        self.packing
-            .bytes_for(n)
-            .ok_or(overflow!(self, index, "buffer size"))
-    }
-
     /// `count` values of `width` bytes each; overflow is an error.
     pub(crate) fn array_bytes(
         &self,
@@ -306,8 +267,11 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
     }
 
     /// The buffers' size rules, row by row in order: the one interpreter of
-    /// the sparse and paged layouts' buffer tables (and of a separate
-    /// zero-point buffer's rule). The first row broken is the error.
+    /// every layout's buffer table but the strided and tiled spans (and of
+    /// a quantization scheme's parameter buffers). The first row broken is
+    /// the error. A row of at least so many values counts from
+    /// `byte_offset`, which is 0 for every layout but a dense one's data
+    /// buffer (the `byte_offset` rule runs first).
     ///
     /// Out of line on a 32-bit target, where each rule's arithmetic and
     /// three errors would be ~200 bytes of code at each row; inline on a
@@ -323,27 +287,45 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
                 return Err(overflow!(self, index, what.unwrap_or_default()));
             }
             let bytes = if width == ELEMENTS {
-                self.element_bytes(index, row.count)?
+                self.packing.bytes_for(row.count)
             } else {
-                self.array_bytes(index, row.count, u64::from(width))?
+                mul(row.count, u64::from(width))
             };
-            if exact != 0 {
-                self.exactly(index, bytes)?;
+            let Some(bytes) = bytes else {
+                return Err(overflow!(self, index, "buffer size"));
+            };
+            let byte_size = self.size(index);
+            let kind = if exact != 0 {
+                if byte_size == bytes {
+                    continue;
+                }
+                DescriptorErrorKind::BufferSizeMismatch {
+                    index: u32::from(index),
+                    expected: bytes,
+                    byte_size,
+                }
             } else {
-                self.at_least(index, bytes)?;
-            }
+                let Some(needed) = self.byte_offset.checked_add(bytes) else {
+                    return Err(overflow!(self, index, "buffer extent"));
+                };
+                if byte_size >= needed {
+                    continue;
+                }
+                DescriptorErrorKind::BufferTooSmall {
+                    index: u32::from(index),
+                    needed,
+                    byte_size,
+                }
+            };
+            return Err(self.err(index, kind));
         }
         Ok(())
     }
 
     /// The data buffer (0) holds `n` contiguous elements from `byte_offset`.
+    #[inline]
     pub(crate) fn contiguous(&self, n: u64) -> Result<(), DescriptorError> {
-        let bytes = self.element_bytes(0, n)?;
-        let needed =
-            self.byte_offset
-                .checked_add(bytes)
-                .ok_or(overflow!(self, 0, "buffer extent"))?;
-        self.at_least(0, needed)
+        self.needs(&[Need::values(0, n)])
     }
 
     /// The data buffer (0) holds every element whose linear offset lies in
