@@ -13,8 +13,8 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::Layout;
 use super::super::extent::{Count, Ctx, ELEMENTS, Need, Shape, Sizes, mul};
+use super::Layout;
 
 /// Which projection of attention a block-paged tensor holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -161,7 +161,10 @@ impl BlockPaged {
         let per_slot = if self.num_pages == 0 || self.page_size == 0 {
             Some(0)
         } else {
-            ctx.shape.dim(1).zip(ctx.shape.dim(2)).and_then(|(a, b)| mul(a, b))
+            ctx.shape
+                .dim(1)
+                .zip(ctx.shape.dim(2))
+                .and_then(|(a, b)| mul(a, b))
         };
         let pool = self.slots().zip(per_slot).and_then(|(s, p)| mul(s, p));
         // `block_table` holds a whole number of indices: as many as fit

@@ -12,8 +12,8 @@ use zerocopy::little_endian::U32;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
-use super::Layout;
 use super::super::cursor::{Reader, Writer};
+use super::Layout;
 
 /// How a composite's members form its logical view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,10 +11,10 @@
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::Layout;
 use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Count, Ctx, Need, Shape, Sizes};
+use super::Layout;
 
 /// The fields of a CSF layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

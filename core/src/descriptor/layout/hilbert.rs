@@ -19,10 +19,10 @@ wire_fields! {
     } = 8;
 }
 
-use super::Layout;
 use super::super::arrays::Dims;
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Ctx, Shape, Sizes};
+use super::Layout;
 
 /// The Hilbert curve's parameters.
 ///

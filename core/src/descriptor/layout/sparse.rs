@@ -16,9 +16,9 @@ use zerocopy::little_endian::U64;
 use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
-use super::Layout;
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Count, Ctx, Need, Shape, Sizes, mul};
+use super::Layout;
 
 /// The fields of a COO layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -147,7 +147,10 @@ impl<'a> Tiled<'a> {
 
     /// Reads and checks the levels: the parsed layout (each error written
     /// where the parser returns it).
-    pub(super) fn parse(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Layout<'a>, DescriptorError> {
+    pub(super) fn parse(
+        r: &mut Reader<'a>,
+        shape: Dims<'a>,
+    ) -> Result<Layout<'a>, DescriptorError> {
         #[allow(clippy::cast_possible_truncation)]
         let rank = shape.len() as u32;
         let start = r.clone();
