@@ -961,15 +961,16 @@ pub(crate) trait Parts {
         let (mut params, mut private_scheme) = (0, false);
         if let Some(p) = self.params() {
             let (scale, zero) = (p.scale, p.zero);
-            for index in [scale, zero].into_iter().flatten() {
-                if index < own || index as usize >= count {
-                    let first = own;
-                    return err(DescriptorErrorKind::ParameterBufferIndex {
-                        index,
-                        first,
-                        count: found,
-                    });
-                }
+            // The first parameter buffer outside the scheme's part of the
+            // table, the scale's before the zero point's.
+            let outside = |i: &u32| *i < own || *i as usize >= count;
+            if let Some(index) = scale.filter(outside).or(zero.filter(outside)) {
+                let first = own;
+                return err(DescriptorErrorKind::ParameterBufferIndex {
+                    index,
+                    first,
+                    count: found,
+                });
             }
             params = match (scale, zero) {
                 (Some(s), Some(z)) if s != z => 2,
