@@ -335,11 +335,19 @@ impl<'a> Layout<'a> {
     ) -> Result<Self, DescriptorError> {
         #[allow(clippy::cast_possible_truncation)]
         let rank = shape.len() as u32; // <= 64, checked before
-        let rank_err =
-            |r: &Reader<'a>| Err(r.err(DescriptorErrorKind::RankNotAllowed { layout_tag, rank }));
-        // A scalar is row-major only (`docs/spec/data-model.md` § Scalar Tensors).
-        if rank == 0 && layout_tag != tag::ROW_MAJOR {
-            return rank_err(r);
+        // The rank rule: a scalar is row-major only
+        // (`docs/spec/data-model.md` § Scalar Tensors); CSR and CSC are
+        // rank 2, CSF at least 3, block-paged exactly 3.
+        let rank_ok = match layout_tag {
+            tag::ROW_MAJOR => true,
+            _ if rank == 0 => false,
+            tag::CSR | tag::CSC => rank == 2,
+            tag::CSF => rank >= 3,
+            tag::BLOCK_PAGED => rank == 3,
+            _ => true,
+        };
+        if !rank_ok {
+            return Err(r.err(DescriptorErrorKind::RankNotAllowed { layout_tag, rank }));
         }
         // A layout's parser builds the layout itself. On a 32-bit target
         // its result is the parse's, returned as it is (each error written
@@ -362,24 +370,9 @@ impl<'a> Layout<'a> {
             tag::TILED => parsed!(Tiled::parse(r, shape)),
             tag::MORTON => parsed!(morton::parse(r, shape)),
             tag::COO => parsed!(Coo::parse(r)),
-            tag::CSR | tag::CSC => {
-                if rank != 2 {
-                    return rank_err(r);
-                }
-                parsed!(Compressed::parse(r, layout_tag == tag::CSR))
-            }
-            tag::CSF => {
-                if rank < 3 {
-                    return rank_err(r);
-                }
-                parsed!(Csf::parse(r, rank))
-            }
-            tag::BLOCK_PAGED => {
-                if rank != 3 {
-                    return rank_err(r);
-                }
-                parsed!(BlockPaged::parse(r))
-            }
+            tag::CSR | tag::CSC => parsed!(Compressed::parse(r, layout_tag == tag::CSR)),
+            tag::CSF => parsed!(Csf::parse(r, rank)),
+            tag::BLOCK_PAGED => parsed!(BlockPaged::parse(r)),
             tag::COMPOSITE => parsed!(CompositeHead::parse(r)),
             tag::HILBERT => parsed!(Hilbert::parse(r, shape)),
             crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => {
