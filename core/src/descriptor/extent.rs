@@ -165,8 +165,117 @@ pub(crate) struct Ctx<S, B> {
     pub(crate) padded_elements: Option<u64>,
 }
 
-/// [`Ctx::need`]'s width for values of the tensor's element type.
-pub(crate) const ELEMENTS: u64 = 0;
+/// A [`Need`]'s width for values of the tensor's element type.
+pub(crate) const ELEMENTS: u8 = 0;
+
+/// One buffer's size rule, a row of the table a layout's buffers are
+/// checked by ([`Ctx::needs`]): buffer `index` holds `count` values of
+/// `width` bytes each ([`ELEMENTS`]: of the tensor's element type),
+/// `exact`ly or at least (from `byte_offset`, for a dense data buffer).
+/// The constants are packed into one word (index, width, the kind and
+/// what the count is), so a row is a count and a word.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Need {
+    count: RowCount,
+    /// `index | width << 8 | kind << 16 | what << 24`.
+    rule: u32,
+}
+
+/// A [`Need`]'s count on a 32-bit target: a bare `u64`, an overflow told
+/// by the rule's `what`, set only then (a row is two stores: as an
+/// `Option`, 272 B more flash).
+#[cfg(target_pointer_width = "32")]
+type RowCount = u64;
+/// A [`Need`]'s count on a 64-bit target: `None` where it overflowed, which
+/// the inlined interpreter branches on directly (x86-64 CSR decode ~20
+/// instructions fewer than the packed form).
+#[cfg(not(target_pointer_width = "32"))]
+type RowCount = Option<u64>;
+
+/// A [`Need`]'s kind: at least so many bytes.
+const AT_LEAST: u32 = 0;
+/// A [`Need`]'s kind: exactly so many bytes.
+const EXACTLY: u32 = 1;
+/// A [`Need`]'s kind: at least so many bytes after `byte_offset`.
+const FROM_OFFSET: u32 = 2;
+
+/// What a [`Need`]'s count is, for its overflow error (0: it did not
+/// overflow).
+#[derive(Debug, Clone, Copy)]
+#[repr(u8)]
+pub(crate) enum Count {
+    /// A COO index array's values: `nnz × rank`.
+    CooIndices = 1,
+    /// A CSR or CSC pointer array's values: `n + 1`.
+    Pointers,
+    /// A CSF level's pointers: its parents + 1.
+    CsfPointers,
+    /// A block-paged pool's elements.
+    PagePool,
+}
+
+/// The overflow names of [`Count`]'s codes.
+const COUNT_NAMES: [&str; 5] = [
+    "",
+    "COO index count",
+    "pointer count",
+    "CSF pointer count",
+    "page pool size",
+];
+
+impl Need {
+    /// Buffer `index` holds at least `count` elements (a values buffer).
+    pub(crate) const fn values(index: u8, count: u64) -> Self {
+        Self::new(index, Some(count), ELEMENTS, AT_LEAST, 0)
+    }
+
+    /// Buffer `index` holds exactly `count` values of `width` bytes.
+    pub(crate) const fn exactly(index: u8, count: u64, width: u8) -> Self {
+        Self::new(index, Some(count), width, EXACTLY, 0)
+    }
+
+    /// [`exactly`](Self::exactly) a count that may have overflowed
+    /// (`None`: an overflow of `what`).
+    pub(crate) const fn counted(index: u8, count: Option<u64>, width: u8, what: Count) -> Self {
+        Self::new(index, count, width, EXACTLY, what as u8)
+    }
+
+    /// The row of these constants (`what`: the code of [`Count`]).
+    #[cfg(target_pointer_width = "32")]
+    const fn new(index: u8, count: Option<u64>, width: u8, kind: u32, what: u8) -> Self {
+        let rule = index as u32 | (width as u32) << 8 | kind << 16;
+        match count {
+            Some(count) => Self { count, rule },
+            None => Self {
+                count: 0,
+                rule: rule | (what as u32) << 24,
+            },
+        }
+    }
+
+    /// The row of these constants (`what`: the code of [`Count`]).
+    #[cfg(not(target_pointer_width = "32"))]
+    const fn new(index: u8, count: Option<u64>, width: u8, kind: u32, what: u8) -> Self {
+        let rule = index as u32 | (width as u32) << 8 | kind << 16 | (what as u32) << 24;
+        Self { count, rule }
+    }
+
+    /// The count; `None` where computing it overflowed.
+    #[cfg(target_pointer_width = "32")]
+    const fn count(&self) -> Option<u64> {
+        if self.rule >> 24 == 0 {
+            Some(self.count)
+        } else {
+            None
+        }
+    }
+
+    /// The count; `None` where computing it overflowed.
+    #[cfg(not(target_pointer_width = "32"))]
+    const fn count(&self) -> Option<u64> {
+        self.count
+    }
+}
 
 /// Offset of buffer `index`'s entry: the table starts with its count byte.
 pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
@@ -189,45 +298,6 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         DescriptorError::new(entry_offset(self.table_at, index), kind)
     }
 
-    /// Buffer `index` must hold at least `needed` bytes.
-    pub(crate) fn at_least(&self, index: u8, needed: u64) -> Result<(), DescriptorError> {
-        let byte_size = self.size(index);
-        if byte_size < needed {
-            return Err(self.err(
-                index,
-                DescriptorErrorKind::BufferTooSmall {
-                    index: u32::from(index),
-                    needed,
-                    byte_size,
-                },
-            ));
-        }
-        Ok(())
-    }
-
-    /// Buffer `index` must hold exactly `expected` bytes.
-    pub(crate) fn exactly(&self, index: u8, expected: u64) -> Result<(), DescriptorError> {
-        let byte_size = self.size(index);
-        if byte_size != expected {
-            return Err(self.err(
-                index,
-                DescriptorErrorKind::BufferSizeMismatch {
-                    index: u32::from(index),
-                    expected,
-                    byte_size,
-                },
-            ));
-        }
-        Ok(())
-    }
-
-    /// Bytes of `n` elements of the tensor's type; overflow is an error.
-    pub(crate) fn element_bytes(&self, index: u8, n: u64) -> Result<u64, DescriptorError> {
-        self.packing
-            .bytes_for(n)
-            .ok_or(overflow!(self, index, "buffer size"))
-    }
-
     /// `count` values of `width` bytes each; overflow is an error.
     pub(crate) fn array_bytes(
         &self,
@@ -238,61 +308,71 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         mul(count, width).ok_or(overflow!(self, index, "buffer size"))
     }
 
-    /// The one size rule of a buffer, which the sparse and paged layouts
-    /// and a separate zero-point buffer apply buffer by buffer: buffer
-    /// `index` holds `count` values of `width` bytes each ([`ELEMENTS`]:
-    /// of the tensor's element type), `exact`ly or at least; `count` is
-    /// `None` when computing it overflowed (an overflow of `what`).
+    /// The buffers' size rules, row by row in order: the one interpreter of
+    /// every layout's buffer table but the strided and tiled spans (and of
+    /// a quantization scheme's parameter buffers). The first row broken is
+    /// the error. A row of at least so many values counts from
+    /// `byte_offset`, which is 0 for every layout but a dense one's data
+    /// buffer (the `byte_offset` rule runs first).
     ///
-    /// Out of line on a 32-bit target, where its arithmetic and its three
-    /// errors are ~200 bytes of code at each caller; inline on a 64-bit
-    /// one, where the callers' constants fold into it. CSR and CSC, the
-    /// commonest sparse layouts, take [`Self::need_inline`] instead: the
-    /// call costs a Cortex-M4 CSR decode ~160 instructions.
+    /// Out of line on a 32-bit target, where each rule's arithmetic and
+    /// three errors would be ~200 bytes of code at each row; inline on a
+    /// 64-bit one, where the rows' constants fold into it.
     #[cfg_attr(target_pointer_width = "32", inline(never))]
-    #[cfg_attr(not(target_pointer_width = "32"), inline)]
-    pub(crate) fn need(
-        &self,
-        index: u8,
-        count: Option<u64>,
-        what: &'static str,
-        width: u64,
-        exact: bool,
-    ) -> Result<(), DescriptorError> {
-        self.need_inline(index, count, what, width, exact)
-    }
-
-    /// [`need`](Self::need), inline everywhere.
-    #[inline(always)]
-    pub(crate) fn need_inline(
-        &self,
-        index: u8,
-        count: Option<u64>,
-        what: &'static str,
-        width: u64,
-        exact: bool,
-    ) -> Result<(), DescriptorError> {
-        let count = count.ok_or(overflow!(self, index, what))?;
-        let bytes = if width == ELEMENTS {
-            self.element_bytes(index, count)?
-        } else {
-            self.array_bytes(index, count, width)?
-        };
-        if exact {
-            self.exactly(index, bytes)
-        } else {
-            self.at_least(index, bytes)
+    #[cfg_attr(not(target_pointer_width = "32"), inline(always))]
+    pub(crate) fn needs(&self, rows: &[Need]) -> Result<(), DescriptorError> {
+        for row in rows {
+            #[allow(clippy::cast_possible_truncation)]
+            let [index, width, kind, what] = row.rule.to_le_bytes();
+            let Some(count) = row.count() else {
+                let what = COUNT_NAMES.get(usize::from(what)).copied();
+                return Err(overflow!(self, index, what.unwrap_or_default()));
+            };
+            let bytes = if width == ELEMENTS {
+                self.packing.bytes_for(count)
+            } else {
+                mul(count, u64::from(width))
+            };
+            let Some(bytes) = bytes else {
+                return Err(overflow!(self, index, "buffer size"));
+            };
+            let byte_size = self.size(index);
+            let kind = if u32::from(kind) == EXACTLY {
+                if byte_size == bytes {
+                    continue;
+                }
+                DescriptorErrorKind::BufferSizeMismatch {
+                    index: u32::from(index),
+                    expected: bytes,
+                    byte_size,
+                }
+            } else {
+                let base = if u32::from(kind) == FROM_OFFSET {
+                    self.byte_offset
+                } else {
+                    0
+                };
+                let Some(needed) = base.checked_add(bytes) else {
+                    return Err(overflow!(self, index, "buffer extent"));
+                };
+                if byte_size >= needed {
+                    continue;
+                }
+                DescriptorErrorKind::BufferTooSmall {
+                    index: u32::from(index),
+                    needed,
+                    byte_size,
+                }
+            };
+            return Err(self.err(index, kind));
         }
+        Ok(())
     }
 
     /// The data buffer (0) holds `n` contiguous elements from `byte_offset`.
+    #[inline]
     pub(crate) fn contiguous(&self, n: u64) -> Result<(), DescriptorError> {
-        let bytes = self.element_bytes(0, n)?;
-        let needed =
-            self.byte_offset
-                .checked_add(bytes)
-                .ok_or(overflow!(self, 0, "buffer extent"))?;
-        self.at_least(0, needed)
+        self.needs(&[Need::new(0, Some(n), ELEMENTS, FROM_OFFSET, 0)])
     }
 
     /// The data buffer (0) holds every element whose linear offset lies in
@@ -340,6 +420,10 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
 /// // A [3, 4] view with strides (-4, 1): rows run backwards.
 /// assert_eq!(stride_range([3, 4].into_iter(), [-4, 1].into_iter()), Some((-8, 3)));
 /// ```
+///
+/// Out of line on a 32-bit target (the strided layout and the tile grid's
+/// two rules take it).
+#[cfg_attr(target_pointer_width = "32", inline(never))]
 pub fn stride_range(
     shape: impl Iterator<Item = u64>,
     strides: impl Iterator<Item = i64>,
@@ -399,22 +483,27 @@ pub(crate) const fn div_ceil(n: u64, d: u64) -> u64 {
         // `n >> shift` < 2^63: adding 1 cannot wrap.
         return (n >> shift).wrapping_add((n & (d.wrapping_sub(1)) != 0) as u64);
     }
-    let mut q = 0u64;
+    // Restoring division, one bit a step: the dividend's top bit moves
+    // into the remainder and the quotient's bits fill `n` from the bottom
+    // (shifts by constants only: a 64-bit shift by a variable is a dozen
+    // instructions on a 32-bit target).
+    let mut n = n;
     let mut r = 0u64;
-    let mut i = 64u32;
-    while i > 0 {
-        i = i.saturating_sub(1); // i > 0 here
+    let mut steps = 64u32;
+    while steps > 0 {
+        steps = steps.saturating_sub(1); // steps > 0 here
         let carry = r >> 63;
-        r = (r << 1) | ((n >> i) & 1);
+        r = (r << 1) | (n >> 63);
+        n <<= 1;
         // With a carry the true remainder is 2^64 + r >= d, and
         // 2^64 + r - d = r.wrapping_sub(d) < d.
         if carry == 1 || r >= d {
             r = r.wrapping_sub(d);
-            q |= 1 << i;
+            n |= 1;
         }
     }
-    // q <= n / 2: adding 1 cannot wrap.
-    q.wrapping_add((r != 0) as u64)
+    // The quotient is at most n / 2: adding 1 cannot wrap.
+    n.wrapping_add((r != 0) as u64)
 }
 
 /// Whether `n` is a multiple of `d`, a power of two (or 0, read as 1).

@@ -809,7 +809,7 @@ pub(crate) trait Parts {
             padded_elements: None,
         };
         if let Some(p) = self.params() {
-            ctx.padded_elements = self.check_parameters(p, &ctx)?;
+            self.check_parameters(p, &mut ctx)?;
         }
         let count = match early_count {
             Some(count) => count,
@@ -962,15 +962,16 @@ pub(crate) trait Parts {
         let (mut params, mut private_scheme) = (0, false);
         if let Some(p) = self.params() {
             let (scale, zero) = (p.scale, p.zero);
-            for index in [scale, zero].into_iter().flatten() {
-                if index < own || index as usize >= count {
-                    let first = own;
-                    return err(DescriptorErrorKind::ParameterBufferIndex {
-                        index,
-                        first,
-                        count: found,
-                    });
-                }
+            // The first parameter buffer outside the scheme's part of the
+            // table, the scale's before the zero point's.
+            let outside = |i: &u32| *i < own || *i as usize >= count;
+            if let Some(index) = scale.filter(outside).or(zero.filter(outside)) {
+                let first = own;
+                return err(DescriptorErrorKind::ParameterBufferIndex {
+                    index,
+                    first,
+                    count: found,
+                });
             }
             params = match (scale, zero) {
                 (Some(s), Some(z)) if s != z => 2,
@@ -1024,21 +1025,20 @@ pub(crate) trait Parts {
         Err(DescriptorError::new(at, kind))
     }
 
-    /// Sizes of the quantization parameter buffers; returns the element
-    /// count including block padding where the scheme pads.
+    /// Sizes of the quantization parameter buffers, as rows of the buffer
+    /// rules; where the scheme pads, the element count including block
+    /// padding goes to `ctx`.
     fn check_parameters(
         &self,
         p: &Params,
-        ctx: &Ctx<Self::Dims, Self::Sizes>,
-    ) -> Result<Option<u64>, DescriptorError> {
+        ctx: &mut Ctx<Self::Dims, Self::Sizes>,
+    ) -> Result<(), DescriptorError> {
         let overflow = overflow!(ctx, 0, "quantization parameter count");
-        let (scale, zero) = (p.scale, p.zero);
-        let Some(scale) = scale else {
-            return Ok(None);
+        let Some(scale) = p.scale else {
+            return Ok(());
         };
         #[allow(clippy::cast_possible_truncation)]
-        let (scale, zero) = (scale as u8, zero.map(|z| z as u8)); // < count <= 255
-        let mut padded = None;
+        let (scale, zero) = (scale as u8, p.zero.map(|z| z as u8)); // < count <= 255
         let paged = if self.layout_tag() == layout::tag::BLOCK_PAGED {
             self.layout().paged()
         } else {
@@ -1067,24 +1067,29 @@ pub(crate) trait Parts {
                     layout::tag::ROW_MAJOR | layout::tag::COLUMN_MAJOR
                 );
                 if p.pads && dense_order {
-                    padded = Some(extent::mul(blocks, u64::from(k)).ok_or(overflow)?);
+                    ctx.padded_elements = Some(extent::mul(blocks, u64::from(k)).ok_or(overflow)?);
                 }
                 blocks
             }
         };
-        let scale_bytes = ctx.array_bytes(scale, entries, u64::from(p.scale_width))?;
-        match zero {
+        // The scale buffer, then a separate zero-point buffer; a zero point
+        // sharing the scale's buffer follows the scales in it.
+        let mut rows = [
+            extent::Need::exactly(scale, entries, p.scale_width),
+            extent::Need::exactly(zero.unwrap_or(scale), entries, 4),
+        ];
+        let rows = match zero {
             Some(z) if z == scale => {
+                let scale_bytes = ctx.array_bytes(scale, entries, u64::from(p.scale_width))?;
                 let zero_bytes = ctx.array_bytes(z, entries, 4)?;
-                ctx.exactly(scale, scale_bytes.checked_add(zero_bytes).ok_or(overflow)?)?;
+                let bytes = scale_bytes.checked_add(zero_bytes).ok_or(overflow)?;
+                rows[0] = extent::Need::exactly(scale, bytes, 1);
+                &rows[..1]
             }
-            Some(z) => {
-                ctx.exactly(scale, scale_bytes)?;
-                ctx.need(z, Some(entries), "", 4, true)?;
-            }
-            None => ctx.exactly(scale, scale_bytes)?,
-        }
-        Ok(padded)
+            Some(_) => &rows[..],
+            None => &rows[..1],
+        };
+        ctx.needs(rows)
     }
 }
 

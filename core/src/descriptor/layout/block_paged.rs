@@ -13,7 +13,8 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes, mul};
+use super::super::extent::{Count, Ctx, ELEMENTS, Need, Shape, Sizes, mul};
+use super::Layout;
 
 /// Which projection of attention a block-paged tensor holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -89,14 +90,20 @@ impl BlockPaged {
         if self.wide_indices { 8 } else { 4 }
     }
 
-    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the fields and checks them: the parsed layout.
+    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Layout<'static>, DescriptorError> {
         let base = r.pos();
         Self::from_fields(r.take::<BlockPagedFields>()?, base)
     }
 
     /// The fields' rules (`base`: their offset): the parser's, and the
-    /// encoder's over the fields it writes.
-    pub(super) fn from_fields(f: &BlockPagedFields, base: u32) -> Result<Self, DescriptorError> {
+    /// encoder's over the fields it writes. The result is the layout
+    /// itself, so that each rule's error is written once, where the
+    /// parser returns it (no move between result types).
+    pub(super) fn from_fields(
+        f: &BlockPagedFields,
+        base: u32,
+    ) -> Result<Layout<'static>, DescriptorError> {
         let invalid = |at: u32, field, value: u64| {
             let kind = DescriptorErrorKind::InvalidValue { field, value };
             Err(DescriptorError::new(base.saturating_add(at), kind))
@@ -130,14 +137,14 @@ impl BlockPaged {
         let at = base.saturating_add(at!(BlockPagedFields.reserved));
         super::reserved(&f.reserved, at, "block_paged._reserved")?;
         let layer = f.layer_index.get();
-        Ok(Self {
+        Ok(Layout::BlockPaged(Self {
             page_size,
             num_pages: f.num_pages.get(),
             num_seqs: f.num_seqs.get(),
             kv_role,
             layer_index: if layer == NO_LAYER { None } else { Some(layer) },
             wide_indices,
-        })
+        }))
     }
 
     /// Page slots in the pool: `num_pages × page_size`.
@@ -148,28 +155,29 @@ impl BlockPaged {
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
         // No slots make an empty pool whatever a slot would hold (as a zero
-        // dimension makes a shape's element count zero).
+        // dimension makes a shape's element count zero). A slot holds
+        // `shape[1] × shape[2]` elements (rank 3, checked at parse): a
+        // product of two overflows only when neither is zero.
         let per_slot = if self.num_pages == 0 || self.page_size == 0 {
             Some(0)
         } else {
-            ctx.shape.product_from(1)
+            ctx.shape
+                .dim(1)
+                .zip(ctx.shape.dim(2))
+                .and_then(|(a, b)| mul(a, b))
         };
         let pool = self.slots().zip(per_slot).and_then(|(s, p)| mul(s, p));
-        ctx.need(0, pool, "page pool size", ELEMENTS, true)?;
-        let width = self.index_width();
-        let table = ctx.size(1);
-        if !super::super::extent::is_multiple_of_pow2(table, width) {
-            return Err(ctx.err(
-                1,
-                DescriptorErrorKind::BufferSizeMismatch {
-                    index: 1u32,
-                    expected: table & !width.saturating_sub(1),
-                    byte_size: table,
-                },
-            ));
-        }
+        // `block_table` holds a whole number of indices: as many as fit
+        // (a size that is no multiple of the width names the largest
+        // multiple below it).
+        let (width, shift) = if self.wide_indices { (8, 3) } else { (4, 2) };
+        let table = ctx.size(1) >> shift;
         let seq_ptr = u64::from(self.num_seqs).saturating_add(1);
-        ctx.need(2, Some(seq_ptr), "", width, true)
+        ctx.needs(&[
+            Need::counted(0, pool, ELEMENTS, Count::PagePool),
+            Need::exactly(1, table, width),
+            Need::exactly(2, seq_ptr, width),
+        ])
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {

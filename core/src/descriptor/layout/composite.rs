@@ -13,6 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
+use super::Layout;
 
 /// How a composite's members form its logical view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,14 +100,19 @@ wire_fields! {
 pub(crate) const RULE_AT: u32 = at!(CompositeFields.composition_rule);
 
 impl CompositeHead {
-    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the fields and checks them: the parsed layout.
+    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Layout<'static>, DescriptorError> {
         let base = r.pos();
         Self::from_fields(r.take::<CompositeFields>()?, base)
     }
 
     /// The fields' rules (`base`: their offset): the parser's, and the
-    /// encoder's over the fields it writes.
-    pub(super) fn from_fields(f: &CompositeFields, base: u32) -> Result<Self, DescriptorError> {
+    /// encoder's over the fields it writes; the result is the layout
+    /// itself (as block-paged's).
+    pub(super) fn from_fields(
+        f: &CompositeFields,
+        base: u32,
+    ) -> Result<Layout<'static>, DescriptorError> {
         let invalid = |at: u32, field, value: u64| {
             let kind = DescriptorErrorKind::InvalidValue { field, value };
             Err(DescriptorError::new(base.saturating_add(at), kind))
@@ -139,11 +145,11 @@ impl CompositeHead {
             let at = at!(CompositeFields.member_count);
             return invalid(at, "member_count", u64::from(member_count));
         }
-        Ok(Self {
+        Ok(Layout::Composite(Self {
             rule,
             combine_op,
             member_count,
-        })
+        }))
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {

@@ -13,7 +13,8 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes};
+use super::super::extent::{Count, Ctx, Need, Shape, Sizes};
+use super::Layout;
 
 /// The fields of a CSF layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,13 +37,14 @@ impl<'a> Csf<'a> {
         self.mode_order
     }
 
-    pub(super) fn parse(r: &mut Reader<'a>, rank: u32) -> Result<Self, DescriptorError> {
+    /// Reads and checks the fields: the parsed layout.
+    pub(super) fn parse(r: &mut Reader<'a>, rank: u32) -> Result<Layout<'a>, DescriptorError> {
         let nnz = r.u64()?;
         let at = r.pos();
         let mode_order = Words::new(r.take_slice(u64::from(rank))?);
         check_mode_order(mode_order.iter(), rank, at)?;
         r.reserved(8, "csf._reserved")?;
-        Ok(Self { nnz, mode_order })
+        Ok(Layout::Csf(Self { nnz, mode_order }))
     }
 }
 
@@ -77,21 +79,22 @@ pub(super) fn check(
     rank: usize,
     ctx: &Ctx<impl Shape, impl Sizes>,
 ) -> Result<(), DescriptorError> {
-    ctx.need(0, Some(nnz), "", ELEMENTS, false)?;
+    ctx.needs(&[Need::values(0, nnz)])?;
     #[allow(clippy::cast_possible_truncation)]
     let rank = rank.min(64) as u8;
     let mut parents = 1u64; // n_{-1}: the virtual root
     for level in 0..rank {
         let pos = level.saturating_mul(2).saturating_add(1);
         let crd = pos.saturating_add(1);
-        ctx.need(pos, parents.checked_add(1), "CSF pointer count", 8, true)?;
-        let crd_size = ctx.size(crd);
         let nodes = if level.saturating_add(1) == rank {
             nnz
         } else {
-            crd_size / 8
+            ctx.size(crd) / 8
         };
-        ctx.need(crd, Some(nodes), "", 8, true)?;
+        ctx.needs(&[
+            Need::counted(pos, parents.checked_add(1), 8, Count::CsfPointers),
+            Need::exactly(crd, nodes, 8),
+        ])?;
         parents = nodes;
     }
     Ok(())

@@ -60,7 +60,7 @@ impl<'a> ExtensionLayout<'a> {
         r: &mut Reader<'a>,
         tag: u8,
         known: &[u64],
-    ) -> Result<Self, DescriptorError> {
+    ) -> Result<super::Layout<'a>, DescriptorError> {
         let at = r.pos();
         let f = r.take::<ExtensionLayoutFields>()?;
         let id = f.extension_layout_id.get();
@@ -71,7 +71,7 @@ impl<'a> ExtensionLayout<'a> {
             ));
         }
         let data = r.bytes(f.extension_data_length.get() as usize)?;
-        Ok(Self { tag, id, data })
+        Ok(super::Layout::Extension(Self { tag, id, data }))
     }
 }
 

@@ -22,6 +22,7 @@ wire_fields! {
 use super::super::arrays::Dims;
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Ctx, Shape, Sizes};
+use super::Layout;
 
 /// The Hilbert curve's parameters.
 ///
@@ -50,7 +51,12 @@ impl Hilbert {
         }
     }
 
-    pub(super) fn parse(r: &mut Reader<'_>, shape: Dims<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the fields and checks them against the shape: the parsed
+    /// layout.
+    pub(super) fn parse(
+        r: &mut Reader<'_>,
+        shape: Dims<'_>,
+    ) -> Result<Layout<'static>, DescriptorError> {
         let at = r.pos();
         let f = r.take::<HilbertFields>()?;
         let h = Self {
@@ -58,7 +64,7 @@ impl Hilbert {
             rank: f.hilbert_rank.get(),
         };
         h.check_shape(shape.len(), shape.iter(), at)?;
-        Ok(h)
+        Ok(Layout::Hilbert(h))
     }
 
     /// The curve's rules against a shape of `rank` dimensions (`at`: the

@@ -9,13 +9,18 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use super::super::arrays::{Dims, Words};
 use super::super::cursor::Reader;
 use super::super::extent::{Ctx, Shape, Sizes, overflow};
+use super::Layout;
 
-/// Reads `morton_bits` and checks each against its dimension.
-pub(super) fn parse<'a>(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Words<'a>, DescriptorError> {
+/// Reads `morton_bits` and checks each against its dimension: the parsed
+/// layout.
+pub(super) fn parse<'a>(
+    r: &mut Reader<'a>,
+    shape: Dims<'a>,
+) -> Result<Layout<'a>, DescriptorError> {
     let at = r.pos();
     let bits = Words::new(r.take_slice(shape.len() as u64)?);
     check_bits(bits.iter(), shape.iter(), at)?;
-    Ok(bits)
+    Ok(Layout::Morton(bits))
 }
 
 /// Each of `bits` is positive and holds its dimension (`at`: the offset of

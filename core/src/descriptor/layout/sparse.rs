@@ -17,7 +17,8 @@ use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, ELEMENTS, Shape, Sizes, mul};
+use super::super::extent::{Count, Ctx, Need, Shape, Sizes, mul};
+use super::Layout;
 
 /// The fields of a COO layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,7 +50,9 @@ wire_fields! {
 }
 
 impl Coo {
-    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the fields and checks them: the parsed layout (each error
+    /// written where the parser returns it, as block-paged's).
+    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Layout<'static>, DescriptorError> {
         let base = r.pos();
         let f = r.take::<CooFields>()?;
         let at = |off: u32| base.saturating_add(off);
@@ -62,16 +65,18 @@ impl Coo {
             }
         };
         super::reserved(&f.reserved, at(at!(CooFields.reserved)), "coo._reserved")?;
-        Ok(Self {
+        Ok(Layout::Coo(Self {
             nnz: f.nnz.get(),
             sorted,
-        })
+        }))
     }
 
     pub(super) fn check(&self, ctx: &Ctx<impl Shape, impl Sizes>) -> Result<(), DescriptorError> {
-        ctx.need(0, Some(self.nnz), "", ELEMENTS, false)?;
         let coords = mul(self.nnz, ctx.shape.rank() as u64);
-        ctx.need(1, coords, "COO index count", 8, true)
+        ctx.needs(&[
+            Need::values(0, self.nnz),
+            Need::counted(1, coords, 8, Count::CooIndices),
+        ])
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {
@@ -92,7 +97,9 @@ pub struct Compressed {
 }
 
 impl Compressed {
-    pub(super) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the fields and checks them: the parsed layout, CSR or CSC
+    /// (`csr`).
+    pub(super) fn parse(r: &mut Reader<'_>, csr: bool) -> Result<Layout<'static>, DescriptorError> {
         let base = r.pos();
         let f = r.take::<CompressedFields>()?;
         // The eight reserved bytes compared as one word.
@@ -100,7 +107,8 @@ impl Compressed {
             let at = base.saturating_add(at!(CompressedFields.reserved));
             return Err(DescriptorError::reserved(at, "compressed._reserved"));
         }
-        Ok(Self { nnz: f.nnz.get() })
+        let c = Self { nnz: f.nnz.get() };
+        Ok(if csr { Layout::Csr(c) } else { Layout::Csc(c) })
     }
 
     /// `major` is the compressed dimension's size (rows for CSR).
@@ -109,10 +117,12 @@ impl Compressed {
         ctx: &Ctx<impl Shape, impl Sizes>,
         major: Option<u64>,
     ) -> Result<(), DescriptorError> {
-        ctx.need_inline(0, Some(self.nnz), "", ELEMENTS, false)?;
-        ctx.need_inline(1, Some(self.nnz), "", 8, true)?;
         let pointers = major.and_then(|n| n.checked_add(1));
-        ctx.need_inline(2, pointers, "pointer count", 8, true)
+        ctx.needs(&[
+            Need::values(0, self.nnz),
+            Need::exactly(1, self.nnz, 8),
+            Need::counted(2, pointers, 8, Count::Pointers),
+        ])
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {

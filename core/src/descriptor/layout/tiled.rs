@@ -13,7 +13,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Ctx, Shape, Sizes, div_ceil, imul, mul, overflow, stride_range};
-use super::tag;
+use super::{Layout, tag};
 
 /// The deepest nesting a reader accepts.
 pub const MAX_TILE_LEVELS: u8 = 8;
@@ -145,7 +145,12 @@ impl<'a> Tiled<'a> {
         self.depth
     }
 
-    pub(super) fn parse(r: &mut Reader<'a>, shape: Dims<'a>) -> Result<Self, DescriptorError> {
+    /// Reads and checks the levels: the parsed layout (each error written
+    /// where the parser returns it).
+    pub(super) fn parse(
+        r: &mut Reader<'a>,
+        shape: Dims<'a>,
+    ) -> Result<Layout<'a>, DescriptorError> {
         #[allow(clippy::cast_possible_truncation)]
         let rank = shape.len() as u32;
         let start = r.clone();
@@ -166,7 +171,7 @@ impl<'a> Tiled<'a> {
         let len = r.pos().saturating_sub(first) as usize;
         let mut start = start;
         let raw = start.bytes(len)?;
-        Ok(Self { raw, rank, depth })
+        Ok(Layout::Tiled(Self { raw, rank, depth }))
     }
 
     /// Checks the buffer against the tile grid of a non-empty tensor.
@@ -194,9 +199,13 @@ pub(super) trait Level: Copy {
     fn inner_strides(&self) -> Option<impl Iterator<Item = i64>>;
 }
 
+/// A parsed level reads its arrays as the shape and the strided layout
+/// read theirs (the same iterator types): the tile grid's rules then share
+/// one copy of [`level_span`], [`product`] and [`stride_range`] with the
+/// tensor's shape and the strided layout on a 32-bit target.
 impl Level for TileLevel<'_> {
     fn tile_shape(&self) -> impl Iterator<Item = u64> + Clone {
-        self.tile_shape.as_raw().iter().map(|d| d.get())
+        Shape::dims(&self.tile_shape)
     }
     fn outer_layout(&self) -> u8 {
         self.outer_layout
@@ -205,12 +214,10 @@ impl Level for TileLevel<'_> {
         self.inner_layout
     }
     fn outer_strides(&self) -> Option<impl Iterator<Item = i64>> {
-        self.outer_strides
-            .map(|s| s.as_raw().iter().map(|d| d.get()))
+        self.outer_strides.as_ref().map(Strides::iter)
     }
     fn inner_strides(&self) -> Option<impl Iterator<Item = i64>> {
-        self.inner_strides
-            .map(|s| s.as_raw().iter().map(|d| d.get()))
+        self.inner_strides.as_ref().map(Strides::iter)
     }
 }
 
@@ -335,12 +342,17 @@ pub(super) fn check_grid<L: Level>(
     ctx.span(lo, hi)
 }
 
+/// The product of `d`, checked (out of line on a 32-bit target, where the
+/// grid's rules take it at three places).
+#[cfg_attr(target_pointer_width = "32", inline(never))]
 fn product(mut d: impl Iterator<Item = u64>) -> Option<u64> {
     d.try_fold(1u64, mul)
 }
 
 /// The element range one level's tile grid reaches when it tiles `region`;
-/// `None` on overflow.
+/// `None` on overflow. Out of line on a 32-bit target: the grid's rules
+/// take it for the top level and for each nested one.
+#[cfg_attr(target_pointer_width = "32", inline(never))]
 fn level_span(level: &impl Level, region: impl Iterator<Item = u64>) -> Option<(i64, i64)> {
     let tile_elems = i64::try_from(product(level.tile_shape())?).ok()?;
     let grid = region.zip(level.tile_shape()).map(|(n, t)| div_ceil(n, t));
