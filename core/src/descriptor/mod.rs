@@ -384,11 +384,10 @@ impl<'a> TensorView<'a> {
         } else {
             (0, None)
         };
-        let member_role = if flags.contains(Flags::HAS_COMPOSITE_MEMBER) {
-            Some(MemberRole::parse(&mut r)?)
-        } else {
-            None
-        };
+        let mut member_role = None;
+        if flags.contains(Flags::HAS_COMPOSITE_MEMBER) {
+            MemberRole::parse(&mut r, &mut member_role)?;
+        }
 
         // A 1.0 descriptor is exactly its fields; a later minor version may
         // append fields this reader skips.
