@@ -320,11 +320,16 @@ impl<'a> TensorView<'a> {
         let layout_at = r.pos();
         // Row-major has no fields and no rank rule: skip the layout parser's
         // frame for the most common layout.
-        let layout = if layout_tag == layout::tag::ROW_MAJOR {
-            Layout::RowMajor
-        } else {
-            Layout::parse(&mut r, layout_tag, shape, options.extension_layouts)?
-        };
+        let mut layout = Layout::RowMajor;
+        if layout_tag != layout::tag::ROW_MAJOR {
+            Layout::parse(
+                &mut r,
+                layout_tag,
+                shape,
+                options.extension_layouts,
+                &mut layout,
+            )?;
+        }
         if let Layout::Composite(layout::CompositeHead {
             rule: layout::CompositionRule::Private(code),
             ..

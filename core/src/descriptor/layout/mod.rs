@@ -325,14 +325,18 @@ impl<'a> Layout<'a> {
     }
 
     /// Reads the layout-specific fields of `layout_tag`. `at` is the offset
-    /// of the layout tag in the header (for a bad tag).
+    /// of the layout tag in the header (for a bad tag). The layout is
+    /// written into `out` rather than returned: in a `Result<Layout, _>`
+    /// the error's bytes are the layout's, so each `?` moved them field by
+    /// field (ADR-133).
     #[cfg_attr(not(target_pointer_width = "32"), inline(always))]
     pub(crate) fn parse(
         r: &mut Reader<'a>,
         layout_tag: u8,
         shape: Dims<'a>,
         extension_layouts: &[u64],
-    ) -> Result<Self, DescriptorError> {
+        out: &mut Self,
+    ) -> Result<(), DescriptorError> {
         #[allow(clippy::cast_possible_truncation)]
         let rank = shape.len() as u32; // <= 64, checked before
         let rank_err =
@@ -341,7 +345,7 @@ impl<'a> Layout<'a> {
         if rank == 0 && layout_tag != tag::ROW_MAJOR {
             return rank_err(r);
         }
-        Ok(match layout_tag {
+        *out = match layout_tag {
             tag::ROW_MAJOR => Self::RowMajor,
             tag::COLUMN_MAJOR => Self::ColumnMajor,
             tag::STRIDED => Self::Strided(Strides::new(r.take_slice(u64::from(rank))?)),
@@ -378,7 +382,8 @@ impl<'a> Layout<'a> {
             }
             // The tag was checked in the header; no other value gets here.
             _ => return Err(r.err(DescriptorErrorKind::InvalidLayoutTag(layout_tag))),
-        })
+        };
+        Ok(())
     }
 }
 
