@@ -216,7 +216,7 @@ error_enum! {
     /// Variants that name a `field` use the spec's field names (`"tile_shape"`,
     /// `"kv_role"`, …).
     #[non_exhaustive]
-    #[repr(u32)]
+    #[cfg_attr(target_pointer_width = "32", repr(u32))]
     pub enum DescriptorErrorKind {
         // --- framing ------------------------------------------------------------
         /// The input, or the declared `descriptor_length`, ends before a field

@@ -40,7 +40,7 @@ impl MemberRole {
     /// out-parameter, not the result: a `Result<MemberRole, _>` holds the
     /// one-byte role at byte 4, so its error was moved on through an
     /// unaligned `memcpy` of bytes 5..40 (ADR-133).
-    #[inline(always)]
+    #[cfg_attr(target_pointer_width = "32", inline(always))]
     pub(crate) fn parse(
         r: &mut Reader<'_>,
         role: &mut Option<Self>,
