@@ -349,12 +349,10 @@ impl<'a> TensorView<'a> {
         let table_at = r.pos();
         let count = r.u8()?;
         let entries = r.take_slice::<BufferHandleEntry>(u64::from(count))?;
-        let buffers = BufferTable::from_descriptor_entries(entries).map_err(|e| {
-            err(
-                table_at.saturating_add(1).saturating_add(e.offset()),
-                e.kind(),
-            )
-        })?;
+        let Some(buffers) = BufferTable::from_descriptor_entries(entries) else {
+            let at = table_at.saturating_add(1);
+            return Err(BufferTable::descriptor_fault(entries, at));
+        };
 
         let quantization_at = r.pos();
         let quantization = if flags.contains(Flags::HAS_QUANTIZATION) {
