@@ -300,7 +300,10 @@ impl<'a> TensorView<'a> {
     /// The one parser behind every public entry point (a single layer, so
     /// the view is built in place rather than copied through wrappers).
     /// `exact`: the input must be exactly one descriptor.
-    #[cfg_attr(not(target_pointer_width = "32"), allow(unused_labels))]
+    #[cfg_attr(
+        not(target_pointer_width = "32"),
+        allow(unused_labels, clippy::needless_return)
+    )]
     fn parse_impl(
         bytes: &'a [u8],
         options: &ReadOptions<'_>,
