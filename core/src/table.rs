@@ -173,11 +173,11 @@ fn check_each(
 }
 
 /// The first fault of a table the branch-free check refused (kept out of
-/// line: valid tables never reach it).
+/// line: valid tables never reach it), its offset counted from `at`.
 #[cold]
 #[inline(never)]
-fn first_fault(entries: &[BufferHandleEntry], first: u32) -> DescriptorError {
-    match check_each(entries, 0, first) {
+fn first_fault(entries: &[BufferHandleEntry], first: u32, at: u32) -> DescriptorError {
+    let e = match check_each(entries, 0, first) {
         Err(e) => e,
         // Unreachable: `entry_ok` refuses exactly what `decode` refuses (a
         // unit test checks every code combination).
@@ -188,7 +188,8 @@ fn first_fault(entries: &[BufferHandleEntry], first: u32) -> DescriptorError {
                 error: crate::Error::ReservedNonZero(0),
             },
         ),
-    }
+    };
+    DescriptorError::new(at.saturating_add(e.offset()), e.kind())
 }
 
 /// Handle `index` sits where entry 0 does (`placement`: its device tag and
@@ -451,13 +452,14 @@ impl<'a> BufferTable<'a> {
     /// one: the same rules as [`from_entries`](Self::from_entries) in less
     /// code, for the firmware decode path.
     /// (Inlined into its one caller, the descriptor parse: the call's frame
-    /// cost as much as checking an entry.)
+    /// cost as much as checking an entry.) `None` when a rule is broken:
+    /// [`descriptor_fault`](Self::descriptor_fault) names the first, so
+    /// that the parse returns the error as it is built, not moved through
+    /// a `Result` (ADR-133).
     #[inline(always)]
-    pub(crate) fn from_descriptor_entries(
-        entries: &'a [BufferHandleEntry],
-    ) -> Result<Self, DescriptorError> {
+    pub(crate) fn from_descriptor_entries(entries: &'a [BufferHandleEntry]) -> Option<Self> {
         let Some(e0) = entries.first() else {
-            return Ok(Self { entries });
+            return Some(Self { entries });
         };
         let [.., codes0]: &[U32; 4] = zerocopy::transmute_ref!(e0);
         let codes0 = codes0.get();
@@ -474,10 +476,15 @@ impl<'a> BufferTable<'a> {
         for e in entries {
             ok &= colocated_ok(zerocopy::transmute_ref!(e), first, last_sync);
         }
-        if !ok {
-            return Err(first_fault(entries, first));
-        }
-        Ok(Self { entries })
+        ok.then_some(Self { entries })
+    }
+
+    /// The first broken rule of entries
+    /// [`from_descriptor_entries`](Self::from_descriptor_entries) refused,
+    /// at its offset counted from `at` (where entry 0 lies in the
+    /// descriptor).
+    pub(crate) fn descriptor_fault(entries: &[BufferHandleEntry], at: u32) -> DescriptorError {
+        first_fault(entries, entries.first().map_or(0, placement), at)
     }
 
     /// Entries a parse already validated (a [`TensorView`](crate::TensorView)'s
@@ -624,6 +631,16 @@ impl core::iter::FusedIterator for Iter<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The descriptor parse's table check as one result: the verdict, and
+    /// the first fault (located from `at`) when it refuses.
+    fn descriptor_table(
+        entries: &[BufferHandleEntry],
+        at: u32,
+    ) -> Result<BufferTable<'_>, DescriptorError> {
+        BufferTable::from_descriptor_entries(entries)
+            .ok_or_else(|| BufferTable::descriptor_fault(entries, at))
+    }
 
     /// The branch-free fast path agrees with `decode` on every combination of
     /// the three code bytes (2^24 cases; a sample under Miri), for the size
@@ -907,13 +924,19 @@ mod tests {
                 for (size, align) in [(1024u64, 64u32), (0, 1), (5, 3), (100, 32)] {
                     let table = [entry(a, 4096, 128), entry(b, size, align)];
                     assert_eq!(
-                        BufferTable::from_descriptor_entries(&table),
+                        descriptor_table(&table, 0),
                         BufferTable::from_entries(&table),
+                        "{table:?}"
+                    );
+                    // Located from where the table lies in a descriptor.
+                    assert_eq!(
+                        descriptor_table(&table, 45).map_err(|e| (e.offset(), e.kind())),
+                        BufferTable::from_entries(&table).map_err(|e| (e.offset() + 45, e.kind())),
                         "{table:?}"
                     );
                     let one = [entry(b, size, align)];
                     assert_eq!(
-                        BufferTable::from_descriptor_entries(&one),
+                        descriptor_table(&one, 0),
                         BufferTable::from_entries(&one),
                         "{one:?}"
                     );
@@ -924,7 +947,7 @@ mod tests {
         assert!(checked > 100);
         assert_eq!(
             BufferTable::from_descriptor_entries(&[]).map(|t| t.len()),
-            Ok(0)
+            Some(0)
         );
     }
 }

@@ -300,163 +300,224 @@ impl<'a> TensorView<'a> {
     /// The one parser behind every public entry point (a single layer, so
     /// the view is built in place rather than copied through wrappers).
     /// `exact`: the input must be exactly one descriptor.
+    #[cfg_attr(
+        not(target_pointer_width = "32"),
+        allow(unused_labels, clippy::needless_return)
+    )]
     fn parse_impl(
         bytes: &'a [u8],
         options: &ReadOptions<'_>,
         exact: bool,
     ) -> Result<Self, DescriptorError> {
-        let (header, desc, rest) = split_descriptor(bytes)?;
-        let (flags, element_type) = header.check()?;
-        let trailing = exact && !rest.is_empty();
-        let mut r = Reader::new(desc);
-        r.bytes(HEADER_LEN)?;
-        let err = |offset: u32, kind| DescriptorError::new(offset, kind);
-        let rank = header.rank.get();
-        let layout_tag = header.layout_tag;
+        // On a 32-bit target every error lands in `res` and leaves through
+        // one move at the end: a call that returns `Result<(), _>` writes
+        // it there in place (ADR-133).
+        #[cfg(target_pointer_width = "32")]
+        let mut res: Result<(), DescriptorError>;
+        'parse: {
+            /// Leaves the parse with error `$e`: on a 32-bit target through
+            /// `res` and the one move at the end, on a 64-bit one returned
+            /// at once (x86-64 decode took 3-8 instructions more through
+            /// `res`: ADR-133).
+            #[cfg(target_pointer_width = "32")]
+            macro_rules! fail {
+                ($e:expr) => {{
+                    res = Err($e);
+                    break 'parse;
+                }};
+            }
+            #[cfg(not(target_pointer_width = "32"))]
+            macro_rules! fail {
+                ($e:expr) => {
+                    return Err($e)
+                };
+            }
+            /// `$e`'s value, or out of the parse with its error.
+            macro_rules! or_fail {
+                ($e:expr) => {
+                    match $e {
+                        Ok(v) => v,
+                        Err(e) => fail!(e),
+                    }
+                };
+            }
+            /// A rule returning `Result<(), _>`: on a 32-bit target written
+            /// into `res` in place.
+            #[cfg(target_pointer_width = "32")]
+            macro_rules! check {
+                ($e:expr) => {
+                    res = $e;
+                    if res.is_err() {
+                        break 'parse;
+                    }
+                };
+            }
+            #[cfg(not(target_pointer_width = "32"))]
+            macro_rules! check {
+                ($e:expr) => {
+                    $e?
+                };
+            }
+            let (header, desc, rest) = or_fail!(split_descriptor(bytes));
+            let (flags, element_type) = or_fail!(header.check());
+            let trailing = exact && !rest.is_empty();
+            let mut r = Reader::new(desc);
+            or_fail!(r.bytes(HEADER_LEN));
+            let err = |offset: u32, kind| DescriptorError::new(offset, kind);
+            let rank = header.rank.get();
+            let layout_tag = header.layout_tag;
 
-        let shape = Dims::new(r.take_slice::<U64>(u64::from(rank))?);
-        let byte_offset_at = r.pos();
-        let byte_offset = r.u64()?;
-        let layout_at = r.pos();
-        // Row-major has no fields and no rank rule: skip the layout parser's
-        // frame for the most common layout.
-        let layout = if layout_tag == layout::tag::ROW_MAJOR {
-            Layout::RowMajor
-        } else {
-            Layout::parse(&mut r, layout_tag, shape, options.extension_layouts)?
-        };
-        if let Layout::Composite(layout::CompositeHead {
-            rule: layout::CompositionRule::Private(code),
-            ..
-        }) = layout
-        {
-            if !options.private_composition_rules {
-                return Err(err(
-                    layout_at.saturating_add(layout::composite::RULE_AT),
-                    DescriptorErrorKind::PrivateCodeRefused {
-                        field: "composition_rule",
-                        code,
-                    },
+            let shape = Dims::new(or_fail!(r.take_slice::<U64>(u64::from(rank))));
+            let byte_offset_at = r.pos();
+            let byte_offset = or_fail!(r.u64());
+            let layout_at = r.pos();
+            // Row-major has no fields and no rank rule: skip the layout parser's
+            // frame for the most common layout.
+            let mut layout = Layout::RowMajor;
+            if layout_tag != layout::tag::ROW_MAJOR {
+                layout = or_fail!(Layout::parse(
+                    &mut r,
+                    layout_tag,
+                    shape,
+                    options.extension_layouts,
                 ));
             }
-        }
+            if let Layout::Composite(layout::CompositeHead {
+                rule: layout::CompositionRule::Private(code),
+                ..
+            }) = layout
+            {
+                if !options.private_composition_rules {
+                    fail!(err(
+                        layout_at.saturating_add(layout::composite::RULE_AT),
+                        DescriptorErrorKind::PrivateCodeRefused {
+                            field: "composition_rule",
+                            code,
+                        },
+                    ));
+                }
+            }
 
-        let table_at = r.pos();
-        let count = r.u8()?;
-        let entries = r.take_slice::<BufferHandleEntry>(u64::from(count))?;
-        let buffers = BufferTable::from_descriptor_entries(entries).map_err(|e| {
-            err(
-                table_at.saturating_add(1).saturating_add(e.offset()),
-                e.kind(),
-            )
-        })?;
-
-        let quantization_at = r.pos();
-        let quantization = if flags.contains(Flags::HAS_QUANTIZATION) {
-            let ctx = QuantCtx {
-                shape,
-                storage: element_type,
-                storage_code: header.type_tag,
-                accept_private: options.private_schemes,
-                page_size: match layout {
-                    Layout::BlockPaged(b) => Some(b.page_size),
-                    _ => None,
-                },
+            let table_at = r.pos();
+            let count = or_fail!(r.u8());
+            let entries = or_fail!(r.take_slice::<BufferHandleEntry>(u64::from(count)));
+            let Some(buffers) = BufferTable::from_descriptor_entries(entries) else {
+                let at = table_at.saturating_add(1);
+                fail!(BufferTable::descriptor_fault(entries, at));
             };
-            Some(Quantization::parse(&mut r, &ctx)?)
-        } else {
-            None
-        };
-        let shard_at = if flags.contains(Flags::HAS_SHARD) {
-            let at = r.pos();
-            Shard::parse(&mut r, shape)?;
-            at
-        } else {
-            0
-        };
-        let statistics_at = r.pos();
-        let statistics = if flags.contains(Flags::HAS_STATISTICS) {
-            Some(Statistics::parse(&mut r)?)
-        } else {
-            None
-        };
-        let (extension_type_at, extension_type) = if flags.contains(Flags::HAS_EXTENSION_TYPE) {
-            (r.pos(), Some(ExtensionType::parse(&mut r)?))
-        } else {
-            (0, None)
-        };
-        let member_role = if flags.contains(Flags::HAS_COMPOSITE_MEMBER) {
-            Some(MemberRole::parse(&mut r)?)
-        } else {
-            None
-        };
 
-        // A 1.0 descriptor is exactly its fields; a later minor version may
-        // append fields this reader skips.
-        let consumed = r.pos();
-        let declared = header.descriptor_length.get();
-        if header.version_minor == 0 && consumed != declared {
-            return Err(err(
-                header::at::LENGTH,
-                DescriptorErrorKind::LengthMismatch { declared, consumed },
-            ));
-        }
+            let quantization_at = r.pos();
+            let quantization = if flags.contains(Flags::HAS_QUANTIZATION) {
+                let ctx = QuantCtx {
+                    shape,
+                    storage: element_type,
+                    storage_code: header.type_tag,
+                    accept_private: options.private_schemes,
+                    page_size: match layout {
+                        Layout::BlockPaged(b) => Some(b.page_size),
+                        _ => None,
+                    },
+                };
+                Some(or_fail!(Quantization::parse(&mut r, &ctx)))
+            } else {
+                None
+            };
+            let shard_at = if flags.contains(Flags::HAS_SHARD) {
+                let at = r.pos();
+                or_fail!(Shard::parse(&mut r, shape));
+                at
+            } else {
+                0
+            };
+            let statistics_at = r.pos();
+            let statistics = if flags.contains(Flags::HAS_STATISTICS) {
+                Some(or_fail!(Statistics::parse(&mut r)))
+            } else {
+                None
+            };
+            let (extension_type_at, extension_type) = if flags.contains(Flags::HAS_EXTENSION_TYPE) {
+                (r.pos(), Some(or_fail!(ExtensionType::parse(&mut r))))
+            } else {
+                (0, None)
+            };
+            let mut member_role = None;
+            if flags.contains(Flags::HAS_COMPOSITE_MEMBER) {
+                check!(MemberRole::parse(&mut r, &mut member_role));
+            }
 
-        let packing = match (element_type.packing(), extension_type) {
-            (Some(p), _) => p,
-            (None, Some(ext)) => ExtensionType::packing_of(ext),
-            // A private type without its section was rejected above.
-            (None, None) => Packing::Bytes(1),
-        };
-        let parsed = Parsed {
-            layout_tag,
-            element_type,
-            packing,
-            shape,
-            byte_offset,
-            layout: hold(&layout),
-            held: PhantomData,
-            buffers,
-            quantization,
-            has_shard: shard_at != 0,
-            statistics,
-            member_role,
-        };
-        let at = PartsAt {
-            byte_offset: byte_offset_at,
-            table: table_at,
-            statistics: statistics_at,
-        };
-        // The quantized weights' family first tries the one-pass
-        // acceptance (ADR-127; off on bare metal, where the flash budget
-        // keeps the one path); a `false` runs the rules in their order.
-        #[cfg(not(target_os = "none"))]
-        let accepted = quantization.is_some_and(|p| parsed.quantized_dense_holds(&p));
-        #[cfg(target_os = "none")]
-        let accepted = false;
-        // Debug builds (every test, the property tests and the fuzz
-        // corpus among them) hold the acceptance to the rules it shortcuts.
-        debug_assert!(!accepted || parsed.check(&at).is_ok());
-        if !accepted {
-            parsed.check(&at)?;
-        }
-        if trailing {
-            return Err(trailing_bytes(declared, bytes.len()));
-        }
-        Ok(Self {
-            bytes: desc,
-            layout,
-            element_type,
-            packing,
-            member_role,
-            at: SectionsAt {
+            // A 1.0 descriptor is exactly its fields; a later minor version may
+            // append fields this reader skips.
+            let consumed = r.pos();
+            let declared = header.descriptor_length.get();
+            if header.version_minor == 0 && consumed != declared {
+                fail!(err(
+                    header::at::LENGTH,
+                    DescriptorErrorKind::LengthMismatch { declared, consumed },
+                ));
+            }
+
+            let packing = match (element_type.packing(), extension_type) {
+                (Some(p), _) => p,
+                (None, Some(ext)) => ExtensionType::packing_of(ext),
+                // A private type without its section was rejected above.
+                (None, None) => Packing::Bytes(1),
+            };
+            let parsed = Parsed {
+                layout_tag,
+                element_type,
+                packing,
+                shape,
+                byte_offset,
+                layout: hold(&layout),
+                held: PhantomData,
+                buffers,
+                quantization,
+                has_shard: shard_at != 0,
+                statistics,
+                member_role,
+            };
+            let at = PartsAt {
+                byte_offset: byte_offset_at,
                 table: table_at,
-                quantization: quantization.map_or(0, |_| quantization_at),
-                shard: shard_at,
-                statistics: statistics.map_or(0, |_| statistics_at),
-                extension_type: extension_type_at,
-            },
-        })
+                statistics: statistics_at,
+            };
+            // The quantized weights' family first tries the one-pass
+            // acceptance (ADR-127; off on bare metal, where the flash budget
+            // keeps the one path); a `false` runs the rules in their order.
+            #[cfg(not(target_os = "none"))]
+            let accepted = quantization.is_some_and(|p| parsed.quantized_dense_holds(&p));
+            #[cfg(target_os = "none")]
+            let accepted = false;
+            // Debug builds (every test, the property tests and the fuzz
+            // corpus among them) hold the acceptance to the rules it shortcuts.
+            debug_assert!(!accepted || parsed.check(&at).is_ok());
+            if !accepted {
+                check!(parsed.check(&at));
+            }
+            if trailing {
+                fail!(trailing_bytes(declared, bytes.len()));
+            }
+            return Ok(Self {
+                bytes: desc,
+                layout,
+                element_type,
+                packing,
+                member_role,
+                at: SectionsAt {
+                    table: table_at,
+                    quantization: quantization.map_or(0, |_| quantization_at),
+                    shard: shard_at,
+                    statistics: statistics.map_or(0, |_| statistics_at),
+                    extension_type: extension_type_at,
+                },
+            });
+        }
+        // Only a failed rule leaves the block, with its error in `res`.
+        #[cfg(target_pointer_width = "32")]
+        return Err(match res {
+            Err(e) => e,
+            Ok(()) => DescriptorError::new(0, DescriptorErrorKind::TilingTooDeep),
+        });
     }
 
     /// What this view describes, as the encoder takes it: every array,

@@ -36,21 +36,24 @@ impl MemberRole {
         }
     }
 
-    pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, DescriptorError> {
+    /// Reads the section into `role`. The role travels through the
+    /// out-parameter, not the result: a `Result<MemberRole, _>` holds the
+    /// one-byte role at byte 4, so its error was moved on through an
+    /// unaligned `memcpy` of bytes 5..40 (ADR-133).
+    #[cfg_attr(target_pointer_width = "32", inline(always))]
+    pub(crate) fn parse(
+        r: &mut Reader<'_>,
+        role: &mut Option<Self>,
+    ) -> Result<(), DescriptorError> {
         let at = r.pos();
         let f = r.take::<MemberFields>()?;
-        let role = match f.member_role {
+        *role = Some(match f.member_role {
             0 => Self::Correction,
             1 => Self::Base,
             v => return Err(DescriptorError::invalid(at, "member_role", u64::from(v))),
-        };
+        });
         let reserved_at = at.saturating_add(at!(MemberFields.reserved));
-        crate::descriptor::layout::reserved(
-            &f.reserved,
-            reserved_at,
-            "composite_member._reserved",
-        )?;
-        Ok(role)
+        crate::descriptor::layout::reserved(&f.reserved, reserved_at, "composite_member._reserved")
     }
 
     pub(crate) fn encode(self, w: &mut Writer<'_>) {
