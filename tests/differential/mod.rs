@@ -1365,8 +1365,13 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
         }
         "stride extent" | "buffer extent" => match strided_extent(t) {
             Some((lo, hi)) => lo < i128::from(i64::MIN) || hi > i128::from(i64::MAX),
-            // Tiled extents are not modelled here.
-            None => matches!(t.layout, L::Tiled(_) | L::Strided(_)),
+            // A contiguous data buffer (row- and column-major, Morton,
+            // Hilbert) past `u64` from `byte_offset`; tiled extents are not
+            // modelled here.
+            None => {
+                matches!(t.layout, L::Tiled(_) | L::Strided(_))
+                    || size_rule(t, 0).is_some_and(|b| b > MAX)
+            }
         },
         "Morton curve size" => match &t.layout {
             L::Morton(m) => m.morton_bits.iter().map(|&b| u64::from(b)).sum::<u64>() >= 64,
