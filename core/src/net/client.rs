@@ -28,6 +28,7 @@ use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
     CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of, too_many,
+    unexpected,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -188,9 +189,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             return match msg {
                 Message::ServerHello(h) if self.link.state == State::AwaitHello => self.on_hello(h),
                 Message::Error(e) if stream == 0 => Err(self.link.peer_closed(e.code)),
-                _ => Err(self
-                    .link
-                    .fatal(stream, SessionErrorKind::Unexpected { message_type: code })),
+                _ => Err(self.link.fatal(stream, unexpected(code))),
             };
         }
         match msg {
@@ -210,36 +209,31 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 })
             }
             Message::TensorDescriptor(message) => self.on_descriptor(now, stream, message),
-            Message::TensorData(frame) => {
+            Message::TensorData(_) | Message::TensorDataEnd => {
                 let Some((request, t)) = self.receiving(stream, now) else {
                     return self.not_open(stream, code);
                 };
-                match t.on_data(frame.offset, frame.data.len()) {
-                    Ok(()) => Ok(ClientEvent::Data {
-                        stream_id: stream,
-                        request_id: request,
-                        frame,
-                    }),
-                    Err(k) => self.fault_request(stream, request, k),
-                }
-            }
-            Message::TensorDataEnd => {
-                let Some((request, t)) = self.receiving(stream, now) else {
-                    return self.not_open(stream, code);
-                };
-                match t.on_end() {
-                    Ok(last) => {
+                let r = match msg {
+                    Message::TensorData(frame) => {
+                        t.on_data(frame.offset, frame.data.len())
+                            .map(|()| ClientEvent::Data {
+                                stream_id: stream,
+                                request_id: request,
+                                frame,
+                            })
+                    }
+                    _ => t.on_end().map(|last| {
                         if last && stream != request {
                             self.link.streams.remove(stream);
                         }
-                        Ok(ClientEvent::DataEnd {
+                        ClientEvent::DataEnd {
                             stream_id: stream,
                             request_id: request,
                             request_complete: last && self.link.streams.shard_done(request),
-                        })
-                    }
-                    Err(k) => self.fault_request(stream, request, k),
-                }
+                        }
+                    }),
+                };
+                r.or_else(|k| self.fault_request(stream, request, k))
             }
             Message::TensorPutAck => match self.link.streams.get(stream).map(|s| s.kind) {
                 Some(Kind::Put { ended: true, .. }) => {
@@ -248,7 +242,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 }
                 _ => self.not_open(stream, code),
             },
-            _ => self.fault(stream, SessionErrorKind::Unexpected { message_type: code }),
+            _ => self.fault(stream, unexpected(code)),
         }
     }
 
@@ -370,10 +364,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             self.link.streams.remove(stream);
         }
         let e = self.link.fault(request, kind)?;
-        Ok(ClientEvent::StreamError(SessionError {
-            stream_id: stream,
-            ..e
-        }))
+        Ok(ClientEvent::StreamError(SessionError::on(stream, e.kind)))
     }
 
     // --- what to send ------------------------------------------------------------------
@@ -461,7 +452,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         self.open(stream, kind, NEVER, Message::TensorPut(*put), out)
     }
 
-    fn put_transfer(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
+    /// The transfer of the put on `stream`, while its data is sent.
+    fn sending(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
         match self.link.streams.get_mut(stream).map(|s| &mut s.kind) {
             Some(Kind::Put {
                 transfer,
@@ -469,26 +461,6 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             }) => Ok(transfer),
             _ => Err(ApiMisuse::WrongState(stream)),
         }
-    }
-
-    /// Records `len` bytes of the put on `stream` at `offset`; returns the
-    /// 20 bytes to send before them.
-    ///
-    /// # Errors
-    /// Out of order, past the total, empty, too large for the server, or
-    /// the connection is no longer open.
-    pub fn data_prefix(
-        &mut self,
-        stream: u32,
-        offset: u64,
-        len: u32,
-    ) -> Result<[u8; 20], ApiMisuse> {
-        self.link.established()?;
-        self.link.check_size(u64::from(len).saturating_add(8))?;
-        self.put_transfer(stream)?
-            .on_data(offset, len as usize)
-            .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
-        Ok(data_frame_prefix(stream, offset, len))
     }
 
     /// Ends the put's data on `stream` at `now`; the acknowledgement is
@@ -503,7 +475,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        let mut t = *self.put_transfer(stream)?;
+        let mut t = *self.sending(stream)?;
         t.on_end().map_err(|_| ApiMisuse::OutOfOrder(stream))?;
         let n = Message::TensorDataEnd.encode(stream, out)?;
         let timeout = self.config.request_timeout;

@@ -22,7 +22,7 @@ use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
     CodeSet, Kind, Link, NEVER, Outbox, Pending, Response, Slot, State, Transfer, after, block_of,
-    too_many,
+    too_many, unexpected,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -187,9 +187,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     ) -> Result<ServerEvent<'a>, SessionError> {
         if self.link.state == State::AwaitHello {
             let Message::ClientHello(hello) = msg else {
-                return Err(self
-                    .link
-                    .fatal(stream, SessionErrorKind::Unexpected { message_type: code }));
+                return Err(self.link.fatal(stream, unexpected(code)));
             };
             return self.on_hello(hello);
         }
@@ -257,7 +255,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             }
             // Server-to-client messages, a second hello, and RDMA (never
             // negotiated, [NP-RDMA-1]).
-            _ => self.fault(stream, SessionErrorKind::Unexpected { message_type: code }),
+            _ => self.fault(stream, unexpected(code)),
         }
     }
 
@@ -394,29 +392,6 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             }
             _ => Err(ApiMisuse::WrongState(stream)),
         }
-    }
-
-    /// Records `len` bytes at `offset` on `stream` and returns the 20 bytes
-    /// that go before them on the wire; the caller writes exactly `len`
-    /// data bytes after (from an mmap, without a copy).
-    ///
-    /// # Errors
-    /// [`ApiMisuse::OutOfOrder`] (the offset is not where the last frame
-    /// ended, `len` is 0 or passes the total), a frame too large for the
-    /// client, or a stream not sending.
-    pub fn data_prefix(
-        &mut self,
-        stream: u32,
-        offset: u64,
-        len: u32,
-    ) -> Result<[u8; 20], ApiMisuse> {
-        self.link.established()?;
-        self.link
-            .check_size((len as usize).saturating_add(8) as u64)?;
-        self.sending(stream)?
-            .on_data(offset, len as usize)
-            .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
-        Ok(data_frame_prefix(stream, offset, len))
     }
 
     /// Ends the current tensor on `stream` (every byte sent); the last one

@@ -51,9 +51,7 @@ impl Transfer {
         members: u32,
     ) -> Result<(), SessionErrorKind> {
         if self.phase != Phase::AwaitDescriptor || self.tensors_left == 0 {
-            return Err(SessionErrorKind::Unexpected {
-                message_type: MessageType::TensorDescriptor.code(),
-            });
+            return Err(unexpected(MessageType::TensorDescriptor.code()));
         }
         self.tensors_left = self
             .tensors_left
@@ -69,9 +67,7 @@ impl Transfer {
         len: usize,
     ) -> Result<(), SessionErrorKind> {
         let Phase::Data { total, done } = self.phase else {
-            return Err(SessionErrorKind::Unexpected {
-                message_type: MessageType::TensorData.code(),
-            });
+            return Err(unexpected(MessageType::TensorData.code()));
         };
         if offset != done {
             return Err(SessionErrorKind::DataOutOfOrder {
@@ -94,9 +90,7 @@ impl Transfer {
     /// Ends the current tensor; `true` when no tensor is left on the stream.
     pub(crate) const fn on_end(&mut self) -> Result<bool, SessionErrorKind> {
         let Phase::Data { total, done } = self.phase else {
-            return Err(SessionErrorKind::Unexpected {
-                message_type: MessageType::TensorDataEnd.code(),
-            });
+            return Err(unexpected(MessageType::TensorDataEnd.code()));
         };
         if done != total {
             return Err(SessionErrorKind::DataShort {
@@ -350,6 +344,17 @@ pub(crate) enum Pending {
     },
 }
 
+impl Pending {
+    /// The `ERROR` that answers `kind` on `stream`.
+    const fn error(stream: u32, kind: SessionErrorKind) -> Self {
+        Self::Error {
+            stream,
+            code: kind.error_code(),
+            text: kind.wire_text(),
+        }
+    }
+}
+
 /// A bounded FIFO of pending control messages.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Outbox {
@@ -426,6 +431,11 @@ pub(crate) const fn too_many<const S: usize>() -> SessionErrorKind {
     SessionErrorKind::TooManyStreams { max }
 }
 
+/// The fault of a message of type `code` where none may come.
+pub(crate) const fn unexpected(code: u32) -> SessionErrorKind {
+    SessionErrorKind::Unexpected { message_type: code }
+}
+
 /// A stream's deadline after activity at `now`.
 pub(crate) const fn after(now: u64, timeout: u64) -> u64 {
     now.saturating_add(timeout)
@@ -481,17 +491,9 @@ impl<const S: usize> Link<S> {
         if stream == 0 || self.state != State::Open {
             return Err(self.fatal(stream, kind));
         }
-        let error = SessionError {
-            stream_id: stream,
-            kind,
-        };
         self.streams.remove(stream);
-        self.queue(Pending::Error {
-            stream,
-            code: error.error_code(),
-            text: kind.wire_text(),
-        })?;
-        Ok(error)
+        self.queue(Pending::error(stream, kind))?;
+        Ok(SessionError::on(stream, kind))
     }
 
     /// A message of type `code` on `stream` where none may come: `None`
@@ -505,7 +507,7 @@ impl<const S: usize> Link<S> {
             return Ok(None);
         }
         let kind = if self.streams.get(stream).is_some() {
-            SessionErrorKind::Unexpected { message_type: code }
+            unexpected(code)
         } else {
             SessionErrorKind::UnknownStream
         };
@@ -543,10 +545,7 @@ impl<const S: usize> Link<S> {
     /// `ERROR` answers it (`[NP-ERROR-3]`).
     pub(crate) const fn peer_closed(&mut self, code: ErrorCode) -> SessionError {
         self.state = State::Closed;
-        SessionError {
-            stream_id: 0,
-            kind: SessionErrorKind::PeerError { code },
-        }
+        SessionError::on(0, SessionErrorKind::PeerError { code })
     }
 
     /// The peer's `PING`: its `PONG` is queued.
@@ -567,17 +566,9 @@ impl<const S: usize> Link<S> {
 
     /// Closes the connection with `ERROR` on `stream`.
     pub(crate) fn fatal(&mut self, stream: u32, kind: SessionErrorKind) -> SessionError {
-        let error = SessionError {
-            stream_id: stream,
-            kind,
-        };
-        let _ = self.outbox.push(Pending::Error {
-            stream,
-            code: error.error_code(),
-            text: kind.wire_text(),
-        });
+        let _ = self.outbox.push(Pending::error(stream, kind));
         self.state = State::Closed;
-        error
+        SessionError::on(stream, kind)
     }
 
     /// Queues `p`; a peer that makes us owe more than we can hold is not
@@ -773,6 +764,30 @@ macro_rules! session_api {
                 };
                 self.link.outbox.pop();
                 Ok(Some(n))
+            }
+
+            /// Records `len` bytes at `offset` on `stream` (a put the client
+            /// sends, a response or shard the server sends) and returns the
+            /// 20 bytes that go before them on the wire; the caller writes
+            /// exactly `len` data bytes after (from an mmap, without a copy).
+            ///
+            /// # Errors
+            /// [`ApiMisuse::OutOfOrder`] (the offset is not where the last
+            /// frame ended, `len` is 0 or passes the total), a frame too
+            /// large for the peer, a stream not sending, or the connection
+            /// no longer open.
+            pub fn data_prefix(
+                &mut self,
+                stream: u32,
+                offset: u64,
+                len: u32,
+            ) -> Result<[u8; 20], ApiMisuse> {
+                self.link.established()?;
+                self.link.check_size(u64::from(len).saturating_add(8))?;
+                self.sending(stream)?
+                    .on_data(offset, len as usize)
+                    .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
+                Ok(data_frame_prefix(stream, offset, len))
             }
 
             /// [`data_prefix`](Self::data_prefix) and the data, copied into `out`.
