@@ -93,7 +93,10 @@ pub enum SeqEvent<'x> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Header,
-    PadToFirst,
+    /// Zeros up to `first_descriptor_offset`.
+    PadToFirst {
+        first: u64,
+    },
     /// At a tensor boundary; zeros allowed up to `limit`.
     Between {
         limit: u64,
@@ -193,11 +196,12 @@ impl<'b> SequentialReader<'b> {
                         ));
                     }
                     self.filled = 0;
-                    self.state = State::PadToFirst;
+                    self.state = State::PadToFirst {
+                        first: header.first_descriptor_offset.get(),
+                    };
                     return Ok((used, Some(SeqEvent::Header(header))));
                 }
-                State::PadToFirst => {
-                    let first = self.first_descriptor_offset();
+                State::PadToFirst { first } => {
                     used = used.saturating_add(self.zeros(rest, first)?);
                     if self.offset < first {
                         return Ok((used, None));
@@ -207,12 +211,8 @@ impl<'b> SequentialReader<'b> {
                 State::Between { limit } => {
                     if self.remaining == Some(0) || self.end.is_some_and(|e| self.offset >= e) {
                         self.state = State::Done;
-                        return Ok((
-                            used,
-                            Some(SeqEvent::End {
-                                offset: self.offset,
-                            }),
-                        ));
+                        let offset = self.offset;
+                        return Ok((used, Some(SeqEvent::End { offset })));
                     }
                     let Some(&b) = rest.first() else {
                         return Ok((used, None));
@@ -329,24 +329,12 @@ impl<'b> SequentialReader<'b> {
         }
     }
 
-    fn first_descriptor_offset(&self) -> u64 {
-        self.buf
-            .get(..FILE_HEADER_LEN)
-            .and_then(|b| FileHeader::read_from_bytes(b).ok())
-            .map_or(FILE_HEADER_LEN as u64, |h| h.first_descriptor_offset.get())
-    }
-
     fn aligned(&self, offset: u64) -> Result<u64, FileError> {
         align_up(offset, self.alignment).ok_or(FileError::new(offset, FileErrorKind::DataPlacement))
     }
 
-    fn view(&self) -> Result<TensorView<'_>, crate::DescriptorError> {
-        TensorView::parse(self.buf.get(..self.filled).unwrap_or_default())
-    }
-
     fn start_buffer(&self, i: u32) -> Result<State, FileError> {
-        let size = self
-            .view()
+        let size = TensorView::parse(self.buf.get(..self.filled).unwrap_or_default())
             .ok()
             .and_then(|v| v.buffers().get(i as usize))
             .map_or(0, |h| h.byte_size());

@@ -111,21 +111,16 @@ fn slice_at(bytes: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
 
 /// Header, trailer and section bounds: no section's bytes are read yet.
 fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
-    let len = bytes.len() as u64;
-    let minimum = (FILE_HEADER_LEN + TRAILER_LEN) as u64;
-    let truncated = at(
-        0,
-        FileErrorKind::Truncated {
-            needed: minimum,
-            available: len,
-        },
-    );
-    if len < minimum {
+    let available = bytes.len() as u64;
+    let needed = (FILE_HEADER_LEN + TRAILER_LEN) as u64;
+    let truncated = at(0, FileErrorKind::Truncated { needed, available });
+    if available < needed {
         // The magic is still checked first when there are eight bytes.
-        if let Some(m) = bytes.get(..8) {
-            if m != super::header::FILE_MAGIC {
-                return Err(at(0, FileErrorKind::BadMagic));
-            }
+        if bytes
+            .get(..8)
+            .is_some_and(|m| m != super::header::FILE_MAGIC)
+        {
+            return Err(at(0, FileErrorKind::BadMagic));
         }
         return Err(truncated);
     }
@@ -133,7 +128,7 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         return Err(truncated);
     };
     let flags = header.check()?;
-    let trailer_at = len.saturating_sub(TRAILER_LEN as u64);
+    let trailer_at = available.saturating_sub(TRAILER_LEN as u64);
     let Ok((_, trailer)) = Trailer::ref_from_suffix(bytes) else {
         return Err(truncated);
     };
@@ -366,14 +361,11 @@ impl<'a> FileIndex<'a> {
     ) -> Result<Self, FileError> {
         let l = locate(bytes)?;
         if l.flags.contains(FileFlags::HAS_INDEX_CRC32C) {
-            let computed = (options.crc32c)(0, l.index);
-            if computed != l.stored_crc {
+            let (stored, computed) = (l.stored_crc, (options.crc32c)(0, l.index));
+            if computed != stored {
                 return Err(at(
                     l.trailer_at.saturating_add(Trailer::CRC_AT),
-                    FileErrorKind::CrcMismatch {
-                        stored: l.stored_crc,
-                        computed,
-                    },
+                    FileErrorKind::CrcMismatch { stored, computed },
                 ));
             }
         }
@@ -387,12 +379,8 @@ impl<'a> FileIndex<'a> {
         let n = count as usize;
         let use_table = !table.is_empty();
         if use_table && table.len() < n.saturating_mul(2) {
-            return Err(at(
-                l.index_offset,
-                FileErrorKind::TableTooSmall {
-                    needed: l.count.saturating_mul(2),
-                },
-            ));
+            let needed = l.count.saturating_mul(2);
+            return Err(at(l.index_offset, FileErrorKind::TableTooSmall { needed }));
         }
         let alignment = l.header.data_buffer_alignment.get();
         let first = l.header.first_descriptor_offset.get();
@@ -463,10 +451,7 @@ impl<'a> FileIndex<'a> {
         // with a table to fill: the table is then sorted as it stands);
         // else through the table, or pairwise for a small index.
         let unique = sorted || (ascending && use_table);
-        let needs_table = at(
-            l.index_offset,
-            FileErrorKind::NeedsTable { entries: l.count },
-        );
+        let needs_table = needs_table(l.index_offset, l.count);
         if !unique {
             if use_table {
                 heapsort(names, |a, b| name_of(a).cmp(name_of(b)));
@@ -674,14 +659,11 @@ impl<'a> FileIndex<'a> {
             .ok_or(at(entry_at, FileErrorKind::DescriptorPlacement))?;
         // The index's length must be the descriptor's own.
         if let Ok((h, _)) = FixedHeader::ref_from_prefix(desc) {
-            let own = h.descriptor_length.get();
-            if h.magic == crate::descriptor::DESCRIPTOR_MAGIC && own != e.descriptor_length {
+            let (index, descriptor) = (e.descriptor_length, h.descriptor_length.get());
+            if h.magic == crate::descriptor::DESCRIPTOR_MAGIC && descriptor != index {
                 return Err(at(
                     d_at.saturating_add(offset_of!(FixedHeader, descriptor_length) as u64),
-                    FileErrorKind::DescriptorLength {
-                        index: e.descriptor_length,
-                        descriptor: own,
-                    },
+                    FileErrorKind::DescriptorLength { index, descriptor },
                 ));
             }
         }
@@ -694,14 +676,9 @@ impl<'a> FileIndex<'a> {
         }
         let expected =
             data_extent(&view, alignment).ok_or(at(entry_at, FileErrorKind::DataPlacement))?;
-        if expected != e.data_length {
-            return Err(at(
-                entry_at,
-                FileErrorKind::DataLength {
-                    index: e.data_length,
-                    expected,
-                },
-            ));
+        let index = e.data_length;
+        if expected != index {
+            return Err(at(entry_at, FileErrorKind::DataLength { index, expected }));
         }
         let data = slice_at(self.bytes, e.data_offset, e.data_length)
             .ok_or(at(entry_at, FileErrorKind::DataPlacement))?;
@@ -796,15 +773,9 @@ impl<'a> FileIndex<'a> {
         }
     }
 
-    /// [`FileErrorKind::NeedsTable`]: the index is neither in file order
-    /// nor small, and no table was given.
+    /// [`FileErrorKind::NeedsTable`] for this index.
     const fn needs_table(&self) -> FileError {
-        at(
-            self.index_offset,
-            FileErrorKind::NeedsTable {
-                entries: self.count as u64,
-            },
-        )
+        needs_table(self.index_offset, self.count as u64)
     }
 
     /// Whether file order can be walked: the index's own, a sorted table,
@@ -820,6 +791,12 @@ impl<'a> FileIndex<'a> {
     const fn needs_scan(&self) -> bool {
         self.file_order.is_none() && !self.in_file_order
     }
+}
+
+/// [`FileErrorKind::NeedsTable`]: the index at `index_offset` is neither
+/// in file order nor small, and no table was given.
+const fn needs_table(index_offset: u64, entries: u64) -> FileError {
+    at(index_offset, FileErrorKind::NeedsTable { entries })
 }
 
 /// Checks an entry's ranges against the file alone.
@@ -1227,18 +1204,15 @@ impl<'a> FileParts<'a> {
         // before it (positions are one table read away when a table was
         // given, else walked).
         if start > 0 {
-            match order.table {
-                Some(_) => order.i = start.saturating_sub(1),
-                None => {
-                    for _ in 1..start {
-                        if order.next().is_none() {
-                            break;
-                        }
-                    }
+            let skip = start.saturating_sub(1);
+            let before = match order.table {
+                Some(_) => {
+                    order.i = skip;
+                    order.next()
                 }
-            }
-            let before = order.next().ok_or(idx.misplaced())?;
-            idx.place(before, &mut prev_end)?;
+                None => order.nth(skip as usize),
+            };
+            idx.place(before.ok_or(idx.misplaced())?, &mut prev_end)?;
         }
         idx.check_run(order, prev_end, end, &mut each)?;
         Ok(receipt)
