@@ -396,10 +396,7 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
         #[allow(clippy::cast_possible_truncation)]
         let sized = |n: usize| U32::new(n as u32);
         match *value {
-            KvValue::String(s) => {
-                self.put(sized(s.len()).as_bytes())?;
-                self.put(s.as_bytes())
-            }
+            KvValue::String(s) => self.write_payload(&KvValue::Bytes(s.as_bytes())),
             KvValue::Bytes(b) => {
                 self.put(sized(b.len()).as_bytes())?;
                 self.put(b)

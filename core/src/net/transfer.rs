@@ -19,7 +19,7 @@ use crate::layout::tag;
 
 use super::cursor::{Reader, Writer};
 use super::error::{NetError, NetErrorKind};
-use super::request::{check_key, invalid, key_len};
+use super::request::{invalid, key_len, read_key};
 
 /// The message offset of the payload's first byte.
 const HEADER_AT: u32 = 12;
@@ -292,9 +292,7 @@ impl<'a> TensorPut<'a> {
     /// The first rule broken, with its message offset.
     pub fn decode(payload: &'a [u8]) -> Result<Self, NetError> {
         let mut r = Reader::new(payload);
-        let at = r.offset();
-        let key = r.str32("tensor_key")?;
-        check_key(key, at)?;
+        let key = read_key(&mut r)?;
         let desc_at = r.offset().saturating_add(4);
         let bytes = r.bytes32()?;
         let descriptor = TensorView::parse(bytes).map_err(|e| descriptor_error(desc_at, e))?;
