@@ -381,10 +381,8 @@ impl<'b> SequentialReader<'b> {
         let n = want.min(rest.len());
         let chunk = rest.get(..n).unwrap_or_default();
         if let Some(i) = chunk.iter().position(|&b| b != 0) {
-            return Err(FileError::new(
-                self.offset.saturating_add(i as u64),
-                FileErrorKind::NonZeroPadding,
-            ));
+            let at = self.offset.saturating_add(i as u64);
+            return Err(FileError::new(at, FileErrorKind::NonZeroPadding));
         }
         self.offset = self.offset.saturating_add(n as u64);
         Ok(n)

@@ -103,6 +103,11 @@ const fn at(offset: u64, kind: FileErrorKind) -> FileError {
     FileError::new(offset, kind)
 }
 
+/// An error `n` bytes past `base` (a section's offset).
+const fn past(base: u64, n: u64, kind: FileErrorKind) -> FileError {
+    at(base.saturating_add(n), kind)
+}
+
 fn slice_at(bytes: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
     let start = usize::try_from(offset).ok()?;
     let end = start.checked_add(usize::try_from(len).ok()?)?;
@@ -135,10 +140,8 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     trailer.check(trailer_at)?;
     let stored_crc = trailer.index_crc32c.get();
     if !flags.contains(FileFlags::HAS_INDEX_CRC32C) && stored_crc != 0 {
-        return Err(at(
-            trailer_at.saturating_add(Trailer::CRC_AT),
-            FileErrorKind::CrcWithoutFlag(stored_crc),
-        ));
+        let kind = FileErrorKind::CrcWithoutFlag(stored_crc);
+        return Err(past(trailer_at, Trailer::CRC_AT, kind));
     }
     let first = header.first_descriptor_offset.get();
     let first_at = offset_of!(FileHeader, first_descriptor_offset) as u64;
@@ -363,10 +366,8 @@ impl<'a> FileIndex<'a> {
         if l.flags.contains(FileFlags::HAS_INDEX_CRC32C) {
             let (stored, computed) = (l.stored_crc, (options.crc32c)(0, l.index));
             if computed != stored {
-                return Err(at(
-                    l.trailer_at.saturating_add(Trailer::CRC_AT),
-                    FileErrorKind::CrcMismatch { stored, computed },
-                ));
+                let kind = FileErrorKind::CrcMismatch { stored, computed };
+                return Err(past(l.trailer_at, Trailer::CRC_AT, kind));
             }
         }
         let kv = match l.kv {
@@ -436,10 +437,7 @@ impl<'a> FileIndex<'a> {
             pos = next;
         }
         if pos != l.index.len() {
-            return Err(at(
-                l.index_offset.saturating_add(pos as u64),
-                FileErrorKind::IndexLength,
-            ));
+            return Err(past(l.index_offset, pos as u64, FileErrorKind::IndexLength));
         }
         let index = l.index;
         let name_of = |off: u32| split_entry(index, off as usize).map_or(&[][..], |(n, _, _)| n);
@@ -459,11 +457,8 @@ impl<'a> FileIndex<'a> {
                 for i in 1..names.len() {
                     if let (Some(&a), Some(&b)) = (names.get(i.wrapping_sub(1)), names.get(i)) {
                         if name_of(a) == name_of(b) {
-                            let off = a.max(b);
-                            return Err(at(
-                                l.index_offset.saturating_add(u64::from(off)),
-                                FileErrorKind::DuplicateName,
-                            ));
+                            let off = u64::from(a.max(b));
+                            return Err(past(l.index_offset, off, FileErrorKind::DuplicateName));
                         }
                     }
                 }
@@ -838,10 +833,7 @@ fn check_unique_pairwise(index: &[u8], n: usize, base: u64) -> Result<(), FileEr
                 break;
             };
             if other == name {
-                return Err(at(
-                    base.saturating_add(b as u64),
-                    FileErrorKind::DuplicateName,
-                ));
+                return Err(past(base, b as u64, FileErrorKind::DuplicateName));
             }
             b = after;
         }

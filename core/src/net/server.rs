@@ -355,14 +355,13 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 return Err(ApiMisuse::InvalidArgument("device_tag"));
             }
         }
-        let members = msg.member_count();
         let stream = request_stream.saturating_add(msg.shard_index);
         let first = msg.shard_index == 0;
         if !first && self.link.streams.get(stream).is_some() {
             return Err(ApiMisuse::WrongState(stream));
         }
         let mut t = if first { r.transfer } else { Transfer::new() };
-        t.on_descriptor(msg.total_data_bytes, members)
+        t.on_descriptor(msg.total_data_bytes, msg.member_count())
             .map_err(|_| ApiMisuse::WrongState(stream))?;
         let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
         if !first {
@@ -406,18 +405,16 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         let n = Message::TensorDataEnd.encode(stream, out)?;
         *self.sending(stream)? = t;
         if done {
-            self.finish_shard(stream);
+            // The shard's stream closes; its request when it was the last.
+            let mut request = stream;
+            if let Some(Kind::Shard { parent, .. }) = self.link.streams.get(stream).map(|s| s.kind)
+            {
+                request = parent;
+                self.link.streams.remove(stream);
+            }
+            let _ = self.link.streams.shard_done(request);
         }
         Ok(n)
-    }
-
-    fn finish_shard(&mut self, stream: u32) {
-        let mut request = stream;
-        if let Some(Kind::Shard { parent, .. }) = self.link.streams.get(stream).map(|s| s.kind) {
-            request = parent;
-            self.link.streams.remove(stream);
-        }
-        let _ = self.link.streams.shard_done(request);
     }
 
     /// Acknowledges the put on `stream` (all of its data arrived) and

@@ -79,19 +79,12 @@ fn volume(mut dims: impl Iterator<Item = u64>) -> Option<u64> {
 /// # Errors
 /// The first [`ShardError`] found.
 pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> {
-    let Some(first) = shards.first() else {
-        return Err(ShardError::Count {
-            expected: 1,
-            found: 0,
-        });
-    };
     let n = u32::try_from(shards.len()).unwrap_or(u32::MAX);
-    if first.total_shards != n {
-        return Err(ShardError::Count {
-            expected: first.total_shards,
-            found: n,
-        });
-    }
+    // As many shards as the first says (and at least that one).
+    let Some(first) = shards.first().filter(|f| f.total_shards == n) else {
+        let expected = shards.first().map_or(1, |f| f.total_shards);
+        return Err(ShardError::Count { expected, found: n });
+    };
     let Some(parent) = first.descriptor.shard().map(|s| s.parent_shape) else {
         // One unsharded tensor is its own cover.
         return if n == 1 {

@@ -71,12 +71,9 @@ fn check_transport(
     desc_at: u32,
 ) -> Result<(), NetError> {
     for b in view.buffers().iter() {
-        if b.sync_mode() != SyncMode::ProducerSynced {
-            return Err(invalid(
-                desc_at,
-                "sync_mode",
-                u64::from(b.sync_mode().code()),
-            ));
+        let sync = b.sync_mode();
+        if sync != SyncMode::ProducerSynced {
+            return Err(invalid(desc_at, "sync_mode", u64::from(sync.code())));
         }
     }
     match data_bytes(view) {
@@ -151,25 +148,26 @@ impl<'a> DescriptorMessage<'a> {
     /// The transport rules; `at` is the message offset of the fields.
     fn check(&self, at: u32) -> Result<(), NetError> {
         check_transport(&self.descriptor, self.total_data_bytes, at, HEADER_AT)?;
+        let (index, total) = (self.shard_index, self.total_shards);
         let bad_total = Err(invalid(
             at.saturating_add(12),
             "total_shards",
-            u64::from(self.total_shards),
+            u64::from(total),
         ));
-        if self.total_shards == 0 || self.total_shards > MAX_SHARDS {
+        if total == 0 || total > MAX_SHARDS {
             return bad_total;
         }
-        if self.shard_index >= self.total_shards {
+        if index >= total {
             return Err(invalid(
                 at.saturating_add(8),
                 "shard_index",
-                u64::from(self.shard_index),
+                u64::from(index),
             ));
         }
         // A sharded transfer's descriptors are shard descriptors, never
         // composite heads ([NP-SHARD-1]).
         let composite = matches!(self.descriptor.layout(), Layout::Composite(_));
-        if self.total_shards > 1 && (self.descriptor.shard().is_none() || composite) {
+        if total > 1 && (self.descriptor.shard().is_none() || composite) {
             return bad_total;
         }
         Ok(())
