@@ -427,13 +427,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         let parallel = request.flags.contains(RequestFlags::PARALLEL_OK);
         let kind = Kind::response(request, parallel, self.peer_select_max());
         let deadline = after(now, self.config.request_timeout);
-        self.open(
-            stream,
-            kind,
-            deadline,
-            Message::TensorRequest(*request),
-            out,
-        )
+        let msg = Message::TensorRequest(*request);
+        self.open(stream, kind, deadline, msg, out)
     }
 
     /// Starts `put` on a new `stream`; send its bytes with

@@ -149,20 +149,12 @@ impl<'a> DescriptorMessage<'a> {
     fn check(&self, at: u32) -> Result<(), NetError> {
         check_transport(&self.descriptor, self.total_data_bytes, at, HEADER_AT)?;
         let (index, total) = (self.shard_index, self.total_shards);
-        let bad_total = Err(invalid(
-            at.saturating_add(12),
-            "total_shards",
-            u64::from(total),
-        ));
+        let bad_total = Err(invalid(at.saturating_add(12), "total_shards", total.into()));
         if total == 0 || total > MAX_SHARDS {
             return bad_total;
         }
         if index >= total {
-            return Err(invalid(
-                at.saturating_add(8),
-                "shard_index",
-                u64::from(index),
-            ));
+            return Err(invalid(at.saturating_add(8), "shard_index", index.into()));
         }
         // A sharded transfer's descriptors are shard descriptors, never
         // composite heads ([NP-SHARD-1]).

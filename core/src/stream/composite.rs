@@ -246,11 +246,8 @@ impl OpenComposites {
         let Some(f) = self.top() else {
             return Ok(0);
         };
-        let shape = dims(
-            scratch
-                .get(f.start..f.start.saturating_add(f.shape_len))
-                .unwrap_or_default(),
-        );
+        let end = f.start.saturating_add(f.shape_len);
+        let shape = dims(scratch.get(f.start..end).unwrap_or_default());
         f.progress.finish(shape)?;
         self.depth = self.depth.saturating_sub(1);
         if let Some(slot) = self.frames.get_mut(self.depth) {
