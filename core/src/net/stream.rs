@@ -227,8 +227,13 @@ impl<const S: usize> Streams<S> {
         }
     }
 
+    /// The open streams' slots.
+    fn open(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().flatten()
+    }
+
     pub(crate) fn get(&self, id: u32) -> Option<&Slot> {
-        self.slots.iter().flatten().find(|s| s.id == id)
+        self.open().find(|s| s.id == id)
     }
 
     pub(crate) fn get_mut(&mut self, id: u32) -> Option<&mut Slot> {
@@ -251,30 +256,26 @@ impl<const S: usize> Streams<S> {
     }
 
     pub(crate) fn open_count(&self) -> usize {
-        self.slots.iter().flatten().count()
+        self.open().count()
     }
 
     /// Whether `id` is open, or lies in the shard block of an open parallel
     /// request (`[NP-SHARD-2]`).
     pub(crate) fn in_use(&self, id: u32) -> bool {
-        self.slots.iter().flatten().any(|s| {
+        self.open().any(|s| {
             s.id == id || matches!(s.kind, Kind::Response(r) if r.parallel) && block_of(id) == s.id
         })
     }
 
     /// Whether opening a parallel request at `id` would cover an open stream.
     pub(crate) fn block_busy(&self, id: u32) -> bool {
-        self.slots.iter().flatten().any(|s| block_of(s.id) == id)
+        self.open().any(|s| block_of(s.id) == id)
     }
 
     pub(crate) fn insert(&mut self, slot: Slot) -> Result<(), ApiMisuse> {
-        match self.slots.iter_mut().find(|s| s.is_none()) {
-            Some(free) => {
-                *free = Some(slot);
-                Ok(())
-            }
-            None => Err(ApiMisuse::NoFreeStream),
-        }
+        let free = self.slots.iter_mut().find(|s| s.is_none());
+        *free.ok_or(ApiMisuse::NoFreeStream)? = Some(slot);
+        Ok(())
     }
 
     /// Closes `id` and, for a request, its shard streams.
@@ -299,11 +300,8 @@ impl<const S: usize> Streams<S> {
     pub(crate) fn shard_done(&mut self, parent: u32) -> bool {
         let done = self.response_mut(parent).is_some_and(|r| {
             r.shards_done = r.shards_done.saturating_add(1);
-            let expected = if r.select.is_some() {
-                1
-            } else {
-                r.shards_total
-            };
+            // A selection is one shard; else every shard of the total.
+            let expected = r.select.map_or(r.shards_total, |_| 1);
             r.shards_total != 0 && r.shards_done >= expected && r.transfer.finished()
         });
         if done {
@@ -314,21 +312,12 @@ impl<const S: usize> Streams<S> {
 
     /// The earliest deadline of any stream.
     pub(crate) fn earliest(&self) -> u64 {
-        self.slots
-            .iter()
-            .flatten()
-            .map(|s| s.deadline)
-            .min()
-            .unwrap_or(NEVER)
+        self.open().map(|s| s.deadline).min().unwrap_or(NEVER)
     }
 
     /// A stream whose deadline is at or before `now`.
     pub(crate) fn expired(&self, now: u64) -> Option<u32> {
-        self.slots
-            .iter()
-            .flatten()
-            .find(|s| s.deadline <= now)
-            .map(|s| s.id)
+        self.open().find(|s| s.deadline <= now).map(|s| s.id)
     }
 }
 
