@@ -313,12 +313,8 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
     /// [`Misuse::BadName`] / [`Misuse::BadKv`] for a key or value, KV
     /// given without `has_kv` ([`Misuse::BadKv`]), or the sink's error.
     pub fn finish(mut self, kv: &[(&str, KvValue<'_>)]) -> Res<W, W> {
-        if self.depth > 0 {
-            let missing = self
-                .open
-                .get(self.depth.saturating_sub(1))
-                .copied()
-                .unwrap_or(0);
+        // The innermost open composite, if any, still expects members.
+        if let Some(&missing) = self.depth.checked_sub(1).and_then(|top| self.open.get(top)) {
             return Err(Misuse::TornComposite { missing }.into());
         }
         if !kv.is_empty() && !self.options.has_kv {

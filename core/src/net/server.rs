@@ -278,25 +278,17 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         event: ServerEvent<'a>,
         kind: impl FnOnce(bool) -> Kind,
     ) -> Result<ServerEvent<'a>, SessionError> {
-        let parallel = self
-            .config
-            .hello
-            .capabilities
-            .contains(Capabilities::PARALLEL_STREAMS);
-        let kind = kind(parallel);
-        let refused = if self.link.streams.in_use(stream)
+        let caps = self.config.hello.capabilities;
+        let kind = kind(caps.contains(Capabilities::PARALLEL_STREAMS));
+        if self.link.streams.in_use(stream)
             || matches!(kind, Kind::Response(r) if r.parallel)
                 && self.link.streams.block_busy(stream)
         {
             // [NP-STREAM-2]: the ERROR closes the stream already open too.
-            Some(SessionErrorKind::StreamInUse)
-        } else if self.link.streams.open_count() >= S {
-            Some(too_many::<S>())
-        } else {
-            None
-        };
-        if let Some(kind) = refused {
-            return self.fault(stream, kind);
+            return self.fault(stream, SessionErrorKind::StreamInUse);
+        }
+        if self.link.streams.open_count() >= S {
+            return self.fault(stream, too_many::<S>());
         }
         let deadline = match kind {
             Kind::Put { .. } => after(now, self.config.request_timeout),
