@@ -244,9 +244,8 @@ impl<'b> SequentialReader<'b> {
                             .and_then(|b| U32::read_from_bytes(b).ok())
                             .map_or(0, |v| v.get() as usize);
                         if len < HEADER_LEN || len > self.buf.len() {
-                            return Err(
-                                self.no_room(self.desc_at.saturating_add(LEN_AT as u64), len)
-                            );
+                            let at = self.desc_at.saturating_add(LEN_AT as u64);
+                            return Err(self.no_room(at, len));
                         }
                         len
                     };

@@ -281,10 +281,8 @@ impl<'a> Iterator for Buffers<'a> {
         let size = handle.byte_size();
         let s = slice_at(self.tensor.data, self.at, size)?;
         self.next = self.next.saturating_add(1);
-        self.at = align_up(
-            self.at.saturating_add(size),
-            u64::from(self.tensor.alignment),
-        )?;
+        let end = self.at.saturating_add(size);
+        self.at = align_up(end, u64::from(self.tensor.alignment))?;
         Some(s)
     }
 }
@@ -387,10 +385,7 @@ impl<'a> FileIndex<'a> {
         let first = l.header.first_descriptor_offset.get();
         let sorted = l.flags.contains(FileFlags::SORTED_INDEX);
         let mid = if use_table { n } else { 0 };
-        let (names, rest) = match table.split_at_mut_checked(mid) {
-            Some(halves) => halves,
-            None => (&mut [][..], &mut [][..]),
-        };
+        let (names, rest) = table.split_at_mut_checked(mid).unwrap_or_default();
 
         // One pass over the index: each entry alone, the name order, and
         // whether index order is file order.
@@ -631,15 +626,8 @@ impl<'a> FileIndex<'a> {
             while v.remaining() > 0 {
                 let at = order.i;
                 let Some(next) = order.next() else { break };
-                let member = self.check_tree(
-                    next,
-                    at,
-                    limit,
-                    order,
-                    prev_end,
-                    depth.saturating_add(1),
-                    each,
-                )?;
+                let deeper = depth.saturating_add(1);
+                let member = self.check_tree(next, at, limit, order, prev_end, deeper, each)?;
                 v.push(&member).map_err(fail)?;
             }
             v.finish().map_err(fail)?;
@@ -1153,10 +1141,8 @@ impl<'a> FileParts<'a> {
                 .and_then(|c| u32::try_from(c).ok())
                 .unwrap_or(self.index.count)
         };
-        (
-            cut(u64::from(part).min(p)),
-            cut(u64::from(part).saturating_add(1).min(p)),
-        )
+        let part = u64::from(part);
+        (cut(part.min(p)), cut(part.saturating_add(1).min(p)))
     }
 
     /// Checks part `part` (`0..len()`): each of its tensors' descriptor

@@ -27,7 +27,7 @@ use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
-    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of, too_many,
+    CodeSet, Kind, Link, NEVER, Outbox, Pending, State, Transfer, after, block_of, too_many,
     unexpected,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
@@ -306,12 +306,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     transfer: Transfer::new(),
                 };
                 let deadline = after(now, self.config.request_timeout);
-                let slot = Slot {
-                    id: stream,
-                    kind,
-                    deadline,
-                };
-                if self.link.streams.insert(slot).is_err() {
+                if self.link.streams.insert(stream, kind, deadline).is_err() {
                     return self.fault_request(stream, parent, too_many::<S>());
                 }
                 parent
@@ -399,11 +394,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             return Err(ApiMisuse::NoFreeStream);
         }
         let n = msg.encode(stream, out)?;
-        self.link.streams.insert(Slot {
-            id: stream,
-            kind,
-            deadline,
-        })?;
+        self.link.streams.insert(stream, kind, deadline)?;
         Ok(n)
     }
 

@@ -295,11 +295,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             _ => NEVER,
         };
         // Cannot fail: a slot is free (checked above).
-        let _ = self.link.streams.insert(Slot {
-            id: stream,
-            kind,
-            deadline,
-        });
+        let _ = self.link.streams.insert(stream, kind, deadline);
         Ok(event)
     }
 
@@ -357,14 +353,12 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             .map_err(|_| ApiMisuse::WrongState(stream))?;
         let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
         if !first {
-            self.link.streams.insert(Slot {
-                id: stream,
-                kind: Kind::Shard {
-                    parent: request_stream,
-                    transfer: t,
-                },
-                deadline: NEVER,
-            })?;
+            let parent = request_stream;
+            let kind = Kind::Shard {
+                parent,
+                transfer: t,
+            };
+            self.link.streams.insert(stream, kind, NEVER)?;
         }
         if let Some(response) = self.link.streams.response_mut(request_stream) {
             if first {

@@ -272,9 +272,10 @@ impl<const S: usize> Streams<S> {
         self.open().any(|s| block_of(s.id) == id)
     }
 
-    pub(crate) fn insert(&mut self, slot: Slot) -> Result<(), ApiMisuse> {
+    /// Opens stream `id` doing `kind`, due by `deadline`.
+    pub(crate) fn insert(&mut self, id: u32, kind: Kind, deadline: u64) -> Result<(), ApiMisuse> {
         let free = self.slots.iter_mut().find(|s| s.is_none());
-        *free.ok_or(ApiMisuse::NoFreeStream)? = Some(slot);
+        *free.ok_or(ApiMisuse::NoFreeStream)? = Some(Slot { id, kind, deadline });
         Ok(())
     }
 
