@@ -338,11 +338,7 @@ fn read_kv_entry(bytes: &[u8], at: usize) -> KvResult<(&[u8], KvValue<'_>, usize
             .ok_or((count_at, FileErrorKind::KvLength))?;
         let count = count.get();
         let start = count_at.checked_add(4).ok_or(short)?;
-        let mut pos = start;
-        for _ in 0..count {
-            let (_, next) = read_payload(bytes, pos, elem)?;
-            pos = next;
-        }
+        let pos = skip_payloads(bytes, start, elem, count)?;
         let payloads = bytes.get(start..pos).ok_or(short)?;
         (
             KvValue::Array(KvArray::Encoded {
@@ -432,17 +428,16 @@ pub(crate) fn payload_len(value: &KvValue<'_>) -> Option<u64> {
     }
 }
 
+/// Reads `count` payloads of type `tag` from `at`; returns where they end.
+fn skip_payloads(bytes: &[u8], mut at: usize, tag: u8, count: u32) -> KvResult<usize> {
+    for _ in 0..count {
+        (_, at) = read_payload(bytes, at, tag)?;
+    }
+    Ok(at)
+}
+
 /// Whether `count` payloads of type `tag` fill `bytes` exactly.
 pub(crate) fn encoded_array_ok(tag: u8, count: u32, bytes: &[u8]) -> bool {
-    if !(tag::STRING..=tag::BYTES).contains(&tag) {
-        return false;
-    }
-    let mut pos = 0;
-    for _ in 0..count {
-        match read_payload(bytes, pos, tag) {
-            Ok((_, next)) => pos = next,
-            Err(_) => return false,
-        }
-    }
-    pos == bytes.len()
+    (tag::STRING..=tag::BYTES).contains(&tag)
+        && skip_payloads(bytes, 0, tag, count).is_ok_and(|end| end == bytes.len())
 }

@@ -120,12 +120,9 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
         }
         let v = volume(s.descriptor.shape().iter()).ok_or(ShardError::Overflow)?;
         covered = covered.checked_add(v).ok_or(ShardError::Overflow)?;
-        for (j, o) in shards.iter().enumerate().take(i) {
+        for (a, o) in (0u32..).zip(shards.iter().take(i)) {
             if overlaps(s, o) {
-                return Err(ShardError::Overlap {
-                    a: u32::try_from(j).unwrap_or(u32::MAX),
-                    b: index,
-                });
+                return Err(ShardError::Overlap { a, b: index });
             }
         }
     }
