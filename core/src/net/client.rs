@@ -181,68 +181,63 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     fn dispatch<'a>(
         &mut self,
         now: u64,
-        stream: u32,
+        stream_id: u32,
         code: u32,
         msg: Message<'a>,
     ) -> Result<ClientEvent<'a>, SessionError> {
         if self.link.state != State::Open {
             return match msg {
                 Message::ServerHello(h) if self.link.state == State::AwaitHello => self.on_hello(h),
-                Message::Error(e) if stream == 0 => Err(self.link.peer_closed(e.code)),
-                _ => Err(self.link.fatal(stream, unexpected(code))),
+                Message::Error(e) if stream_id == 0 => Err(self.link.peer_closed(e.code)),
+                _ => Err(self.link.fatal(stream_id, unexpected(code))),
             };
         }
         match msg {
             Message::Ping(t) => self.link.on_ping(t).map(ClientEvent::Ping),
             Message::Pong(t) => self.link.on_pong(t).map(ClientEvent::Pong),
+            Message::Error(e) if stream_id == 0 => Err(self.link.peer_closed(e.code)),
             Message::Error(error) => {
-                if stream == 0 {
-                    return Err(self.link.peer_closed(error.code));
-                }
                 // An ERROR on a shard stream ends its whole request.
-                let request = self.request_of(stream).unwrap_or(stream);
+                let request = self.request_of(stream_id).unwrap_or(stream_id);
                 self.link.streams.remove(request);
-                self.link.streams.remove(stream);
-                Ok(ClientEvent::PeerError {
-                    stream_id: stream,
-                    error,
-                })
+                self.link.streams.remove(stream_id);
+                Ok(ClientEvent::PeerError { stream_id, error })
             }
-            Message::TensorDescriptor(message) => self.on_descriptor(now, stream, message),
+            Message::TensorDescriptor(message) => self.on_descriptor(now, stream_id, message),
             Message::TensorData(_) | Message::TensorDataEnd => {
-                let Some((request, t)) = self.receiving(stream, now) else {
-                    return self.not_open(stream, code);
+                let Some((request, t)) = self.receiving(stream_id, now) else {
+                    return self.not_open(stream_id, code);
                 };
                 let r = match msg {
                     Message::TensorData(frame) => {
                         t.on_data(frame.offset, frame.data.len())
                             .map(|()| ClientEvent::Data {
-                                stream_id: stream,
+                                stream_id,
                                 request_id: request,
                                 frame,
                             })
                     }
                     _ => t.on_end().map(|last| {
-                        if last && stream != request {
-                            self.link.streams.remove(stream);
+                        if last && stream_id != request {
+                            self.link.streams.remove(stream_id);
                         }
                         ClientEvent::DataEnd {
-                            stream_id: stream,
+                            stream_id,
                             request_id: request,
                             request_complete: last && self.link.streams.shard_done(request),
                         }
                     }),
                 };
-                r.or_else(|k| self.fault_request(stream, request, k))
+                r.or_else(|k| self.fault_request(stream_id, request, k))
             }
-            Message::TensorPutAck => match self.link.streams.get(stream).map(|s| s.kind) {
+            Message::TensorPutAck => match self.link.streams.get(stream_id).map(|s| s.kind) {
                 Some(Kind::Put { ended: true, .. }) => {
-                    self.link.streams.remove(stream);
-                    Ok(ClientEvent::PutAck { stream_id: stream })
+                    self.link.streams.remove(stream_id);
+                    Ok(ClientEvent::PutAck { stream_id })
                 }
-                _ => self.not_open(stream, code),
+                _ => self.not_open(stream_id, code),
             },
-            _ => self.fault(stream, unexpected(code)),
+            _ => self.fault(stream_id, unexpected(code)),
         }
     }
 

@@ -181,48 +181,37 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     fn dispatch<'a>(
         &mut self,
         now: u64,
-        stream: u32,
+        stream_id: u32,
         code: u32,
         msg: Message<'a>,
     ) -> Result<ServerEvent<'a>, SessionError> {
         if self.link.state == State::AwaitHello {
             let Message::ClientHello(hello) = msg else {
-                return Err(self.link.fatal(stream, unexpected(code)));
+                return Err(self.link.fatal(stream_id, unexpected(code)));
             };
             return self.on_hello(hello);
         }
         match msg {
             Message::Ping(t) => self.link.on_ping(t).map(ServerEvent::Ping),
             Message::Pong(t) => self.link.on_pong(t).map(ServerEvent::Pong),
+            Message::Error(e) if stream_id == 0 => Err(self.link.peer_closed(e.code)),
             Message::Error(error) => {
-                if stream == 0 {
-                    return Err(self.link.peer_closed(error.code));
-                }
-                self.link.streams.remove(stream);
-                Ok(ServerEvent::PeerError {
-                    stream_id: stream,
-                    error,
-                })
+                self.link.streams.remove(stream_id);
+                Ok(ServerEvent::PeerError { stream_id, error })
             }
             Message::TensorRequest(request) => {
                 let advertised = ShardSelect::find(&self.config.hello.layouts).map(|a| a.count());
-                let event = ServerEvent::Request {
-                    stream_id: stream,
-                    request,
-                };
-                self.open(stream, now, event, |ok_parallel| {
+                let event = ServerEvent::Request { stream_id, request };
+                self.open(stream_id, now, event, |ok_parallel| {
                     let parallel = ok_parallel
                         && request.flags.contains(RequestFlags::PARALLEL_OK)
-                        && block_of(stream) == stream;
+                        && block_of(stream_id) == stream_id;
                     Kind::response(&request, parallel, advertised)
                 })
             }
             Message::TensorPut(put) => {
-                let event = ServerEvent::PutStart {
-                    stream_id: stream,
-                    put,
-                };
-                self.open(stream, now, event, |_| Kind::put(put.total_data_bytes))
+                let event = ServerEvent::PutStart { stream_id, put };
+                self.open(stream_id, now, event, |_| Kind::put(put.total_data_bytes))
             }
             Message::TensorData(_) | Message::TensorDataEnd => {
                 let timeout = self.config.request_timeout;
@@ -234,28 +223,25 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                         },
                     deadline,
                     ..
-                }) = self.link.streams.get_mut(stream)
+                }) = self.link.streams.get_mut(stream_id)
                 else {
-                    return self.not_open(stream, code);
+                    return self.not_open(stream_id, code);
                 };
                 *deadline = after(now, timeout);
                 let r = match msg {
                     Message::TensorData(frame) => transfer
                         .on_data(frame.offset, frame.data.len())
-                        .map(|()| ServerEvent::PutData {
-                            stream_id: stream,
-                            frame,
-                        }),
+                        .map(|()| ServerEvent::PutData { stream_id, frame }),
                     _ => transfer.on_end().map(|_| {
                         *ended = true;
-                        ServerEvent::PutEnd { stream_id: stream }
+                        ServerEvent::PutEnd { stream_id }
                     }),
                 };
-                r.or_else(|kind| self.fault(stream, kind))
+                r.or_else(|kind| self.fault(stream_id, kind))
             }
             // Server-to-client messages, a second hello, and RDMA (never
             // negotiated, [NP-RDMA-1]).
-            _ => self.fault(stream, unexpected(code)),
+            _ => self.fault(stream_id, unexpected(code)),
         }
     }
 
