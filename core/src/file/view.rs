@@ -188,14 +188,12 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     if first > region_end {
         return Err(bad_first);
     }
-    let Ok((count, _)) = U64::read_from_prefix(index) else {
-        return Err(at(index_offset, FileErrorKind::IndexLength));
-    };
-    let count = count.get();
-    // Entries take at least 34 bytes (an empty name is reported as such).
+    // Entries take at least 34 bytes (an empty name is reported as such);
+    // a missing count (the bounds above rule it out) fails as too large.
     let room = (index_length.saturating_sub(INDEX_COUNT_LEN as u64))
         .checked_div(MIN_ENTRY_LEN.saturating_sub(1) as u64)
         .unwrap_or(0);
+    let count = U64::read_from_prefix(index).map_or(u64::MAX, |(c, _)| c.get());
     if count > room {
         return Err(at(index_offset, FileErrorKind::IndexLength));
     }

@@ -580,12 +580,10 @@ impl<const S: usize> Link<S> {
     }
 
     /// `Err(TooLargeForPeer)` for a payload past the peer's maximum.
-    pub(crate) fn check_size(&self, payload: u64) -> Result<(), ApiMisuse> {
-        if payload > u64::from(self.peer_max) {
-            return Err(ApiMisuse::TooLargeForPeer {
-                length: payload,
-                max: self.peer_max,
-            });
+    pub(crate) fn check_size(&self, length: u64) -> Result<(), ApiMisuse> {
+        let max = self.peer_max;
+        if length > u64::from(max) {
+            return Err(ApiMisuse::TooLargeForPeer { length, max });
         }
         Ok(())
     }
