@@ -337,10 +337,8 @@ impl<'b> SequentialReader<'b> {
             .ok()
             .and_then(|v| v.buffers().get(i as usize))
             .map_or(0, |h| h.byte_size());
-        if self
-            .end
-            .is_some_and(|e| self.offset.checked_add(size).is_none_or(|x| x > e))
-        {
+        let end = self.offset.checked_add(size);
+        if self.end.is_some_and(|e| end.is_none_or(|x| x > e)) {
             return Err(FileError::new(self.desc_at, FileErrorKind::DataPlacement));
         }
         Ok(State::Data {

@@ -697,10 +697,7 @@ impl<'a> FileIndex<'a> {
     /// # Errors
     /// The first rule the tensor's descriptor or data region breaks.
     pub fn get(&self, name: &str) -> Result<Option<Tensor<'a>>, FileError> {
-        match self.find(name) {
-            Some(off) => self.tensor_at(off).map(Some),
-            None => Ok(None),
-        }
+        self.find(name).map(|off| self.tensor_at(off)).transpose()
     }
 
     /// The offset in the index of the entry named `name`.

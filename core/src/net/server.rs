@@ -396,10 +396,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// [`ApiMisuse::WrongState`] before the put's data ended.
     pub fn send_put_ack(&mut self, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        if !matches!(
-            self.link.streams.get(stream).map(|s| s.kind),
-            Some(Kind::Put { ended: true, .. })
-        ) {
+        let kind = self.link.streams.get(stream).map(|s| s.kind);
+        if !matches!(kind, Some(Kind::Put { ended: true, .. })) {
             return Err(ApiMisuse::WrongState(stream));
         }
         let n = Message::TensorPutAck.encode(stream, out)?;

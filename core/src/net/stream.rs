@@ -493,13 +493,10 @@ impl<const S: usize> Link<S> {
         stream: u32,
         code: u32,
     ) -> Result<Option<SessionError>, SessionError> {
-        if self.streams.recently_closed(stream) && self.streams.get(stream).is_none() {
-            return Ok(None);
-        }
-        let kind = if self.streams.get(stream).is_some() {
-            unexpected(code)
-        } else {
-            SessionErrorKind::UnknownStream
+        let kind = match self.streams.get(stream) {
+            Some(_) => unexpected(code),
+            None if self.streams.recently_closed(stream) => return Ok(None),
+            None => SessionErrorKind::UnknownStream,
         };
         self.fault(stream, kind).map(Some)
     }

@@ -121,8 +121,7 @@ impl<'m> BoxStore<'m> for Store<'_> {
             self.short = Some((needed, self.bytes.len() as u64));
             return Err(*self.boxes);
         };
-        let values = b.offset.iter().chain(b.shape.iter());
-        put_words(slot, values);
+        put_words(slot, b.offset.iter().chain(b.shape.iter()));
         *self.boxes = self.boxes.saturating_add(1);
         Ok(())
     }
