@@ -427,11 +427,6 @@ fn check_kv(kv: &[(&str, KvValue<'_>)]) -> Result<u32, Misuse> {
         if kv.iter().take(i).any(|(k, _)| k == key) {
             return Err(Misuse::DuplicateName);
         }
-        if let KvValue::Array(KvArray::Encoded { tag, count, bytes }) = value {
-            if !super::kv::encoded_array_ok(*tag, *count, bytes) {
-                return Err(Misuse::BadKv);
-            }
-        }
         let payload = payload_len(value).ok_or(Misuse::BadKv)?;
         total = total
             .checked_add(3_u64.saturating_add(key.len() as u64))

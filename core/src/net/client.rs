@@ -279,21 +279,17 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         message: DescriptorMessage<'a>,
     ) -> Result<ClientEvent<'a>, SessionError> {
         let code = MessageType::TensorDescriptor.code();
+        let (index, total) = (message.shard_index, message.total_shards);
         // Which request does this stream answer? Its own, or, for a new
         // stream in an open parallel request's block, that request's.
         let request = match self.request_of(stream) {
             Some(r) => r,
             None => {
                 let parent = block_of(stream);
-                let open = self
-                    .link
-                    .streams
-                    .response(parent)
-                    .is_some_and(|r| r.parallel);
-                if !open || parent == stream {
+                if !self.link.streams.parallel(parent) || parent == stream {
                     return self.not_open(stream, code);
                 }
-                if message.shard_index != stream.wrapping_sub(parent) {
+                if index != stream.wrapping_sub(parent) {
                     return self.fault_request(stream, parent, SessionErrorKind::ShardMismatch);
                 }
                 let kind = Kind::Shard {
@@ -311,11 +307,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         let Some(&response) = self.link.streams.response(request) else {
             return self.not_open(stream, code);
         };
-        if message.shard_index != stream.wrapping_sub(request)
-            || response
-                .misfit(message.total_shards, message.shard_index)
-                .is_some()
-        {
+        if index != stream.wrapping_sub(request) || response.misfit(total, index).is_some() {
             return self.fault_request(stream, request, SessionErrorKind::ShardMismatch);
         }
         // [NP-DEVICE-2]: buffers on the preferred device or one we listed.
@@ -333,7 +325,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             return self.fault_request(stream, request, k);
         }
         if let Some(r) = self.link.streams.response_mut(request) {
-            r.shards_total = message.total_shards;
+            r.shards_total = total;
         }
         Ok(ClientEvent::Descriptor {
             stream_id: stream,

@@ -162,10 +162,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// `PARALLEL_STREAMS` (`[NP-SHARD-2]`).
     #[must_use]
     pub fn may_shard(&self, stream: u32) -> bool {
-        self.link
-            .streams
-            .response(stream)
-            .is_some_and(|r| r.parallel)
+        self.link.streams.parallel(stream)
     }
 
     /// The shard selection in force for the open request on `stream`

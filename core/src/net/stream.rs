@@ -144,13 +144,9 @@ impl Response {
         {
             return Some("total_shards");
         }
-        if self
-            .select
-            .is_some_and(|s| !s.takes(total_shards, shard_index))
-        {
-            return Some("shard_index");
-        }
-        None
+        self.select
+            .filter(|s| !s.takes(total_shards, shard_index))
+            .map(|_| "shard_index")
     }
 }
 
@@ -253,6 +249,11 @@ impl<const S: usize> Streams<S> {
             Kind::Response(r) => Some(r),
             _ => None,
         }
+    }
+
+    /// Whether `id` is an open request answered in parallel shards.
+    pub(crate) fn parallel(&self, id: u32) -> bool {
+        self.response(id).is_some_and(|r| r.parallel)
     }
 
     pub(crate) fn open_count(&self) -> usize {
