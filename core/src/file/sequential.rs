@@ -299,17 +299,16 @@ impl<'b> SequentialReader<'b> {
                     ));
                 }
                 State::PadToBuffer { next } => {
-                    if (next as usize) < self.buffers {
-                        let target = self.aligned(self.offset)?;
-                        used = used.saturating_add(self.zeros(rest, target)?);
-                        if self.offset < target {
-                            return Ok((used, None));
-                        }
-                        self.state = self.start_buffer(next)?;
-                    } else {
+                    if next as usize >= self.buffers {
                         self.state = State::PadToEight;
                         return Ok((used, Some(SeqEvent::TensorEnd)));
                     }
+                    let target = self.aligned(self.offset)?;
+                    used = used.saturating_add(self.zeros(rest, target)?);
+                    if self.offset < target {
+                        return Ok((used, None));
+                    }
+                    self.state = self.start_buffer(next)?;
                 }
                 State::PadToEight => {
                     let target = align_up(self.offset, 8).unwrap_or(u64::MAX);

@@ -164,10 +164,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     /// to `n` shards.
     #[must_use]
     pub fn peer_select_max(&self) -> Option<u16> {
-        if !self.peer_caps.contains(Capabilities::PARALLEL_STREAMS) {
-            return None;
-        }
-        self.peer_select.map(|s| s.count())
+        let parallel = self.peer_caps.contains(Capabilities::PARALLEL_STREAMS);
+        self.peer_select.filter(|_| parallel).map(|s| s.count())
     }
 
     /// Whether the stream (a request, shard or put) is still open.

@@ -168,11 +168,10 @@ fn read_entry<'a>(r: &mut Reader<'a>) -> Result<LayoutEntry<'a>, NetError> {
 /// Reads `count` entries.
 pub(crate) fn read_entries<'a>(r: &mut Reader<'a>, count: u16) -> Result<LayoutList<'a>, NetError> {
     let start = r.remaining();
-    let before = start.len();
     for _ in 0..count {
         read_entry(r)?;
     }
-    let used = before.saturating_sub(r.remaining().len());
+    let used = start.len().saturating_sub(r.remaining().len());
     Ok(LayoutList {
         count,
         bytes: start.get(..used).unwrap_or(&[]),
