@@ -530,9 +530,7 @@ impl<'a> FileIndex<'a> {
     /// # Errors
     /// As [`verify`](Self::verify).
     pub fn verify_each(self, mut each: impl FnMut(Tensor<'a>)) -> Result<FileView<'a>, FileError> {
-        if !self.file_order_known() {
-            return Err(self.needs_table());
-        }
+        self.file_order_known()?;
         self.check_tensors(&mut each)?;
         Ok(FileView { index: self })
     }
@@ -756,10 +754,13 @@ impl<'a> FileIndex<'a> {
         needs_table(self.index_offset, self.count as u64)
     }
 
-    /// Whether file order can be walked: the index's own, a sorted table,
-    /// or a scan of a small index.
-    const fn file_order_known(&self) -> bool {
-        self.in_file_order || self.file_order.is_some() || self.count_is_small()
+    /// `Ok` when file order can be walked (the index's own, a sorted table,
+    /// or a scan of a small index), else [`FileErrorKind::NeedsTable`].
+    const fn file_order_known(&self) -> Result<(), FileError> {
+        if self.in_file_order || self.file_order.is_some() || self.count_is_small() {
+            return Ok(());
+        }
+        Err(self.needs_table())
     }
 
     const fn count_is_small(&self) -> bool {
@@ -1043,9 +1044,7 @@ impl<'a> FileView<'a> {
         parts: u32,
     ) -> Result<FileParts<'a>, FileError> {
         let index = FileIndex::open(bytes, options, table, true)?;
-        if !index.file_order_known() {
-            return Err(index.needs_table());
-        }
+        index.file_order_known()?;
         let parts = if index.needs_scan() {
             1
         } else {

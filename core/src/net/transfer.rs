@@ -127,11 +127,10 @@ impl<'a> DescriptorMessage<'a> {
     /// # Errors
     /// The first rule broken, with its message offset.
     pub fn decode(payload: &'a [u8]) -> Result<Self, NetError> {
-        let base = HEADER_AT;
         let (descriptor, rest) =
-            TensorView::parse_prefix(payload).map_err(|e| descriptor_error(base, e))?;
+            TensorView::parse_prefix(payload).map_err(|e| descriptor_error(HEADER_AT, e))?;
         let desc_len = payload.len().saturating_sub(rest.len());
-        let at = base.saturating_add(u32::try_from(desc_len).unwrap_or(u32::MAX));
+        let at = HEADER_AT.saturating_add(u32::try_from(desc_len).unwrap_or(u32::MAX));
         let mut r = Reader::new(rest);
         let fields: TransportFields = r.read().map_err(|e| shift(e, desc_len))?;
         r.finish().map_err(|e| shift(e, desc_len))?;
