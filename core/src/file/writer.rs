@@ -31,26 +31,23 @@ use crate::descriptor::{Layout, TensorView};
 /// Where a [`FileWriter`] keeps its index entries: a caller's slice (or
 /// array) of slots, or any growable store a std layer provides.
 pub trait IndexStore<'n> {
-    /// Makes room for `len` entries; `false` when it cannot.
-    fn reserve_to(&mut self, len: usize) -> bool;
+    /// Makes room for `len` entries; `false` when it cannot (by default:
+    /// whether the slots already number that many).
+    fn reserve_to(&mut self, len: usize) -> bool {
+        len <= self.slots().len()
+    }
     /// The slots (at least as many as the last successful
     /// [`reserve_to`](Self::reserve_to)).
     fn slots(&mut self) -> &mut [IndexEntry<'n>];
 }
 
 impl<'n> IndexStore<'n> for &mut [IndexEntry<'n>] {
-    fn reserve_to(&mut self, len: usize) -> bool {
-        len <= self.len()
-    }
     fn slots(&mut self) -> &mut [IndexEntry<'n>] {
         self
     }
 }
 
 impl<'n, const N: usize> IndexStore<'n> for &mut [IndexEntry<'n>; N] {
-    fn reserve_to(&mut self, len: usize) -> bool {
-        len <= N
-    }
     fn slots(&mut self) -> &mut [IndexEntry<'n>] {
         &mut self[..]
     }

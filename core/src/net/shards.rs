@@ -85,7 +85,7 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
         let expected = shards.first().map_or(1, |f| f.total_shards);
         return Err(ShardError::Count { expected, found: n });
     };
-    let Some(parent) = first.descriptor.shard().map(|s| s.parent_shape) else {
+    let Some(shape) = first.descriptor.shard().map(|s| s.parent_shape) else {
         // One unsharded tensor is its own cover.
         return if n == 1 {
             Ok(())
@@ -93,7 +93,7 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
             Err(ShardError::Index { index: 0 })
         };
     };
-    let parent_volume = volume(parent.iter()).ok_or(ShardError::Overflow)?;
+    let parent = volume(shape.iter()).ok_or(ShardError::Overflow)?;
     let mut covered = 0u64;
     for (i, s) in shards.iter().enumerate() {
         let index = u32::try_from(i).unwrap_or(u32::MAX);
@@ -109,7 +109,7 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
             return Err(ShardError::Index { index });
         }
         let inconsistent = |what| Err(ShardError::Inconsistent { index, what });
-        if !shard.parent_shape.iter().eq(parent.iter()) {
+        if !shard.parent_shape.iter().eq(shape.iter()) {
             return inconsistent("parent_shape");
         }
         if s.descriptor.element_type() != first.descriptor.element_type() {
@@ -127,11 +127,8 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
         }
     }
     // Disjoint boxes inside the parent whose volumes add up to it cover it.
-    if covered != parent_volume {
-        return Err(ShardError::Coverage {
-            covered,
-            parent: parent_volume,
-        });
+    if covered != parent {
+        return Err(ShardError::Coverage { covered, parent });
     }
     Ok(())
 }
