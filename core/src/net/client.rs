@@ -202,31 +202,36 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 Ok(ClientEvent::PeerError { stream_id, error })
             }
             Message::TensorDescriptor(message) => self.on_descriptor(now, stream_id, message),
-            Message::TensorData(_) | Message::TensorDataEnd => {
+            Message::TensorData(frame) => {
                 let Some((request, t)) = self.receiving(stream_id, now) else {
                     return self.not_open(stream_id, code);
                 };
-                let r = match msg {
-                    Message::TensorData(frame) => {
-                        t.on_data(frame.offset, frame.data.len())
-                            .map(|()| ClientEvent::Data {
-                                stream_id,
-                                request_id: request,
-                                frame,
-                            })
-                    }
-                    _ => t.on_end().map(|last| {
+                match t.on_data(frame.offset, frame.data.len()) {
+                    Ok(()) => Ok(ClientEvent::Data {
+                        stream_id,
+                        request_id: request,
+                        frame,
+                    }),
+                    Err(k) => self.fault_request(stream_id, request, k),
+                }
+            }
+            Message::TensorDataEnd => {
+                let Some((request, t)) = self.receiving(stream_id, now) else {
+                    return self.not_open(stream_id, code);
+                };
+                match t.on_end() {
+                    Ok(last) => {
                         if last && stream_id != request {
                             self.link.streams.remove(stream_id);
                         }
-                        ClientEvent::DataEnd {
+                        Ok(ClientEvent::DataEnd {
                             stream_id,
                             request_id: request,
                             request_complete: last && self.link.streams.shard_done(request),
-                        }
-                    }),
-                };
-                r.or_else(|k| self.fault_request(stream_id, request, k))
+                        })
+                    }
+                    Err(k) => self.fault_request(stream_id, request, k),
+                }
             }
             Message::TensorPutAck => match self.link.streams.get(stream_id).map(|s| s.kind) {
                 Some(Kind::Put { ended: true, .. }) => {
