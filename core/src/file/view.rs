@@ -446,13 +446,11 @@ impl<'a> FileIndex<'a> {
         if !unique {
             if use_table {
                 heapsort(names, |a, b| name_of(a).cmp(name_of(b)));
-                // (Pairs by hand: `windows` keeps a panic path at opt-level "s".)
-                for i in 1..names.len() {
-                    if let (Some(&a), Some(&b)) = (names.get(i.wrapping_sub(1)), names.get(i)) {
-                        if name_of(a) == name_of(b) {
-                            let off = u64::from(a.max(b));
-                            return Err(past(l.index_offset, off, FileErrorKind::DuplicateName));
-                        }
+                // (Pairs by zip: `windows` keeps a panic path at opt-level "s".)
+                for (&a, &b) in names.iter().zip(names.iter().skip(1)) {
+                    if name_of(a) == name_of(b) {
+                        let off = u64::from(a.max(b));
+                        return Err(past(l.index_offset, off, FileErrorKind::DuplicateName));
                     }
                 }
             } else if l.count <= SMALL_INDEX {

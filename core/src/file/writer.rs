@@ -323,13 +323,8 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
         // Names are unique: sort by name, compare neighbours, and restore
         // write order unless the index is to be sorted.
         heapsort(entries, |a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-        let dup = (1..entries.len()).any(|i| {
-            matches!(
-                (entries.get(i.wrapping_sub(1)), entries.get(i)),
-                (Some(a), Some(b)) if a.name == b.name
-            )
-        });
-        if dup {
+        let next = entries.iter().skip(1);
+        if entries.iter().zip(next).any(|(a, b)| a.name == b.name) {
             return Err(Misuse::DuplicateName.into());
         }
         if !self.options.sorted_index {
