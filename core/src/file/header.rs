@@ -63,13 +63,13 @@ const_assert_eq!(
 const_assert_eq!(core::mem::offset_of!(FileHeader, tensor_count_hint), 28);
 const_assert_eq!(core::mem::offset_of!(FileHeader, reserved_tail), 36);
 
-/// Byte offset of a header field, for error reports.
 /// Whether `a` is a `data_buffer_alignment`: a power of two in
 /// [`MIN_DATA_ALIGNMENT`]..=[`MAX_DATA_ALIGNMENT`].
 pub(crate) const fn alignment_ok(a: u32) -> bool {
     a.is_power_of_two() && a >= MIN_DATA_ALIGNMENT && a <= MAX_DATA_ALIGNMENT
 }
 
+/// Byte offset of a header field, for error reports.
 macro_rules! at {
     ($field:ident) => {
         core::mem::offset_of!(FileHeader, $field) as u64
@@ -129,10 +129,8 @@ impl FileHeader {
         }
         let (major, minor) = (self.version_major, self.version_minor);
         if major != FILE_VERSION_MAJOR {
-            return fail(
-                at!(version_major),
-                FileErrorKind::UnsupportedVersion { major, minor },
-            );
+            let kind = FileErrorKind::UnsupportedVersion { major, minor };
+            return fail(at!(version_major), kind);
         }
         if self.reserved != [0; 2] {
             return fail(at!(reserved), FileErrorKind::ReservedBytes);

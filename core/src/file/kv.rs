@@ -338,11 +338,7 @@ fn read_kv_entry(bytes: &[u8], at: usize) -> KvResult<(&[u8], KvValue<'_>, usize
             .ok_or((count_at, FileErrorKind::KvLength))?;
         let count = count.get();
         let start = count_at.checked_add(4).ok_or(short)?;
-        let mut pos = start;
-        for _ in 0..count {
-            let (_, next) = read_payload(bytes, pos, elem)?;
-            pos = next;
-        }
+        let pos = skip_payloads(bytes, start, elem, count)?;
         let payloads = bytes.get(start..pos).ok_or(short)?;
         (
             KvValue::Array(KvArray::Encoded {
@@ -407,7 +403,8 @@ fn read_payload<'b>(bytes: &'b [u8], at: usize, tag: u8) -> KvResult<(KvValue<'b
 }
 
 /// Bytes `value`'s payload takes (tag excluded), or `None` when it cannot
-/// be encoded (a length past `u32`, a nested or mixed array).
+/// be encoded (a length past `u32`, a nested or mixed array, an encoded
+/// array that is not valid).
 pub(crate) fn payload_len(value: &KvValue<'_>) -> Option<u64> {
     let sized = |n: usize| u32::try_from(n).ok().map(|n| 4 + u64::from(n));
     match value {
@@ -417,8 +414,9 @@ pub(crate) fn payload_len(value: &KvValue<'_>) -> Option<u64> {
         KvValue::Bool(_) => Some(1),
         KvValue::Array(a) => {
             u32::try_from(a.len()).ok()?;
-            if let KvArray::Encoded { bytes, .. } = a {
-                return (bytes.len() as u64).checked_add(5);
+            if let KvArray::Encoded { tag, count, bytes } = *a {
+                let valid = encoded_array_ok(tag, count, bytes);
+                return (bytes.len() as u64).checked_add(5).filter(|_| valid);
             }
             let mut total: u64 = 5;
             for v in a.iter() {
@@ -432,17 +430,16 @@ pub(crate) fn payload_len(value: &KvValue<'_>) -> Option<u64> {
     }
 }
 
-/// Whether `count` payloads of type `tag` fill `bytes` exactly.
-pub(crate) fn encoded_array_ok(tag: u8, count: u32, bytes: &[u8]) -> bool {
-    if !(tag::STRING..=tag::BYTES).contains(&tag) {
-        return false;
-    }
-    let mut pos = 0;
+/// Reads `count` payloads of type `tag` from `at`; returns where they end.
+fn skip_payloads(bytes: &[u8], mut at: usize, tag: u8, count: u32) -> KvResult<usize> {
     for _ in 0..count {
-        match read_payload(bytes, pos, tag) {
-            Ok((_, next)) => pos = next,
-            Err(_) => return false,
-        }
+        (_, at) = read_payload(bytes, at, tag)?;
     }
-    pos == bytes.len()
+    Ok(at)
+}
+
+/// Whether `count` payloads of type `tag` fill `bytes` exactly.
+fn encoded_array_ok(tag: u8, count: u32, bytes: &[u8]) -> bool {
+    (tag::STRING..=tag::BYTES).contains(&tag)
+        && skip_payloads(bytes, 0, tag, count).is_ok_and(|end| end == bytes.len())
 }

@@ -93,7 +93,10 @@ pub enum SeqEvent<'x> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Header,
-    PadToFirst,
+    /// Zeros up to `first_descriptor_offset`.
+    PadToFirst {
+        first: u64,
+    },
     /// At a tensor boundary; zeros allowed up to `limit`.
     Between {
         limit: u64,
@@ -193,11 +196,12 @@ impl<'b> SequentialReader<'b> {
                         ));
                     }
                     self.filled = 0;
-                    self.state = State::PadToFirst;
+                    self.state = State::PadToFirst {
+                        first: header.first_descriptor_offset.get(),
+                    };
                     return Ok((used, Some(SeqEvent::Header(header))));
                 }
-                State::PadToFirst => {
-                    let first = self.first_descriptor_offset();
+                State::PadToFirst { first } => {
                     used = used.saturating_add(self.zeros(rest, first)?);
                     if self.offset < first {
                         return Ok((used, None));
@@ -207,12 +211,8 @@ impl<'b> SequentialReader<'b> {
                 State::Between { limit } => {
                     if self.remaining == Some(0) || self.end.is_some_and(|e| self.offset >= e) {
                         self.state = State::Done;
-                        return Ok((
-                            used,
-                            Some(SeqEvent::End {
-                                offset: self.offset,
-                            }),
-                        ));
+                        let offset = self.offset;
+                        return Ok((used, Some(SeqEvent::End { offset })));
                     }
                     let Some(&b) = rest.first() else {
                         return Ok((used, None));
@@ -244,9 +244,8 @@ impl<'b> SequentialReader<'b> {
                             .and_then(|b| U32::read_from_bytes(b).ok())
                             .map_or(0, |v| v.get() as usize);
                         if len < HEADER_LEN || len > self.buf.len() {
-                            return Err(
-                                self.no_room(self.desc_at.saturating_add(LEN_AT as u64), len)
-                            );
+                            let at = self.desc_at.saturating_add(LEN_AT as u64);
+                            return Err(self.no_room(at, len));
                         }
                         len
                     };
@@ -300,17 +299,16 @@ impl<'b> SequentialReader<'b> {
                     ));
                 }
                 State::PadToBuffer { next } => {
-                    if (next as usize) < self.buffers {
-                        let target = self.aligned(self.offset)?;
-                        used = used.saturating_add(self.zeros(rest, target)?);
-                        if self.offset < target {
-                            return Ok((used, None));
-                        }
-                        self.state = self.start_buffer(next)?;
-                    } else {
+                    if next as usize >= self.buffers {
                         self.state = State::PadToEight;
                         return Ok((used, Some(SeqEvent::TensorEnd)));
                     }
+                    let target = self.aligned(self.offset)?;
+                    used = used.saturating_add(self.zeros(rest, target)?);
+                    if self.offset < target {
+                        return Ok((used, None));
+                    }
+                    self.state = self.start_buffer(next)?;
                 }
                 State::PadToEight => {
                     let target = align_up(self.offset, 8).unwrap_or(u64::MAX);
@@ -329,31 +327,17 @@ impl<'b> SequentialReader<'b> {
         }
     }
 
-    fn first_descriptor_offset(&self) -> u64 {
-        self.buf
-            .get(..FILE_HEADER_LEN)
-            .and_then(|b| FileHeader::read_from_bytes(b).ok())
-            .map_or(FILE_HEADER_LEN as u64, |h| h.first_descriptor_offset.get())
-    }
-
     fn aligned(&self, offset: u64) -> Result<u64, FileError> {
         align_up(offset, self.alignment).ok_or(FileError::new(offset, FileErrorKind::DataPlacement))
     }
 
-    fn view(&self) -> Result<TensorView<'_>, crate::DescriptorError> {
-        TensorView::parse(self.buf.get(..self.filled).unwrap_or_default())
-    }
-
     fn start_buffer(&self, i: u32) -> Result<State, FileError> {
-        let size = self
-            .view()
+        let size = TensorView::parse(self.buf.get(..self.filled).unwrap_or_default())
             .ok()
             .and_then(|v| v.buffers().get(i as usize))
             .map_or(0, |h| h.byte_size());
-        if self
-            .end
-            .is_some_and(|e| self.offset.checked_add(size).is_none_or(|x| x > e))
-        {
+        let end = self.offset.checked_add(size);
+        if self.end.is_some_and(|e| end.is_none_or(|x| x > e)) {
             return Err(FileError::new(self.desc_at, FileErrorKind::DataPlacement));
         }
         Ok(State::Data {
@@ -393,10 +377,8 @@ impl<'b> SequentialReader<'b> {
         let n = want.min(rest.len());
         let chunk = rest.get(..n).unwrap_or_default();
         if let Some(i) = chunk.iter().position(|&b| b != 0) {
-            return Err(FileError::new(
-                self.offset.saturating_add(i as u64),
-                FileErrorKind::NonZeroPadding,
-            ));
+            let at = self.offset.saturating_add(i as u64);
+            return Err(FileError::new(at, FileErrorKind::NonZeroPadding));
         }
         self.offset = self.offset.saturating_add(n as u64);
         Ok(n)

@@ -103,6 +103,11 @@ const fn at(offset: u64, kind: FileErrorKind) -> FileError {
     FileError::new(offset, kind)
 }
 
+/// An error `n` bytes past `base` (a section's offset).
+const fn past(base: u64, n: u64, kind: FileErrorKind) -> FileError {
+    at(base.saturating_add(n), kind)
+}
+
 fn slice_at(bytes: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
     let start = usize::try_from(offset).ok()?;
     let end = start.checked_add(usize::try_from(len).ok()?)?;
@@ -111,21 +116,16 @@ fn slice_at(bytes: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
 
 /// Header, trailer and section bounds: no section's bytes are read yet.
 fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
-    let len = bytes.len() as u64;
-    let minimum = (FILE_HEADER_LEN + TRAILER_LEN) as u64;
-    let truncated = at(
-        0,
-        FileErrorKind::Truncated {
-            needed: minimum,
-            available: len,
-        },
-    );
-    if len < minimum {
+    let available = bytes.len() as u64;
+    let needed = (FILE_HEADER_LEN + TRAILER_LEN) as u64;
+    let truncated = at(0, FileErrorKind::Truncated { needed, available });
+    if available < needed {
         // The magic is still checked first when there are eight bytes.
-        if let Some(m) = bytes.get(..8) {
-            if m != super::header::FILE_MAGIC {
-                return Err(at(0, FileErrorKind::BadMagic));
-            }
+        if bytes
+            .get(..8)
+            .is_some_and(|m| m != super::header::FILE_MAGIC)
+        {
+            return Err(at(0, FileErrorKind::BadMagic));
         }
         return Err(truncated);
     }
@@ -133,17 +133,15 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
         return Err(truncated);
     };
     let flags = header.check()?;
-    let trailer_at = len.saturating_sub(TRAILER_LEN as u64);
+    let trailer_at = available.saturating_sub(TRAILER_LEN as u64);
     let Ok((_, trailer)) = Trailer::ref_from_suffix(bytes) else {
         return Err(truncated);
     };
     trailer.check(trailer_at)?;
     let stored_crc = trailer.index_crc32c.get();
     if !flags.contains(FileFlags::HAS_INDEX_CRC32C) && stored_crc != 0 {
-        return Err(at(
-            trailer_at.saturating_add(Trailer::CRC_AT),
-            FileErrorKind::CrcWithoutFlag(stored_crc),
-        ));
+        let kind = FileErrorKind::CrcWithoutFlag(stored_crc);
+        return Err(past(trailer_at, Trailer::CRC_AT, kind));
     }
     let first = header.first_descriptor_offset.get();
     let first_at = offset_of!(FileHeader, first_descriptor_offset) as u64;
@@ -190,14 +188,12 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     if first > region_end {
         return Err(bad_first);
     }
-    let Ok((count, _)) = U64::read_from_prefix(index) else {
-        return Err(at(index_offset, FileErrorKind::IndexLength));
-    };
-    let count = count.get();
-    // Entries take at least 34 bytes (an empty name is reported as such).
+    // Entries take at least 34 bytes (an empty name is reported as such);
+    // a missing count (the bounds above rule it out) fails as too large.
     let room = (index_length.saturating_sub(INDEX_COUNT_LEN as u64))
         .checked_div(MIN_ENTRY_LEN.saturating_sub(1) as u64)
         .unwrap_or(0);
+    let count = U64::read_from_prefix(index).map_or(u64::MAX, |(c, _)| c.get());
     if count > room {
         return Err(at(index_offset, FileErrorKind::IndexLength));
     }
@@ -283,10 +279,8 @@ impl<'a> Iterator for Buffers<'a> {
         let size = handle.byte_size();
         let s = slice_at(self.tensor.data, self.at, size)?;
         self.next = self.next.saturating_add(1);
-        self.at = align_up(
-            self.at.saturating_add(size),
-            u64::from(self.tensor.alignment),
-        )?;
+        let end = self.at.saturating_add(size);
+        self.at = align_up(end, u64::from(self.tensor.alignment))?;
         Some(s)
     }
 }
@@ -366,15 +360,10 @@ impl<'a> FileIndex<'a> {
     ) -> Result<Self, FileError> {
         let l = locate(bytes)?;
         if l.flags.contains(FileFlags::HAS_INDEX_CRC32C) {
-            let computed = (options.crc32c)(0, l.index);
-            if computed != l.stored_crc {
-                return Err(at(
-                    l.trailer_at.saturating_add(Trailer::CRC_AT),
-                    FileErrorKind::CrcMismatch {
-                        stored: l.stored_crc,
-                        computed,
-                    },
-                ));
+            let (stored, computed) = (l.stored_crc, (options.crc32c)(0, l.index));
+            if computed != stored {
+                let kind = FileErrorKind::CrcMismatch { stored, computed };
+                return Err(past(l.trailer_at, Trailer::CRC_AT, kind));
             }
         }
         let kv = match l.kv {
@@ -387,21 +376,14 @@ impl<'a> FileIndex<'a> {
         let n = count as usize;
         let use_table = !table.is_empty();
         if use_table && table.len() < n.saturating_mul(2) {
-            return Err(at(
-                l.index_offset,
-                FileErrorKind::TableTooSmall {
-                    needed: l.count.saturating_mul(2),
-                },
-            ));
+            let needed = l.count.saturating_mul(2);
+            return Err(at(l.index_offset, FileErrorKind::TableTooSmall { needed }));
         }
         let alignment = l.header.data_buffer_alignment.get();
         let first = l.header.first_descriptor_offset.get();
         let sorted = l.flags.contains(FileFlags::SORTED_INDEX);
         let mid = if use_table { n } else { 0 };
-        let (names, rest) = match table.split_at_mut_checked(mid) {
-            Some(halves) => halves,
-            None => (&mut [][..], &mut [][..]),
-        };
+        let (names, rest) = table.split_at_mut_checked(mid).unwrap_or_default();
 
         // One pass over the index: each entry alone, the name order, and
         // whether index order is file order.
@@ -448,10 +430,7 @@ impl<'a> FileIndex<'a> {
             pos = next;
         }
         if pos != l.index.len() {
-            return Err(at(
-                l.index_offset.saturating_add(pos as u64),
-                FileErrorKind::IndexLength,
-            ));
+            return Err(past(l.index_offset, pos as u64, FileErrorKind::IndexLength));
         }
         let index = l.index;
         let name_of = |off: u32| split_entry(index, off as usize).map_or(&[][..], |(n, _, _)| n);
@@ -463,23 +442,15 @@ impl<'a> FileIndex<'a> {
         // with a table to fill: the table is then sorted as it stands);
         // else through the table, or pairwise for a small index.
         let unique = sorted || (ascending && use_table);
-        let needs_table = at(
-            l.index_offset,
-            FileErrorKind::NeedsTable { entries: l.count },
-        );
+        let needs_table = needs_table(l.index_offset, l.count);
         if !unique {
             if use_table {
                 heapsort(names, |a, b| name_of(a).cmp(name_of(b)));
-                // (Pairs by hand: `windows` keeps a panic path at opt-level "s".)
-                for i in 1..names.len() {
-                    if let (Some(&a), Some(&b)) = (names.get(i.wrapping_sub(1)), names.get(i)) {
-                        if name_of(a) == name_of(b) {
-                            let off = a.max(b);
-                            return Err(at(
-                                l.index_offset.saturating_add(u64::from(off)),
-                                FileErrorKind::DuplicateName,
-                            ));
-                        }
+                // (Pairs by zip: `windows` keeps a panic path at opt-level "s".)
+                for (&a, &b) in names.iter().zip(names.iter().skip(1)) {
+                    if name_of(a) == name_of(b) {
+                        let off = u64::from(a.max(b));
+                        return Err(past(l.index_offset, off, FileErrorKind::DuplicateName));
                     }
                 }
             } else if l.count <= SMALL_INDEX {
@@ -557,9 +528,7 @@ impl<'a> FileIndex<'a> {
     /// # Errors
     /// As [`verify`](Self::verify).
     pub fn verify_each(self, mut each: impl FnMut(Tensor<'a>)) -> Result<FileView<'a>, FileError> {
-        if !self.file_order_known() {
-            return Err(self.needs_table());
-        }
+        self.file_order_known()?;
         self.check_tensors(&mut each)?;
         Ok(FileView { index: self })
     }
@@ -651,15 +620,8 @@ impl<'a> FileIndex<'a> {
             while v.remaining() > 0 {
                 let at = order.i;
                 let Some(next) = order.next() else { break };
-                let member = self.check_tree(
-                    next,
-                    at,
-                    limit,
-                    order,
-                    prev_end,
-                    depth.saturating_add(1),
-                    each,
-                )?;
+                let deeper = depth.saturating_add(1);
+                let member = self.check_tree(next, at, limit, order, prev_end, deeper, each)?;
                 v.push(&member).map_err(fail)?;
             }
             v.finish().map_err(fail)?;
@@ -674,14 +636,11 @@ impl<'a> FileIndex<'a> {
             .ok_or(at(entry_at, FileErrorKind::DescriptorPlacement))?;
         // The index's length must be the descriptor's own.
         if let Ok((h, _)) = FixedHeader::ref_from_prefix(desc) {
-            let own = h.descriptor_length.get();
-            if h.magic == crate::descriptor::DESCRIPTOR_MAGIC && own != e.descriptor_length {
+            let (index, descriptor) = (e.descriptor_length, h.descriptor_length.get());
+            if h.magic == crate::descriptor::DESCRIPTOR_MAGIC && descriptor != index {
                 return Err(at(
                     d_at.saturating_add(offset_of!(FixedHeader, descriptor_length) as u64),
-                    FileErrorKind::DescriptorLength {
-                        index: e.descriptor_length,
-                        descriptor: own,
-                    },
+                    FileErrorKind::DescriptorLength { index, descriptor },
                 ));
             }
         }
@@ -694,14 +653,9 @@ impl<'a> FileIndex<'a> {
         }
         let expected =
             data_extent(&view, alignment).ok_or(at(entry_at, FileErrorKind::DataPlacement))?;
-        if expected != e.data_length {
-            return Err(at(
-                entry_at,
-                FileErrorKind::DataLength {
-                    index: e.data_length,
-                    expected,
-                },
-            ));
+        let index = e.data_length;
+        if expected != index {
+            return Err(at(entry_at, FileErrorKind::DataLength { index, expected }));
         }
         let data = slice_at(self.bytes, e.data_offset, e.data_length)
             .ok_or(at(entry_at, FileErrorKind::DataPlacement))?;
@@ -739,10 +693,7 @@ impl<'a> FileIndex<'a> {
     /// # Errors
     /// The first rule the tensor's descriptor or data region breaks.
     pub fn get(&self, name: &str) -> Result<Option<Tensor<'a>>, FileError> {
-        match self.find(name) {
-            Some(off) => self.tensor_at(off).map(Some),
-            None => Ok(None),
-        }
+        self.find(name).map(|off| self.tensor_at(off)).transpose()
     }
 
     /// The offset in the index of the entry named `name`.
@@ -796,21 +747,18 @@ impl<'a> FileIndex<'a> {
         }
     }
 
-    /// [`FileErrorKind::NeedsTable`]: the index is neither in file order
-    /// nor small, and no table was given.
+    /// [`FileErrorKind::NeedsTable`] for this index.
     const fn needs_table(&self) -> FileError {
-        at(
-            self.index_offset,
-            FileErrorKind::NeedsTable {
-                entries: self.count as u64,
-            },
-        )
+        needs_table(self.index_offset, self.count as u64)
     }
 
-    /// Whether file order can be walked: the index's own, a sorted table,
-    /// or a scan of a small index.
-    const fn file_order_known(&self) -> bool {
-        self.in_file_order || self.file_order.is_some() || self.count_is_small()
+    /// `Ok` when file order can be walked (the index's own, a sorted table,
+    /// or a scan of a small index), else [`FileErrorKind::NeedsTable`].
+    const fn file_order_known(&self) -> Result<(), FileError> {
+        if self.in_file_order || self.file_order.is_some() || self.count_is_small() {
+            return Ok(());
+        }
+        Err(self.needs_table())
     }
 
     const fn count_is_small(&self) -> bool {
@@ -820,6 +768,12 @@ impl<'a> FileIndex<'a> {
     const fn needs_scan(&self) -> bool {
         self.file_order.is_none() && !self.in_file_order
     }
+}
+
+/// [`FileErrorKind::NeedsTable`]: the index at `index_offset` is neither
+/// in file order nor small, and no table was given.
+const fn needs_table(index_offset: u64, entries: u64) -> FileError {
+    at(index_offset, FileErrorKind::NeedsTable { entries })
 }
 
 /// Checks an entry's ranges against the file alone.
@@ -861,10 +815,7 @@ fn check_unique_pairwise(index: &[u8], n: usize, base: u64) -> Result<(), FileEr
                 break;
             };
             if other == name {
-                return Err(at(
-                    base.saturating_add(b as u64),
-                    FileErrorKind::DuplicateName,
-                ));
+                return Err(past(base, b as u64, FileErrorKind::DuplicateName));
             }
             b = after;
         }
@@ -1091,9 +1042,7 @@ impl<'a> FileView<'a> {
         parts: u32,
     ) -> Result<FileParts<'a>, FileError> {
         let index = FileIndex::open(bytes, options, table, true)?;
-        if !index.file_order_known() {
-            return Err(index.needs_table());
-        }
+        index.file_order_known()?;
         let parts = if index.needs_scan() {
             1
         } else {
@@ -1184,10 +1133,8 @@ impl<'a> FileParts<'a> {
                 .and_then(|c| u32::try_from(c).ok())
                 .unwrap_or(self.index.count)
         };
-        (
-            cut(u64::from(part).min(p)),
-            cut(u64::from(part).saturating_add(1).min(p)),
-        )
+        let part = u64::from(part);
+        (cut(part.min(p)), cut(part.saturating_add(1).min(p)))
     }
 
     /// Checks part `part` (`0..len()`): each of its tensors' descriptor
@@ -1227,18 +1174,15 @@ impl<'a> FileParts<'a> {
         // before it (positions are one table read away when a table was
         // given, else walked).
         if start > 0 {
-            match order.table {
-                Some(_) => order.i = start.saturating_sub(1),
-                None => {
-                    for _ in 1..start {
-                        if order.next().is_none() {
-                            break;
-                        }
-                    }
+            let skip = start.saturating_sub(1);
+            let before = match order.table {
+                Some(_) => {
+                    order.i = skip;
+                    order.next()
                 }
-            }
-            let before = order.next().ok_or(idx.misplaced())?;
-            idx.place(before, &mut prev_end)?;
+                None => order.nth(skip as usize),
+            };
+            idx.place(before.ok_or(idx.misplaced())?, &mut prev_end)?;
         }
         idx.check_run(order, prev_end, end, &mut each)?;
         Ok(receipt)

@@ -31,26 +31,23 @@ use crate::descriptor::{Layout, TensorView};
 /// Where a [`FileWriter`] keeps its index entries: a caller's slice (or
 /// array) of slots, or any growable store a std layer provides.
 pub trait IndexStore<'n> {
-    /// Makes room for `len` entries; `false` when it cannot.
-    fn reserve_to(&mut self, len: usize) -> bool;
+    /// Makes room for `len` entries; `false` when it cannot (by default:
+    /// whether the slots already number that many).
+    fn reserve_to(&mut self, len: usize) -> bool {
+        len <= self.slots().len()
+    }
     /// The slots (at least as many as the last successful
     /// [`reserve_to`](Self::reserve_to)).
     fn slots(&mut self) -> &mut [IndexEntry<'n>];
 }
 
 impl<'n> IndexStore<'n> for &mut [IndexEntry<'n>] {
-    fn reserve_to(&mut self, len: usize) -> bool {
-        len <= self.len()
-    }
     fn slots(&mut self) -> &mut [IndexEntry<'n>] {
         self
     }
 }
 
 impl<'n, const N: usize> IndexStore<'n> for &mut [IndexEntry<'n>; N] {
-    fn reserve_to(&mut self, len: usize) -> bool {
-        len <= N
-    }
     fn slots(&mut self) -> &mut [IndexEntry<'n>] {
         &mut self[..]
     }
@@ -313,12 +310,8 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
     /// [`Misuse::BadName`] / [`Misuse::BadKv`] for a key or value, KV
     /// given without `has_kv` ([`Misuse::BadKv`]), or the sink's error.
     pub fn finish(mut self, kv: &[(&str, KvValue<'_>)]) -> Res<W, W> {
-        if self.depth > 0 {
-            let missing = self
-                .open
-                .get(self.depth.saturating_sub(1))
-                .copied()
-                .unwrap_or(0);
+        // The innermost open composite, if any, still expects members.
+        if let Some(&missing) = self.depth.checked_sub(1).and_then(|top| self.open.get(top)) {
             return Err(Misuse::TornComposite { missing }.into());
         }
         if !kv.is_empty() && !self.options.has_kv {
@@ -330,13 +323,8 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
         // Names are unique: sort by name, compare neighbours, and restore
         // write order unless the index is to be sorted.
         heapsort(entries, |a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-        let dup = (1..entries.len()).any(|i| {
-            matches!(
-                (entries.get(i.wrapping_sub(1)), entries.get(i)),
-                (Some(a), Some(b)) if a.name == b.name
-            )
-        });
-        if dup {
+        let next = entries.iter().skip(1);
+        if entries.iter().zip(next).any(|(a, b)| a.name == b.name) {
             return Err(Misuse::DuplicateName.into());
         }
         if !self.options.sorted_index {
@@ -396,10 +384,7 @@ impl<'n, W: Write, S: IndexStore<'n>> FileWriter<'n, W, S> {
         #[allow(clippy::cast_possible_truncation)]
         let sized = |n: usize| U32::new(n as u32);
         match *value {
-            KvValue::String(s) => {
-                self.put(sized(s.len()).as_bytes())?;
-                self.put(s.as_bytes())
-            }
+            KvValue::String(s) => self.write_payload(&KvValue::Bytes(s.as_bytes())),
             KvValue::Bytes(b) => {
                 self.put(sized(b.len()).as_bytes())?;
                 self.put(b)
@@ -433,11 +418,6 @@ fn check_kv(kv: &[(&str, KvValue<'_>)]) -> Result<u32, Misuse> {
         }
         if kv.iter().take(i).any(|(k, _)| k == key) {
             return Err(Misuse::DuplicateName);
-        }
-        if let KvValue::Array(KvArray::Encoded { tag, count, bytes }) = value {
-            if !super::kv::encoded_array_ok(*tag, *count, bytes) {
-                return Err(Misuse::BadKv);
-            }
         }
         let payload = payload_len(value).ok_or(Misuse::BadKv)?;
         total = total

@@ -27,7 +27,8 @@ use super::message::{Message, data_frame_prefix};
 use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
-    CodeSet, Kind, Link, NEVER, Outbox, Pending, Slot, State, Transfer, after, block_of, too_many,
+    CodeSet, Kind, Link, NEVER, Outbox, Pending, State, Transfer, after, block_of, too_many,
+    unexpected,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -163,10 +164,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     /// to `n` shards.
     #[must_use]
     pub fn peer_select_max(&self) -> Option<u16> {
-        if !self.peer_caps.contains(Capabilities::PARALLEL_STREAMS) {
-            return None;
-        }
-        self.peer_select.map(|s| s.count())
+        let parallel = self.peer_caps.contains(Capabilities::PARALLEL_STREAMS);
+        self.peer_select.filter(|_| parallel).map(|s| s.count())
     }
 
     /// Whether the stream (a request, shard or put) is still open.
@@ -180,75 +179,68 @@ impl<'c, const S: usize> ClientSession<'c, S> {
     fn dispatch<'a>(
         &mut self,
         now: u64,
-        stream: u32,
+        stream_id: u32,
         code: u32,
         msg: Message<'a>,
     ) -> Result<ClientEvent<'a>, SessionError> {
         if self.link.state != State::Open {
             return match msg {
                 Message::ServerHello(h) if self.link.state == State::AwaitHello => self.on_hello(h),
-                Message::Error(e) if stream == 0 => Err(self.link.peer_closed(e.code)),
-                _ => Err(self
-                    .link
-                    .fatal(stream, SessionErrorKind::Unexpected { message_type: code })),
+                Message::Error(e) if stream_id == 0 => Err(self.link.peer_closed(e.code)),
+                _ => Err(self.link.fatal(stream_id, unexpected(code))),
             };
         }
         match msg {
             Message::Ping(t) => self.link.on_ping(t).map(ClientEvent::Ping),
             Message::Pong(t) => self.link.on_pong(t).map(ClientEvent::Pong),
+            Message::Error(e) if stream_id == 0 => Err(self.link.peer_closed(e.code)),
             Message::Error(error) => {
-                if stream == 0 {
-                    return Err(self.link.peer_closed(error.code));
-                }
                 // An ERROR on a shard stream ends its whole request.
-                let request = self.request_of(stream).unwrap_or(stream);
+                let request = self.request_of(stream_id).unwrap_or(stream_id);
                 self.link.streams.remove(request);
-                self.link.streams.remove(stream);
-                Ok(ClientEvent::PeerError {
-                    stream_id: stream,
-                    error,
-                })
+                self.link.streams.remove(stream_id);
+                Ok(ClientEvent::PeerError { stream_id, error })
             }
-            Message::TensorDescriptor(message) => self.on_descriptor(now, stream, message),
+            Message::TensorDescriptor(message) => self.on_descriptor(now, stream_id, message),
             Message::TensorData(frame) => {
-                let Some((request, t)) = self.receiving(stream, now) else {
-                    return self.not_open(stream, code);
+                let Some((request, t)) = self.receiving(stream_id, now) else {
+                    return self.not_open(stream_id, code);
                 };
                 match t.on_data(frame.offset, frame.data.len()) {
                     Ok(()) => Ok(ClientEvent::Data {
-                        stream_id: stream,
+                        stream_id,
                         request_id: request,
                         frame,
                     }),
-                    Err(k) => self.fault_request(stream, request, k),
+                    Err(k) => self.fault_request(stream_id, request, k),
                 }
             }
             Message::TensorDataEnd => {
-                let Some((request, t)) = self.receiving(stream, now) else {
-                    return self.not_open(stream, code);
+                let Some((request, t)) = self.receiving(stream_id, now) else {
+                    return self.not_open(stream_id, code);
                 };
                 match t.on_end() {
                     Ok(last) => {
-                        if last && stream != request {
-                            self.link.streams.remove(stream);
+                        if last && stream_id != request {
+                            self.link.streams.remove(stream_id);
                         }
                         Ok(ClientEvent::DataEnd {
-                            stream_id: stream,
+                            stream_id,
                             request_id: request,
                             request_complete: last && self.link.streams.shard_done(request),
                         })
                     }
-                    Err(k) => self.fault_request(stream, request, k),
+                    Err(k) => self.fault_request(stream_id, request, k),
                 }
             }
-            Message::TensorPutAck => match self.link.streams.get(stream).map(|s| s.kind) {
+            Message::TensorPutAck => match self.link.streams.get(stream_id).map(|s| s.kind) {
                 Some(Kind::Put { ended: true, .. }) => {
-                    self.link.streams.remove(stream);
-                    Ok(ClientEvent::PutAck { stream_id: stream })
+                    self.link.streams.remove(stream_id);
+                    Ok(ClientEvent::PutAck { stream_id })
                 }
-                _ => self.not_open(stream, code),
+                _ => self.not_open(stream_id, code),
             },
-            _ => self.fault(stream, SessionErrorKind::Unexpected { message_type: code }),
+            _ => self.fault(stream_id, unexpected(code)),
         }
     }
 
@@ -290,21 +282,17 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         message: DescriptorMessage<'a>,
     ) -> Result<ClientEvent<'a>, SessionError> {
         let code = MessageType::TensorDescriptor.code();
+        let (index, total) = (message.shard_index, message.total_shards);
         // Which request does this stream answer? Its own, or, for a new
         // stream in an open parallel request's block, that request's.
         let request = match self.request_of(stream) {
             Some(r) => r,
             None => {
                 let parent = block_of(stream);
-                let open = self
-                    .link
-                    .streams
-                    .response(parent)
-                    .is_some_and(|r| r.parallel);
-                if !open || parent == stream {
+                if !self.link.streams.parallel(parent) || parent == stream {
                     return self.not_open(stream, code);
                 }
-                if message.shard_index != stream.wrapping_sub(parent) {
+                if index != stream.wrapping_sub(parent) {
                     return self.fault_request(stream, parent, SessionErrorKind::ShardMismatch);
                 }
                 let kind = Kind::Shard {
@@ -312,12 +300,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                     transfer: Transfer::new(),
                 };
                 let deadline = after(now, self.config.request_timeout);
-                let slot = Slot {
-                    id: stream,
-                    kind,
-                    deadline,
-                };
-                if self.link.streams.insert(slot).is_err() {
+                if self.link.streams.insert(stream, kind, deadline).is_err() {
                     return self.fault_request(stream, parent, too_many::<S>());
                 }
                 parent
@@ -327,11 +310,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         let Some(&response) = self.link.streams.response(request) else {
             return self.not_open(stream, code);
         };
-        if message.shard_index != stream.wrapping_sub(request)
-            || response
-                .misfit(message.total_shards, message.shard_index)
-                .is_some()
-        {
+        if index != stream.wrapping_sub(request) || response.misfit(total, index).is_some() {
             return self.fault_request(stream, request, SessionErrorKind::ShardMismatch);
         }
         // [NP-DEVICE-2]: buffers on the preferred device or one we listed.
@@ -349,7 +328,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             return self.fault_request(stream, request, k);
         }
         if let Some(r) = self.link.streams.response_mut(request) {
-            r.shards_total = message.total_shards;
+            r.shards_total = total;
         }
         Ok(ClientEvent::Descriptor {
             stream_id: stream,
@@ -370,10 +349,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             self.link.streams.remove(stream);
         }
         let e = self.link.fault(request, kind)?;
-        Ok(ClientEvent::StreamError(SessionError {
-            stream_id: stream,
-            ..e
-        }))
+        Ok(ClientEvent::StreamError(SessionError::on(stream, e.kind)))
     }
 
     // --- what to send ------------------------------------------------------------------
@@ -408,11 +384,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             return Err(ApiMisuse::NoFreeStream);
         }
         let n = msg.encode(stream, out)?;
-        self.link.streams.insert(Slot {
-            id: stream,
-            kind,
-            deadline,
-        })?;
+        self.link.streams.insert(stream, kind, deadline)?;
         Ok(n)
     }
 
@@ -436,13 +408,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         let parallel = request.flags.contains(RequestFlags::PARALLEL_OK);
         let kind = Kind::response(request, parallel, self.peer_select_max());
         let deadline = after(now, self.config.request_timeout);
-        self.open(
-            stream,
-            kind,
-            deadline,
-            Message::TensorRequest(*request),
-            out,
-        )
+        let msg = Message::TensorRequest(*request);
+        self.open(stream, kind, deadline, msg, out)
     }
 
     /// Starts `put` on a new `stream`; send its bytes with
@@ -461,7 +428,8 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         self.open(stream, kind, NEVER, Message::TensorPut(*put), out)
     }
 
-    fn put_transfer(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
+    /// The transfer of the put on `stream`, while its data is sent.
+    fn sending(&mut self, stream: u32) -> Result<&mut Transfer, ApiMisuse> {
         match self.link.streams.get_mut(stream).map(|s| &mut s.kind) {
             Some(Kind::Put {
                 transfer,
@@ -469,26 +437,6 @@ impl<'c, const S: usize> ClientSession<'c, S> {
             }) => Ok(transfer),
             _ => Err(ApiMisuse::WrongState(stream)),
         }
-    }
-
-    /// Records `len` bytes of the put on `stream` at `offset`; returns the
-    /// 20 bytes to send before them.
-    ///
-    /// # Errors
-    /// Out of order, past the total, empty, too large for the server, or
-    /// the connection is no longer open.
-    pub fn data_prefix(
-        &mut self,
-        stream: u32,
-        offset: u64,
-        len: u32,
-    ) -> Result<[u8; 20], ApiMisuse> {
-        self.link.established()?;
-        self.link.check_size(u64::from(len).saturating_add(8))?;
-        self.put_transfer(stream)?
-            .on_data(offset, len as usize)
-            .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
-        Ok(data_frame_prefix(stream, offset, len))
     }
 
     /// Ends the put's data on `stream` at `now`; the acknowledgement is
@@ -503,7 +451,7 @@ impl<'c, const S: usize> ClientSession<'c, S> {
         out: &mut [u8],
     ) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        let mut t = *self.put_transfer(stream)?;
+        let mut t = *self.sending(stream)?;
         t.on_end().map_err(|_| ApiMisuse::OutOfOrder(stream))?;
         let n = Message::TensorDataEnd.encode(stream, out)?;
         let timeout = self.config.request_timeout;

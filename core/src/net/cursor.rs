@@ -31,18 +31,10 @@ impl<'a> Reader<'a> {
     }
 
     fn truncated(&self, want: usize) -> NetError {
-        let avail = self.bytes.len().saturating_add(MESSAGE_HEADER_LEN);
-        let needed = self
-            .pos
-            .saturating_add(want)
-            .saturating_add(MESSAGE_HEADER_LEN);
-        NetError::new(
-            self.offset(),
-            NetErrorKind::Truncated {
-                needed: needed as u64,
-                available: avail as u64,
-            },
-        )
+        let available = self.bytes.len().saturating_add(MESSAGE_HEADER_LEN) as u64;
+        let needed = self.pos.saturating_add(want);
+        let needed = needed.saturating_add(MESSAGE_HEADER_LEN) as u64;
+        NetError::new(self.offset(), NetErrorKind::Truncated { needed, available })
     }
 
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], NetError> {
@@ -113,13 +105,10 @@ impl<'a> Reader<'a> {
         if self.is_empty() {
             return Ok(());
         }
-        Err(NetError::new(
-            self.offset(),
-            NetErrorKind::TrailingBytes {
-                expected: self.pos.saturating_add(MESSAGE_HEADER_LEN) as u64,
-                found: self.bytes.len().saturating_add(MESSAGE_HEADER_LEN) as u64,
-            },
-        ))
+        let expected = self.pos.saturating_add(MESSAGE_HEADER_LEN) as u64;
+        let found = self.bytes.len().saturating_add(MESSAGE_HEADER_LEN) as u64;
+        let kind = NetErrorKind::TrailingBytes { expected, found };
+        Err(NetError::new(self.offset(), kind))
     }
 }
 
@@ -133,10 +122,8 @@ pub(crate) struct Writer<'o> {
 impl<'o> Writer<'o> {
     pub(crate) const fn new(out: &'o mut [u8], needed: usize) -> Result<Self, EncodeError> {
         if out.len() < needed {
-            return Err(EncodeError::OutputTooSmall {
-                needed: needed as u64,
-                available: out.len() as u64,
-            });
+            let (needed, available) = (needed as u64, out.len() as u64);
+            return Err(EncodeError::OutputTooSmall { needed, available });
         }
         Ok(Self {
             out,

@@ -173,6 +173,14 @@ pub struct SessionError {
 }
 
 impl SessionError {
+    /// The fault `kind` on `stream`.
+    pub(crate) const fn on(stream: u32, kind: SessionErrorKind) -> Self {
+        Self {
+            stream_id: stream,
+            kind,
+        }
+    }
+
     /// The `ERROR` code answering this fault.
     #[must_use]
     #[inline]

@@ -143,13 +143,11 @@ impl<'a> Frame<'a> {
         };
         let length = header.payload_length.get();
         if length > max_payload {
-            return Err(NetError::new(
-                PAYLOAD_LENGTH_OFFSET,
-                NetErrorKind::TooLarge {
-                    length,
-                    max: max_payload,
-                },
-            ));
+            let kind = NetErrorKind::TooLarge {
+                length,
+                max: max_payload,
+            };
+            return Err(NetError::new(PAYLOAD_LENGTH_OFFSET, kind));
         }
         // `length <= max_payload: u32` fits usize on every target we build
         // (16-bit targets are not supported by the core).

@@ -128,15 +128,8 @@ impl<'a> LayoutList<'a> {
     /// The entries in order (preference order in a request or hello).
     pub fn iter(&self) -> impl Iterator<Item = LayoutEntry<'a>> + 'a {
         let mut r = Reader::new(self.bytes);
-        let mut left = self.count;
-        core::iter::from_fn(move || {
-            if left == 0 {
-                return None;
-            }
-            left = left.saturating_sub(1);
-            // Validated at construction: every read succeeds.
-            read_entry(&mut r).ok()
-        })
+        // Validated at construction: every read succeeds.
+        (0..self.count).map_while(move |_| read_entry(&mut r).ok())
     }
 
     /// Whether a non-extension `tag` is in the list.
@@ -175,11 +168,10 @@ fn read_entry<'a>(r: &mut Reader<'a>) -> Result<LayoutEntry<'a>, NetError> {
 /// Reads `count` entries.
 pub(crate) fn read_entries<'a>(r: &mut Reader<'a>, count: u16) -> Result<LayoutList<'a>, NetError> {
     let start = r.remaining();
-    let before = start.len();
     for _ in 0..count {
         read_entry(r)?;
     }
-    let used = before.saturating_sub(r.remaining().len());
+    let used = start.len().saturating_sub(r.remaining().len());
     Ok(LayoutList {
         count,
         bytes: start.get(..used).unwrap_or(&[]),

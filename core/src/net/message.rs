@@ -207,12 +207,8 @@ impl<'a> Message<'a> {
 #[must_use]
 pub const fn data_frame_prefix(stream_id: u32, offset: u64, data_len: u32) -> [u8; 20] {
     let mut out = [0u8; 20];
-    let h = MessageHeader::new(
-        MessageType::TensorData,
-        stream_id,
-        data_len.saturating_add(8),
-    );
-    let h = h.to_array();
+    let payload_len = data_len.saturating_add(8);
+    let h = MessageHeader::new(MessageType::TensorData, stream_id, payload_len).to_array();
     let (a, b) = out.split_at_mut(MESSAGE_HEADER_LEN);
     a.copy_from_slice(&h);
     b.copy_from_slice(&offset.to_le_bytes());

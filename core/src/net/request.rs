@@ -16,12 +16,15 @@ use super::hello::{LayoutList, read_entries, too_long};
 /// The longest tensor key, in bytes (`[NP-KEY-1]`).
 pub const MAX_KEY_LEN: usize = 1024;
 
-/// Checks a tensor key read at message offset `at` (its length prefix).
-pub(crate) const fn check_key(key: &str, at: u32) -> Result<(), NetError> {
+/// Reads a tensor key: a `uint32` length (where a bad one is reported),
+/// then 1 to [`MAX_KEY_LEN`] bytes of UTF-8.
+pub(crate) fn read_key<'a>(r: &mut Reader<'a>) -> Result<&'a str, NetError> {
+    let at = r.offset();
+    let key = r.str32("tensor_key")?;
     if key.is_empty() || key.len() > MAX_KEY_LEN {
         return Err(invalid(at, "tensor_key length", key.len() as u64));
     }
-    Ok(())
+    Ok(key)
 }
 
 /// The payload of `TENSOR_REQUEST`.
@@ -63,9 +66,7 @@ impl<'a> TensorRequest<'a> {
     /// The first field at fault, with its message offset.
     pub fn decode(payload: &'a [u8]) -> Result<Self, NetError> {
         let mut r = Reader::new(payload);
-        let at = r.offset();
-        let key = r.str32("tensor_key")?;
-        check_key(key, at)?;
+        let key = read_key(&mut r)?;
         let count = r.u16()?;
         let preferred_layouts = read_entries(&mut r, count)?;
         let at = r.offset();

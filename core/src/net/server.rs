@@ -22,7 +22,7 @@ use super::request::TensorRequest;
 use super::shards::ShardSelect;
 use super::stream::{
     CodeSet, Kind, Link, NEVER, Outbox, Pending, Response, Slot, State, Transfer, after, block_of,
-    too_many,
+    too_many, unexpected,
 };
 use super::transfer::{DataFrame, DescriptorMessage, TensorPut};
 
@@ -162,10 +162,7 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// `PARALLEL_STREAMS` (`[NP-SHARD-2]`).
     #[must_use]
     pub fn may_shard(&self, stream: u32) -> bool {
-        self.link
-            .streams
-            .response(stream)
-            .is_some_and(|r| r.parallel)
+        self.link.streams.parallel(stream)
     }
 
     /// The shard selection in force for the open request on `stream`
@@ -181,50 +178,37 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     fn dispatch<'a>(
         &mut self,
         now: u64,
-        stream: u32,
+        stream_id: u32,
         code: u32,
         msg: Message<'a>,
     ) -> Result<ServerEvent<'a>, SessionError> {
         if self.link.state == State::AwaitHello {
             let Message::ClientHello(hello) = msg else {
-                return Err(self
-                    .link
-                    .fatal(stream, SessionErrorKind::Unexpected { message_type: code }));
+                return Err(self.link.fatal(stream_id, unexpected(code)));
             };
             return self.on_hello(hello);
         }
         match msg {
             Message::Ping(t) => self.link.on_ping(t).map(ServerEvent::Ping),
             Message::Pong(t) => self.link.on_pong(t).map(ServerEvent::Pong),
+            Message::Error(e) if stream_id == 0 => Err(self.link.peer_closed(e.code)),
             Message::Error(error) => {
-                if stream == 0 {
-                    return Err(self.link.peer_closed(error.code));
-                }
-                self.link.streams.remove(stream);
-                Ok(ServerEvent::PeerError {
-                    stream_id: stream,
-                    error,
-                })
+                self.link.streams.remove(stream_id);
+                Ok(ServerEvent::PeerError { stream_id, error })
             }
             Message::TensorRequest(request) => {
                 let advertised = ShardSelect::find(&self.config.hello.layouts).map(|a| a.count());
-                let event = ServerEvent::Request {
-                    stream_id: stream,
-                    request,
-                };
-                self.open(stream, now, event, |ok_parallel| {
+                let event = ServerEvent::Request { stream_id, request };
+                self.open(stream_id, now, event, |ok_parallel| {
                     let parallel = ok_parallel
                         && request.flags.contains(RequestFlags::PARALLEL_OK)
-                        && block_of(stream) == stream;
+                        && block_of(stream_id) == stream_id;
                     Kind::response(&request, parallel, advertised)
                 })
             }
             Message::TensorPut(put) => {
-                let event = ServerEvent::PutStart {
-                    stream_id: stream,
-                    put,
-                };
-                self.open(stream, now, event, |_| Kind::put(put.total_data_bytes))
+                let event = ServerEvent::PutStart { stream_id, put };
+                self.open(stream_id, now, event, |_| Kind::put(put.total_data_bytes))
             }
             Message::TensorData(_) | Message::TensorDataEnd => {
                 let timeout = self.config.request_timeout;
@@ -236,28 +220,25 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                         },
                     deadline,
                     ..
-                }) = self.link.streams.get_mut(stream)
+                }) = self.link.streams.get_mut(stream_id)
                 else {
-                    return self.not_open(stream, code);
+                    return self.not_open(stream_id, code);
                 };
                 *deadline = after(now, timeout);
                 let r = match msg {
                     Message::TensorData(frame) => transfer
                         .on_data(frame.offset, frame.data.len())
-                        .map(|()| ServerEvent::PutData {
-                            stream_id: stream,
-                            frame,
-                        }),
+                        .map(|()| ServerEvent::PutData { stream_id, frame }),
                     _ => transfer.on_end().map(|_| {
                         *ended = true;
-                        ServerEvent::PutEnd { stream_id: stream }
+                        ServerEvent::PutEnd { stream_id }
                     }),
                 };
-                r.or_else(|kind| self.fault(stream, kind))
+                r.or_else(|kind| self.fault(stream_id, kind))
             }
             // Server-to-client messages, a second hello, and RDMA (never
             // negotiated, [NP-RDMA-1]).
-            _ => self.fault(stream, SessionErrorKind::Unexpected { message_type: code }),
+            _ => self.fault(stream_id, unexpected(code)),
         }
     }
 
@@ -280,36 +261,24 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         event: ServerEvent<'a>,
         kind: impl FnOnce(bool) -> Kind,
     ) -> Result<ServerEvent<'a>, SessionError> {
-        let parallel = self
-            .config
-            .hello
-            .capabilities
-            .contains(Capabilities::PARALLEL_STREAMS);
-        let kind = kind(parallel);
-        let refused = if self.link.streams.in_use(stream)
+        let caps = self.config.hello.capabilities;
+        let kind = kind(caps.contains(Capabilities::PARALLEL_STREAMS));
+        if self.link.streams.in_use(stream)
             || matches!(kind, Kind::Response(r) if r.parallel)
                 && self.link.streams.block_busy(stream)
         {
             // [NP-STREAM-2]: the ERROR closes the stream already open too.
-            Some(SessionErrorKind::StreamInUse)
-        } else if self.link.streams.open_count() >= S {
-            Some(too_many::<S>())
-        } else {
-            None
-        };
-        if let Some(kind) = refused {
-            return self.fault(stream, kind);
+            return self.fault(stream, SessionErrorKind::StreamInUse);
+        }
+        if self.link.streams.open_count() >= S {
+            return self.fault(stream, too_many::<S>());
         }
         let deadline = match kind {
             Kind::Put { .. } => after(now, self.config.request_timeout),
             _ => NEVER,
         };
         // Cannot fail: a slot is free (checked above).
-        let _ = self.link.streams.insert(Slot {
-            id: stream,
-            kind,
-            deadline,
-        });
+        let _ = self.link.streams.insert(stream, kind, deadline);
         Ok(event)
     }
 
@@ -357,25 +326,22 @@ impl<'c, const S: usize> ServerSession<'c, S> {
                 return Err(ApiMisuse::InvalidArgument("device_tag"));
             }
         }
-        let members = msg.member_count();
         let stream = request_stream.saturating_add(msg.shard_index);
         let first = msg.shard_index == 0;
         if !first && self.link.streams.get(stream).is_some() {
             return Err(ApiMisuse::WrongState(stream));
         }
         let mut t = if first { r.transfer } else { Transfer::new() };
-        t.on_descriptor(msg.total_data_bytes, members)
+        t.on_descriptor(msg.total_data_bytes, msg.member_count())
             .map_err(|_| ApiMisuse::WrongState(stream))?;
         let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
         if !first {
-            self.link.streams.insert(Slot {
-                id: stream,
-                kind: Kind::Shard {
-                    parent: request_stream,
-                    transfer: t,
-                },
-                deadline: NEVER,
-            })?;
+            let parent = request_stream;
+            let kind = Kind::Shard {
+                parent,
+                transfer: t,
+            };
+            self.link.streams.insert(stream, kind, NEVER)?;
         }
         if let Some(response) = self.link.streams.response_mut(request_stream) {
             if first {
@@ -396,29 +362,6 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         }
     }
 
-    /// Records `len` bytes at `offset` on `stream` and returns the 20 bytes
-    /// that go before them on the wire; the caller writes exactly `len`
-    /// data bytes after (from an mmap, without a copy).
-    ///
-    /// # Errors
-    /// [`ApiMisuse::OutOfOrder`] (the offset is not where the last frame
-    /// ended, `len` is 0 or passes the total), a frame too large for the
-    /// client, or a stream not sending.
-    pub fn data_prefix(
-        &mut self,
-        stream: u32,
-        offset: u64,
-        len: u32,
-    ) -> Result<[u8; 20], ApiMisuse> {
-        self.link.established()?;
-        self.link
-            .check_size((len as usize).saturating_add(8) as u64)?;
-        self.sending(stream)?
-            .on_data(offset, len as usize)
-            .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
-        Ok(data_frame_prefix(stream, offset, len))
-    }
-
     /// Ends the current tensor on `stream` (every byte sent); the last one
     /// of a request or shard closes its stream.
     ///
@@ -431,18 +374,16 @@ impl<'c, const S: usize> ServerSession<'c, S> {
         let n = Message::TensorDataEnd.encode(stream, out)?;
         *self.sending(stream)? = t;
         if done {
-            self.finish_shard(stream);
+            // The shard's stream closes; its request when it was the last.
+            let mut request = stream;
+            if let Some(Kind::Shard { parent, .. }) = self.link.streams.get(stream).map(|s| s.kind)
+            {
+                request = parent;
+                self.link.streams.remove(stream);
+            }
+            let _ = self.link.streams.shard_done(request);
         }
         Ok(n)
-    }
-
-    fn finish_shard(&mut self, stream: u32) {
-        let mut request = stream;
-        if let Some(Kind::Shard { parent, .. }) = self.link.streams.get(stream).map(|s| s.kind) {
-            request = parent;
-            self.link.streams.remove(stream);
-        }
-        let _ = self.link.streams.shard_done(request);
     }
 
     /// Acknowledges the put on `stream` (all of its data arrived) and
@@ -452,10 +393,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
     /// [`ApiMisuse::WrongState`] before the put's data ended.
     pub fn send_put_ack(&mut self, stream: u32, out: &mut [u8]) -> Result<usize, ApiMisuse> {
         self.link.established()?;
-        if !matches!(
-            self.link.streams.get(stream).map(|s| s.kind),
-            Some(Kind::Put { ended: true, .. })
-        ) {
+        let kind = self.link.streams.get(stream).map(|s| s.kind);
+        if !matches!(kind, Some(Kind::Put { ended: true, .. })) {
             return Err(ApiMisuse::WrongState(stream));
         }
         let n = Message::TensorPutAck.encode(stream, out)?;

@@ -79,20 +79,13 @@ fn volume(mut dims: impl Iterator<Item = u64>) -> Option<u64> {
 /// # Errors
 /// The first [`ShardError`] found.
 pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> {
-    let Some(first) = shards.first() else {
-        return Err(ShardError::Count {
-            expected: 1,
-            found: 0,
-        });
-    };
     let n = u32::try_from(shards.len()).unwrap_or(u32::MAX);
-    if first.total_shards != n {
-        return Err(ShardError::Count {
-            expected: first.total_shards,
-            found: n,
-        });
-    }
-    let Some(parent) = first.descriptor.shard().map(|s| s.parent_shape) else {
+    // As many shards as the first says (and at least that one).
+    let Some(first) = shards.first().filter(|f| f.total_shards == n) else {
+        let expected = shards.first().map_or(1, |f| f.total_shards);
+        return Err(ShardError::Count { expected, found: n });
+    };
+    let Some(shape) = first.descriptor.shard().map(|s| s.parent_shape) else {
         // One unsharded tensor is its own cover.
         return if n == 1 {
             Ok(())
@@ -100,7 +93,7 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
             Err(ShardError::Index { index: 0 })
         };
     };
-    let parent_volume = volume(parent.iter()).ok_or(ShardError::Overflow)?;
+    let parent = volume(shape.iter()).ok_or(ShardError::Overflow)?;
     let mut covered = 0u64;
     for (i, s) in shards.iter().enumerate() {
         let index = u32::try_from(i).unwrap_or(u32::MAX);
@@ -116,7 +109,7 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
             return Err(ShardError::Index { index });
         }
         let inconsistent = |what| Err(ShardError::Inconsistent { index, what });
-        if !shard.parent_shape.iter().eq(parent.iter()) {
+        if !shard.parent_shape.iter().eq(shape.iter()) {
             return inconsistent("parent_shape");
         }
         if s.descriptor.element_type() != first.descriptor.element_type() {
@@ -127,21 +120,15 @@ pub fn check_shards(shards: &[DescriptorMessage<'_>]) -> Result<(), ShardError> 
         }
         let v = volume(s.descriptor.shape().iter()).ok_or(ShardError::Overflow)?;
         covered = covered.checked_add(v).ok_or(ShardError::Overflow)?;
-        for (j, o) in shards.iter().enumerate().take(i) {
+        for (a, o) in (0u32..).zip(shards.iter().take(i)) {
             if overlaps(s, o) {
-                return Err(ShardError::Overlap {
-                    a: u32::try_from(j).unwrap_or(u32::MAX),
-                    b: index,
-                });
+                return Err(ShardError::Overlap { a, b: index });
             }
         }
     }
     // Disjoint boxes inside the parent whose volumes add up to it cover it.
-    if covered != parent_volume {
-        return Err(ShardError::Coverage {
-            covered,
-            parent: parent_volume,
-        });
+    if covered != parent {
+        return Err(ShardError::Coverage { covered, parent });
     }
     Ok(())
 }

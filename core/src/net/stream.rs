@@ -51,9 +51,7 @@ impl Transfer {
         members: u32,
     ) -> Result<(), SessionErrorKind> {
         if self.phase != Phase::AwaitDescriptor || self.tensors_left == 0 {
-            return Err(SessionErrorKind::Unexpected {
-                message_type: MessageType::TensorDescriptor.code(),
-            });
+            return Err(unexpected(MessageType::TensorDescriptor.code()));
         }
         self.tensors_left = self
             .tensors_left
@@ -69,9 +67,7 @@ impl Transfer {
         len: usize,
     ) -> Result<(), SessionErrorKind> {
         let Phase::Data { total, done } = self.phase else {
-            return Err(SessionErrorKind::Unexpected {
-                message_type: MessageType::TensorData.code(),
-            });
+            return Err(unexpected(MessageType::TensorData.code()));
         };
         if offset != done {
             return Err(SessionErrorKind::DataOutOfOrder {
@@ -94,9 +90,7 @@ impl Transfer {
     /// Ends the current tensor; `true` when no tensor is left on the stream.
     pub(crate) const fn on_end(&mut self) -> Result<bool, SessionErrorKind> {
         let Phase::Data { total, done } = self.phase else {
-            return Err(SessionErrorKind::Unexpected {
-                message_type: MessageType::TensorDataEnd.code(),
-            });
+            return Err(unexpected(MessageType::TensorDataEnd.code()));
         };
         if done != total {
             return Err(SessionErrorKind::DataShort {
@@ -150,13 +144,9 @@ impl Response {
         {
             return Some("total_shards");
         }
-        if self
-            .select
-            .is_some_and(|s| !s.takes(total_shards, shard_index))
-        {
-            return Some("shard_index");
-        }
-        None
+        self.select
+            .filter(|s| !s.takes(total_shards, shard_index))
+            .map(|_| "shard_index")
     }
 }
 
@@ -233,8 +223,13 @@ impl<const S: usize> Streams<S> {
         }
     }
 
+    /// The open streams' slots.
+    fn open(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().flatten()
+    }
+
     pub(crate) fn get(&self, id: u32) -> Option<&Slot> {
-        self.slots.iter().flatten().find(|s| s.id == id)
+        self.open().find(|s| s.id == id)
     }
 
     pub(crate) fn get_mut(&mut self, id: u32) -> Option<&mut Slot> {
@@ -256,31 +251,33 @@ impl<const S: usize> Streams<S> {
         }
     }
 
+    /// Whether `id` is an open request answered in parallel shards.
+    pub(crate) fn parallel(&self, id: u32) -> bool {
+        self.response(id).is_some_and(|r| r.parallel)
+    }
+
     pub(crate) fn open_count(&self) -> usize {
-        self.slots.iter().flatten().count()
+        self.open().count()
     }
 
     /// Whether `id` is open, or lies in the shard block of an open parallel
     /// request (`[NP-SHARD-2]`).
     pub(crate) fn in_use(&self, id: u32) -> bool {
-        self.slots.iter().flatten().any(|s| {
+        self.open().any(|s| {
             s.id == id || matches!(s.kind, Kind::Response(r) if r.parallel) && block_of(id) == s.id
         })
     }
 
     /// Whether opening a parallel request at `id` would cover an open stream.
     pub(crate) fn block_busy(&self, id: u32) -> bool {
-        self.slots.iter().flatten().any(|s| block_of(s.id) == id)
+        self.open().any(|s| block_of(s.id) == id)
     }
 
-    pub(crate) fn insert(&mut self, slot: Slot) -> Result<(), ApiMisuse> {
-        match self.slots.iter_mut().find(|s| s.is_none()) {
-            Some(free) => {
-                *free = Some(slot);
-                Ok(())
-            }
-            None => Err(ApiMisuse::NoFreeStream),
-        }
+    /// Opens stream `id` doing `kind`, due by `deadline`.
+    pub(crate) fn insert(&mut self, id: u32, kind: Kind, deadline: u64) -> Result<(), ApiMisuse> {
+        let free = self.slots.iter_mut().find(|s| s.is_none());
+        *free.ok_or(ApiMisuse::NoFreeStream)? = Some(Slot { id, kind, deadline });
+        Ok(())
     }
 
     /// Closes `id` and, for a request, its shard streams.
@@ -305,11 +302,8 @@ impl<const S: usize> Streams<S> {
     pub(crate) fn shard_done(&mut self, parent: u32) -> bool {
         let done = self.response_mut(parent).is_some_and(|r| {
             r.shards_done = r.shards_done.saturating_add(1);
-            let expected = if r.select.is_some() {
-                1
-            } else {
-                r.shards_total
-            };
+            // A selection is one shard; else every shard of the total.
+            let expected = r.select.map_or(r.shards_total, |_| 1);
             r.shards_total != 0 && r.shards_done >= expected && r.transfer.finished()
         });
         if done {
@@ -320,21 +314,12 @@ impl<const S: usize> Streams<S> {
 
     /// The earliest deadline of any stream.
     pub(crate) fn earliest(&self) -> u64 {
-        self.slots
-            .iter()
-            .flatten()
-            .map(|s| s.deadline)
-            .min()
-            .unwrap_or(NEVER)
+        self.open().map(|s| s.deadline).min().unwrap_or(NEVER)
     }
 
     /// A stream whose deadline is at or before `now`.
     pub(crate) fn expired(&self, now: u64) -> Option<u32> {
-        self.slots
-            .iter()
-            .flatten()
-            .find(|s| s.deadline <= now)
-            .map(|s| s.id)
+        self.open().find(|s| s.deadline <= now).map(|s| s.id)
     }
 }
 
@@ -348,6 +333,17 @@ pub(crate) enum Pending {
         code: ErrorCode,
         text: &'static str,
     },
+}
+
+impl Pending {
+    /// The `ERROR` that answers `kind` on `stream`.
+    const fn error(stream: u32, kind: SessionErrorKind) -> Self {
+        Self::Error {
+            stream,
+            code: kind.error_code(),
+            text: kind.wire_text(),
+        }
+    }
 }
 
 /// A bounded FIFO of pending control messages.
@@ -426,6 +422,11 @@ pub(crate) const fn too_many<const S: usize>() -> SessionErrorKind {
     SessionErrorKind::TooManyStreams { max }
 }
 
+/// The fault of a message of type `code` where none may come.
+pub(crate) const fn unexpected(code: u32) -> SessionErrorKind {
+    SessionErrorKind::Unexpected { message_type: code }
+}
+
 /// A stream's deadline after activity at `now`.
 pub(crate) const fn after(now: u64, timeout: u64) -> u64 {
     now.saturating_add(timeout)
@@ -481,17 +482,9 @@ impl<const S: usize> Link<S> {
         if stream == 0 || self.state != State::Open {
             return Err(self.fatal(stream, kind));
         }
-        let error = SessionError {
-            stream_id: stream,
-            kind,
-        };
         self.streams.remove(stream);
-        self.queue(Pending::Error {
-            stream,
-            code: error.error_code(),
-            text: kind.wire_text(),
-        })?;
-        Ok(error)
+        self.queue(Pending::error(stream, kind))?;
+        Ok(SessionError::on(stream, kind))
     }
 
     /// A message of type `code` on `stream` where none may come: `None`
@@ -501,13 +494,10 @@ impl<const S: usize> Link<S> {
         stream: u32,
         code: u32,
     ) -> Result<Option<SessionError>, SessionError> {
-        if self.streams.recently_closed(stream) && self.streams.get(stream).is_none() {
-            return Ok(None);
-        }
-        let kind = if self.streams.get(stream).is_some() {
-            SessionErrorKind::Unexpected { message_type: code }
-        } else {
-            SessionErrorKind::UnknownStream
+        let kind = match self.streams.get(stream) {
+            Some(_) => unexpected(code),
+            None if self.streams.recently_closed(stream) => return Ok(None),
+            None => SessionErrorKind::UnknownStream,
         };
         self.fault(stream, kind).map(Some)
     }
@@ -543,10 +533,7 @@ impl<const S: usize> Link<S> {
     /// `ERROR` answers it (`[NP-ERROR-3]`).
     pub(crate) const fn peer_closed(&mut self, code: ErrorCode) -> SessionError {
         self.state = State::Closed;
-        SessionError {
-            stream_id: 0,
-            kind: SessionErrorKind::PeerError { code },
-        }
+        SessionError::on(0, SessionErrorKind::PeerError { code })
     }
 
     /// The peer's `PING`: its `PONG` is queued.
@@ -567,17 +554,9 @@ impl<const S: usize> Link<S> {
 
     /// Closes the connection with `ERROR` on `stream`.
     pub(crate) fn fatal(&mut self, stream: u32, kind: SessionErrorKind) -> SessionError {
-        let error = SessionError {
-            stream_id: stream,
-            kind,
-        };
-        let _ = self.outbox.push(Pending::Error {
-            stream,
-            code: error.error_code(),
-            text: kind.wire_text(),
-        });
+        let _ = self.outbox.push(Pending::error(stream, kind));
         self.state = State::Closed;
-        error
+        SessionError::on(stream, kind)
     }
 
     /// Queues `p`; a peer that makes us owe more than we can hold is not
@@ -599,12 +578,10 @@ impl<const S: usize> Link<S> {
     }
 
     /// `Err(TooLargeForPeer)` for a payload past the peer's maximum.
-    pub(crate) fn check_size(&self, payload: u64) -> Result<(), ApiMisuse> {
-        if payload > u64::from(self.peer_max) {
-            return Err(ApiMisuse::TooLargeForPeer {
-                length: payload,
-                max: self.peer_max,
-            });
+    pub(crate) fn check_size(&self, length: u64) -> Result<(), ApiMisuse> {
+        let max = self.peer_max;
+        if length > u64::from(max) {
+            return Err(ApiMisuse::TooLargeForPeer { length, max });
         }
         Ok(())
     }
@@ -773,6 +750,30 @@ macro_rules! session_api {
                 };
                 self.link.outbox.pop();
                 Ok(Some(n))
+            }
+
+            /// Records `len` bytes at `offset` on `stream` (a put the client
+            /// sends, a response or shard the server sends) and returns the
+            /// 20 bytes that go before them on the wire; the caller writes
+            /// exactly `len` data bytes after (from an mmap, without a copy).
+            ///
+            /// # Errors
+            /// [`ApiMisuse::OutOfOrder`] (the offset is not where the last
+            /// frame ended, `len` is 0 or passes the total), a frame too
+            /// large for the peer, a stream not sending, or the connection
+            /// no longer open.
+            pub fn data_prefix(
+                &mut self,
+                stream: u32,
+                offset: u64,
+                len: u32,
+            ) -> Result<[u8; 20], ApiMisuse> {
+                self.link.established()?;
+                self.link.check_size(u64::from(len).saturating_add(8))?;
+                self.sending(stream)?
+                    .on_data(offset, len as usize)
+                    .map_err(|_| ApiMisuse::OutOfOrder(stream))?;
+                Ok(data_frame_prefix(stream, offset, len))
             }
 
             /// [`data_prefix`](Self::data_prefix) and the data, copied into `out`.

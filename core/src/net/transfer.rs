@@ -19,7 +19,7 @@ use crate::layout::tag;
 
 use super::cursor::{Reader, Writer};
 use super::error::{NetError, NetErrorKind};
-use super::request::{check_key, invalid, key_len};
+use super::request::{invalid, key_len, read_key};
 
 /// The message offset of the payload's first byte.
 const HEADER_AT: u32 = 12;
@@ -71,12 +71,9 @@ fn check_transport(
     desc_at: u32,
 ) -> Result<(), NetError> {
     for b in view.buffers().iter() {
-        if b.sync_mode() != SyncMode::ProducerSynced {
-            return Err(invalid(
-                desc_at,
-                "sync_mode",
-                u64::from(b.sync_mode().code()),
-            ));
+        let sync = b.sync_mode();
+        if sync != SyncMode::ProducerSynced {
+            return Err(invalid(desc_at, "sync_mode", u64::from(sync.code())));
         }
     }
     match data_bytes(view) {
@@ -130,11 +127,10 @@ impl<'a> DescriptorMessage<'a> {
     /// # Errors
     /// The first rule broken, with its message offset.
     pub fn decode(payload: &'a [u8]) -> Result<Self, NetError> {
-        let base = HEADER_AT;
         let (descriptor, rest) =
-            TensorView::parse_prefix(payload).map_err(|e| descriptor_error(base, e))?;
+            TensorView::parse_prefix(payload).map_err(|e| descriptor_error(HEADER_AT, e))?;
         let desc_len = payload.len().saturating_sub(rest.len());
-        let at = base.saturating_add(u32::try_from(desc_len).unwrap_or(u32::MAX));
+        let at = HEADER_AT.saturating_add(u32::try_from(desc_len).unwrap_or(u32::MAX));
         let mut r = Reader::new(rest);
         let fields: TransportFields = r.read().map_err(|e| shift(e, desc_len))?;
         r.finish().map_err(|e| shift(e, desc_len))?;
@@ -151,25 +147,18 @@ impl<'a> DescriptorMessage<'a> {
     /// The transport rules; `at` is the message offset of the fields.
     fn check(&self, at: u32) -> Result<(), NetError> {
         check_transport(&self.descriptor, self.total_data_bytes, at, HEADER_AT)?;
-        let bad_total = Err(invalid(
-            at.saturating_add(12),
-            "total_shards",
-            u64::from(self.total_shards),
-        ));
-        if self.total_shards == 0 || self.total_shards > MAX_SHARDS {
+        let (index, total) = (self.shard_index, self.total_shards);
+        let bad_total = Err(invalid(at.saturating_add(12), "total_shards", total.into()));
+        if total == 0 || total > MAX_SHARDS {
             return bad_total;
         }
-        if self.shard_index >= self.total_shards {
-            return Err(invalid(
-                at.saturating_add(8),
-                "shard_index",
-                u64::from(self.shard_index),
-            ));
+        if index >= total {
+            return Err(invalid(at.saturating_add(8), "shard_index", index.into()));
         }
         // A sharded transfer's descriptors are shard descriptors, never
         // composite heads ([NP-SHARD-1]).
         let composite = matches!(self.descriptor.layout(), Layout::Composite(_));
-        if self.total_shards > 1 && (self.descriptor.shard().is_none() || composite) {
+        if total > 1 && (self.descriptor.shard().is_none() || composite) {
             return bad_total;
         }
         Ok(())
@@ -292,9 +281,7 @@ impl<'a> TensorPut<'a> {
     /// The first rule broken, with its message offset.
     pub fn decode(payload: &'a [u8]) -> Result<Self, NetError> {
         let mut r = Reader::new(payload);
-        let at = r.offset();
-        let key = r.str32("tensor_key")?;
-        check_key(key, at)?;
+        let key = read_key(&mut r)?;
         let desc_at = r.offset().saturating_add(4);
         let bytes = r.bytes32()?;
         let descriptor = TensorView::parse(bytes).map_err(|e| descriptor_error(desc_at, e))?;

@@ -121,8 +121,7 @@ impl<'m> BoxStore<'m> for Store<'_> {
             self.short = Some((needed, self.bytes.len() as u64));
             return Err(*self.boxes);
         };
-        let values = b.offset.iter().chain(b.shape.iter());
-        put_words(slot, values);
+        put_words(slot, b.offset.iter().chain(b.shape.iter()));
         *self.boxes = self.boxes.saturating_add(1);
         Ok(())
     }
@@ -246,11 +245,8 @@ impl OpenComposites {
         let Some(f) = self.top() else {
             return Ok(0);
         };
-        let shape = dims(
-            scratch
-                .get(f.start..f.start.saturating_add(f.shape_len))
-                .unwrap_or_default(),
-        );
+        let end = f.start.saturating_add(f.shape_len);
+        let shape = dims(scratch.get(f.start..end).unwrap_or_default());
         f.progress.finish(shape)?;
         self.depth = self.depth.saturating_sub(1);
         if let Some(slot) = self.frames.get_mut(self.depth) {
