@@ -1391,8 +1391,11 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
                 let slots = u128::from(p.num_pages) * u128::from(p.page_size);
                 // (Saturating: pages × page size × a row's elements can pass
                 // u128 for hostile counts, and a saturated product is as
-                // "too large" as the true one.)
-                slots > MAX || bytes(slots.saturating_mul(product(dims.iter().skip(1).copied())))
+                // "too large" as the true one.) The pool's element count is
+                // a `u64` too, before its bytes (sub-byte types pack more
+                // than `u64::MAX` elements into fewer bytes).
+                let pool = slots.saturating_mul(product(dims.iter().skip(1).copied()));
+                slots > MAX || pool > MAX || bytes(pool)
             }
             _ => false,
         },
