@@ -1181,12 +1181,8 @@ impl<'a> Parts for Parsed<'a, '_> {
     fn byte_offset(&self) -> u64 {
         self.byte_offset
     }
-    #[cfg(not(target_pointer_width = "32"))]
     fn layout(&self) -> &Layout<'a> {
-        self.layout
-    }
-    #[cfg(target_pointer_width = "32")]
-    fn layout(&self) -> &Layout<'a> {
+        // Held by reference or by value ([`HeldLayout`]): one borrow of it.
         &self.layout
     }
     fn sizes(&self) -> BufferTable<'a> {
