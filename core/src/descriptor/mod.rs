@@ -319,18 +319,16 @@ impl<'a> TensorView<'a> {
             /// `res` and the one move at the end, on a 64-bit one returned
             /// at once (x86-64 decode took 3-8 instructions more through
             /// `res`: ADR-133).
-            #[cfg(target_pointer_width = "32")]
             macro_rules! fail {
                 ($e:expr) => {{
-                    res = Err($e);
-                    break 'parse;
+                    #[cfg(target_pointer_width = "32")]
+                    {
+                        res = Err($e);
+                        break 'parse;
+                    }
+                    #[cfg(not(target_pointer_width = "32"))]
+                    return Err($e);
                 }};
-            }
-            #[cfg(not(target_pointer_width = "32"))]
-            macro_rules! fail {
-                ($e:expr) => {
-                    return Err($e)
-                };
             }
             /// `$e`'s value, or out of the parse with its error.
             macro_rules! or_fail {
@@ -343,18 +341,16 @@ impl<'a> TensorView<'a> {
             }
             /// A rule returning `Result<(), _>`: on a 32-bit target written
             /// into `res` in place.
-            #[cfg(target_pointer_width = "32")]
             macro_rules! check {
                 ($e:expr) => {
-                    res = $e;
-                    if res.is_err() {
-                        break 'parse;
+                    #[cfg(target_pointer_width = "32")]
+                    {
+                        res = $e;
+                        if res.is_err() {
+                            break 'parse;
+                        }
                     }
-                };
-            }
-            #[cfg(not(target_pointer_width = "32"))]
-            macro_rules! check {
-                ($e:expr) => {
+                    #[cfg(not(target_pointer_width = "32"))]
                     $e?
                 };
             }
