@@ -591,51 +591,7 @@ impl<'a> TensorDescriptor<'a> {
         }
         // What the buffer rules read of the scheme, derived once.
         let p = s.params();
-        // Parameter buffers follow the data buffer.
-        let (b, scale, zero) = (self.buffers, p.scale, p.zero);
-        let in_table = |i: u32| i >= 1 && (i as usize) < b.len();
-        let buffers = match (scale, zero) {
-            (Some(s), Some(z)) if in_table(s) && in_table(z) && s != z => 3,
-            (Some(s), Some(z)) if in_table(s) && in_table(z) => 2,
-            (Some(s), None) if in_table(s) => 2,
-            (None, None) => 1,
-            _ => return None,
-        };
-        let Some(scale) = scale.filter(|_| !dynamic) else {
-            return Some((None, buffers));
-        };
-        let (entries, padded) = match *s {
-            Scheme::PerChannel { axis, .. } => (self.shape.get(axis as usize)?, None),
-            _ => {
-                let (axis, k) = (p.axis, p.block_size);
-                let along = self.shape.get(axis as usize)?;
-                // The other dimensions' product (a multiply per dimension,
-                // not a division of the element count: ADR-127).
-                let others = match self.shape {
-                    Values::Native(d) => product_but(d.iter().copied(), axis)?,
-                    Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
-                };
-                // `k` is a power of two (the section's rule held).
-                let partial = along & u64::from(k).wrapping_sub(1) != 0;
-                let blocks = (along >> k.trailing_zeros())
-                    .saturating_add(u64::from(partial))
-                    .checked_mul(others)?;
-                let padded = match p.pads {
-                    true => Some(blocks.checked_mul(u64::from(k))?),
-                    false => None,
-                };
-                (blocks, padded)
-            }
-        };
-        let scale_bytes = entries.checked_mul(u64::from(p.scale_width))?;
-        let zero_bytes = entries.checked_mul(4)?;
-        let size = |i: u32| b.byte_size(i as usize);
-        let sized = match zero {
-            Some(z) if z == scale => Some(size(scale)) == scale_bytes.checked_add(zero_bytes),
-            Some(z) => size(scale) == scale_bytes && size(z) == zero_bytes,
-            None => size(scale) == scale_bytes,
-        };
-        sized.then_some((padded, buffers))
+        p.dense_holds(&self.buffers, (!dynamic).then_some(&self.shape))
     }
 
     /// The rules up to the buffer table: header, layout fields, colocation.
@@ -869,18 +825,6 @@ fn store_colocated(entries: &mut [BufferHandleEntry], handles: &[BufferHandle]) 
         *e = entry;
     }
     colocated
-}
-
-/// The product of every dimension but `axis` (`None` on overflow, as the
-/// parameter count rule has it).
-#[inline]
-fn product_but(dims: impl Iterator<Item = u64>, axis: u32) -> Option<u64> {
-    (0..)
-        .zip(dims)
-        .try_fold(1u64, |acc, (i, n)| match i == axis {
-            true => Some(acc),
-            false => acc.checked_mul(n),
-        })
 }
 
 /// Where [`TensorDescriptor::write`] put each part (offsets in the

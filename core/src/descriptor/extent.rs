@@ -7,7 +7,7 @@
 use crate::element::Packing;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
-use super::arrays::{DimValues, Dims};
+use super::arrays::{DimValues, Dims, Values};
 use super::encode::Buffers;
 use crate::table::BufferTable;
 
@@ -24,6 +24,12 @@ pub(crate) trait Shape: Copy {
     fn dims(&self) -> impl Iterator<Item = u64> + Clone;
     /// Product of the dimensions from `skip` on (see `Dims::product_from`).
     fn product_from(&self, skip: usize) -> Option<u64>;
+    /// The product of every dimension but `axis` (`None` on overflow, as
+    /// the parameter count rule has it).
+    #[inline(always)]
+    fn product_but(&self, axis: u32) -> Option<u64> {
+        product_but(self.dims(), axis)
+    }
     /// Whether a dimension is dynamic.
     fn is_dynamic(&self) -> bool {
         self.dims().any(|n| n == crate::DYNAMIC)
@@ -42,6 +48,17 @@ pub(crate) trait Shape: Copy {
             _ => elements_again(self.dims(), product),
         }
     }
+}
+
+/// [`Shape::product_but`] over `dims`.
+#[inline(always)]
+fn product_but(dims: impl Iterator<Item = u64>, axis: u32) -> Option<u64> {
+    (0..)
+        .zip(dims)
+        .try_fold(1u64, |acc, (i, n)| match i == axis {
+            true => Some(acc),
+            false => acc.checked_mul(n),
+        })
 }
 
 /// [`Shape::elements`] past its one pass (`product`: that pass's checked
@@ -100,6 +117,13 @@ impl Shape for DimValues<'_> {
     #[inline]
     fn is_dynamic(&self) -> bool {
         self.contains(crate::DYNAMIC)
+    }
+    #[inline(always)]
+    fn product_but(&self, axis: u32) -> Option<u64> {
+        match self {
+            Values::Native(d) => product_but(d.iter().copied(), axis),
+            Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis),
+        }
     }
 }
 

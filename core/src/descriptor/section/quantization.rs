@@ -28,7 +28,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::wire_fields;
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::Shape;
+use super::super::extent::{Shape, Sizes};
 
 /// `zero_point_buffer_index` of a symmetric scheme.
 pub const NO_BUFFER: u32 = u32::MAX;
@@ -204,6 +204,63 @@ pub(crate) struct Params {
     pub(crate) pads: bool,
     /// A private scheme: nothing is known of its buffers.
     pub(crate) private: bool,
+}
+
+impl Params {
+    /// The quantized dense acceptance's rules on the parameter buffers
+    /// (ADR-127), the parser's and the encoder's one copy: `Some` of the
+    /// element count the data buffer holds where the scheme pads to whole
+    /// blocks and of the descriptor's buffer count (the data buffer, then
+    /// the parameter buffers, inside the table), once the parameter buffers
+    /// hold exactly their values. `shape` is `None` where a dimension is
+    /// dynamic: no size is checked. A block size is a power of two (the
+    /// section's rule held). `None` is no verdict.
+    #[inline(always)]
+    pub(crate) fn dense_holds(
+        &self,
+        b: &impl Sizes,
+        shape: Option<&impl Shape>,
+    ) -> Option<(Option<u64>, usize)> {
+        let (scale, zero) = (self.scale, self.zero);
+        let in_table = |i: u32| i >= 1 && (i as usize) < b.count();
+        let buffers = match (scale, zero) {
+            (Some(s), Some(z)) if in_table(s) && in_table(z) && s != z => 3,
+            (Some(s), Some(z)) if in_table(s) && in_table(z) => 2,
+            (Some(s), None) if in_table(s) => 2,
+            (None, None) => 1,
+            _ => return None,
+        };
+        let (Some(scale), Some(shape)) = (scale, shape) else {
+            return Some((None, buffers));
+        };
+        let (axis, k) = (self.axis, self.block_size);
+        let along = shape.dim(axis as usize)?;
+        let (entries, padded) = if k == 0 {
+            (along, None)
+        } else {
+            // The blocks along the axis by a shift, times the other
+            // dimensions (a multiply per dimension, not a division of the
+            // element count: ADR-127).
+            let partial = along & u64::from(k).wrapping_sub(1) != 0;
+            let blocks = (along >> k.trailing_zeros())
+                .saturating_add(u64::from(partial))
+                .checked_mul(shape.product_but(axis)?)?;
+            let padded = match self.pads {
+                true => Some(blocks.checked_mul(u64::from(k))?),
+                false => None,
+            };
+            (blocks, padded)
+        };
+        let scale_bytes = entries.checked_mul(u64::from(self.scale_width))?;
+        let zero_bytes = entries.checked_mul(4)?;
+        let size = |i: u32| b.byte_size(i as usize);
+        let sized = match zero {
+            Some(z) if z == scale => Some(size(scale)) == scale_bytes.checked_add(zero_bytes),
+            Some(z) => size(scale) == scale_bytes && size(z) == zero_bytes,
+            None => size(scale) == scale_bytes,
+        };
+        sized.then_some((padded, buffers))
+    }
 }
 
 /// What a reader must know to check a quantization section.
