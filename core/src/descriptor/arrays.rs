@@ -8,7 +8,7 @@ use zerocopy::{Immutable, IntoBytes};
 use super::cursor::Writer;
 
 macro_rules! le_array {
-    ($(#[$meta:meta])* $name:ident, $raw:ty, $item:ty) => {
+    ($(#[$meta:meta])* $name:ident, $raw:ty, $item:ty, $values:ident) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub struct $name<'a>(&'a [$raw]);
@@ -65,17 +65,17 @@ macro_rules! le_array {
             }
         }
 
+        impl<'a> From<$name<'a>> for $values<'a> {
+            #[inline]
+            fn from(v: $name<'a>) -> Self {
+                Self::Wire(v.as_raw())
+            }
+        }
+
         #[cfg(feature = "defmt")]
         impl defmt::Format for $name<'_> {
             fn format(&self, f: defmt::Formatter<'_>) {
-                defmt::write!(f, "[");
-                for (i, v) in self.iter().enumerate() {
-                    if i > 0 {
-                        defmt::write!(f, ", ");
-                    }
-                    defmt::write!(f, "{}", v);
-                }
-                defmt::write!(f, "]");
+                crate::defmt_impls::list(f, self.iter());
             }
         }
     };
@@ -85,15 +85,15 @@ le_array!(
     /// A run of `uint64` values: a shape, a tile shape, a shard's parent
     /// shape or offset. `u64::MAX` in a shape is the dynamic sentinel
     /// ([`DYNAMIC`](crate::DYNAMIC)).
-    Dims, U64, u64
+    Dims, U64, u64, DimValues
 );
 le_array!(
     /// A run of `int64` strides, in elements (or tiles).
-    Strides, I64, i64
+    Strides, I64, i64, StrideValues
 );
 le_array!(
     /// A run of `uint32` values (Morton bits, CSF mode order).
-    Words, U32, u32
+    Words, U32, u32, WordValues
 );
 
 impl Dims<'_> {
@@ -247,27 +247,6 @@ impl<'a, N, W, const K: usize> From<&'a [N; K]> for Values<'a, N, W> {
     #[inline]
     fn from(v: &'a [N; K]) -> Self {
         Self::Native(v)
-    }
-}
-
-impl<'a> From<Dims<'a>> for DimValues<'a> {
-    #[inline]
-    fn from(v: Dims<'a>) -> Self {
-        Self::Wire(v.as_raw())
-    }
-}
-
-impl<'a> From<Strides<'a>> for StrideValues<'a> {
-    #[inline]
-    fn from(v: Strides<'a>) -> Self {
-        Self::Wire(v.as_raw())
-    }
-}
-
-impl<'a> From<Words<'a>> for WordValues<'a> {
-    #[inline]
-    fn from(v: Words<'a>) -> Self {
-        Self::Wire(v.as_raw())
     }
 }
 
