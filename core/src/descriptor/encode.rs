@@ -659,12 +659,8 @@ impl<'a> TensorDescriptor<'a> {
         if let Some(e) = &self.extension_type {
             e.check(at.extension_type)?;
         }
-        let packing = match (element_type.packing(), &self.extension_type) {
-            (Some(p), _) => p,
-            (None, Some(ext)) => ext.packing(),
-            // A private type without its section was refused above.
-            (None, None) => Packing::Bytes(1),
-        };
+        let ext = self.extension_type.as_ref().map(ExtensionType::entry);
+        let packing = ExtensionType::packing_of(element_type, ext);
         Ok(self.parts(header, element_type, packing).check(&at.parts)?)
     }
 

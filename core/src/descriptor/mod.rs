@@ -452,12 +452,7 @@ impl<'a> TensorView<'a> {
                 ));
             }
 
-            let packing = match (element_type.packing(), extension_type) {
-                (Some(p), _) => p,
-                (None, Some(ext)) => ExtensionType::packing_of(ext),
-                // A private type without its section was rejected above.
-                (None, None) => Packing::Bytes(1),
-            };
+            let packing = ExtensionType::packing_of(element_type, extension_type);
             let parsed = Parsed {
                 layout_tag,
                 element_type,

@@ -13,7 +13,7 @@ use zerocopy::little_endian::U32;
 
 use crate::field::wire_fields;
 
-use crate::element::Packing;
+use crate::element::{ElementType, Packing};
 use crate::error::DescriptorError;
 
 use super::super::cursor::{Reader, Writer};
@@ -189,9 +189,20 @@ impl ExtensionType {
         Self { raw: *raw }
     }
 
-    /// How elements of a validated extension type entry are packed.
-    pub(crate) const fn packing_of(raw: &ExtensionTypeEntry) -> Packing {
-        Self::from_entry(raw).packing()
+    /// How elements of `element_type` are packed: a built-in type's own
+    /// packing, a private one's from its (validated) section `raw`.
+    #[cfg_attr(not(target_os = "none"), inline(always))] // x86-64 decode 4-5 fewer
+    #[cfg_attr(target_os = "none", inline)] // forced: M4 flash +4 B
+    pub(crate) const fn packing_of(
+        element_type: ElementType,
+        raw: Option<&ExtensionTypeEntry>,
+    ) -> Packing {
+        match (element_type.packing(), raw) {
+            (Some(p), _) => p,
+            (None, Some(raw)) => Self::from_entry(raw).packing(),
+            // A private type without its section was refused before.
+            (None, None) => Packing::Bytes(1),
+        }
     }
 
     pub(crate) fn parse<'a>(r: &mut Reader<'a>) -> Result<&'a ExtensionTypeEntry, DescriptorError> {
