@@ -316,7 +316,7 @@ impl<'a> Layout<'a> {
                 ctx.contiguous(ctx.padded_elements.unwrap_or(count))
             }
             Self::Strided(s) => strided::check(s.iter(), ctx, count),
-            Self::Tiled(t) => t.check(ctx, count),
+            Self::Tiled(t) => tiled::check_grid(t.levels(), ctx, count),
             Self::Morton(bits) => morton::check(bits.iter(), ctx, count),
             Self::Coo(c) => c.check(ctx),
             Self::Csr(c) => c.check(ctx, ctx.shape.dim(0)),
