@@ -29,12 +29,12 @@ use super::header::{
     self, DESCRIPTOR_MAGIC, DYNAMIC, FixedHeader, Flags, MAX_RANK, VERSION_MAJOR, VERSION_MINOR,
 };
 use super::layout::{LayoutSpec, tag};
-use super::section::ext_type::ExtensionType;
+use super::section::ext_type::{self, ExtensionType};
 use super::section::member::MemberRole;
 use super::section::quantization::{Params, QuantCtx};
 use super::section::quantization::{Quantization, Scheme};
 use super::section::shard;
-use super::section::statistics::Statistics;
+use super::section::statistics::{self, Statistics};
 use super::{Parts, PartsAt, ReadOptions, TensorView};
 use crate::element::Packing;
 use crate::table;
@@ -654,10 +654,10 @@ impl<'a> TensorDescriptor<'a> {
             shard::check(self.shape.iter(), parent.iter(), offset.iter(), at.shard)?;
         }
         if let Some(s) = &self.statistics {
-            s.check(at.parts.statistics)?;
+            statistics::check(s.entry(), at.parts.statistics)?;
         }
         if let Some(e) = &self.extension_type {
-            e.check(at.extension_type)?;
+            ext_type::check(e.entry(), at.extension_type)?;
         }
         let ext = self.extension_type.as_ref().map(ExtensionType::entry);
         let packing = ExtensionType::packing_of(element_type, ext);

@@ -212,11 +212,6 @@ impl ExtensionType {
         Ok(entry)
     }
 
-    /// The section's rules over this value's entry (`at`: its offset).
-    pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
-        check(&self.raw, at)
-    }
-
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         w.value(&self.raw);
     }
@@ -224,7 +219,7 @@ impl ExtensionType {
 
 /// The section's rules (`at`: its offset): the parser's, and the
 /// encoder's over the entry it writes.
-fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorError> {
+pub(crate) fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorError> {
     let (bw, bytes) = (raw.bit_width.get(), raw.as_bytes());
     // The value of field `i` of `FIELDS`.
     let value = |i: u8| {
