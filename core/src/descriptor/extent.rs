@@ -301,13 +301,6 @@ impl Need {
     }
 }
 
-/// Offset of buffer `index`'s entry: the table starts with its count byte.
-pub(crate) const fn entry_offset(table_at: u32, index: u8) -> u32 {
-    // At most 1 + 255 × 16: one saturating addition (the same result as
-    // saturating each term).
-    table_at.saturating_add((index as u32).wrapping_mul(16).wrapping_add(1))
-}
-
 impl<S: Shape, B: Sizes> Ctx<S, B> {
     /// `byte_size` of buffer `index` (the count was checked before any
     /// layout check runs, so a missing buffer reads as 0 and then fails the
@@ -318,8 +311,13 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         self.buffers.byte_size(usize::from(index))
     }
 
+    /// The error of `kind` at buffer `index`'s entry (the table starts
+    /// with its count byte).
     pub(crate) const fn err(&self, index: u8, kind: DescriptorErrorKind) -> DescriptorError {
-        DescriptorError::new(entry_offset(self.table_at, index), kind)
+        // At most 1 + 255 × 16: one saturating addition (the same result
+        // as saturating each term).
+        let at = (index as u32).wrapping_mul(16).wrapping_add(1);
+        DescriptorError::new(self.table_at.saturating_add(at), kind)
     }
 
     /// `count` values of `width` bytes each; overflow is an error.
