@@ -1046,13 +1046,12 @@ pub(crate) trait Parts {
             None => {
                 let along = ctx.shape.dim(axis as usize).ok_or(overflow)?;
                 let per_axis = extent::div_ceil(along, u64::from(k));
-                let others = ctx
-                    .shape
-                    .dims()
-                    .enumerate()
-                    .filter(|&(i, _)| i != axis as usize)
-                    .try_fold(1u64, |acc, (_, n)| extent::mul(acc, n))
-                    .ok_or(overflow)?;
+                let mut others = 1u64;
+                for (i, n) in ctx.shape.dims().enumerate() {
+                    if i != axis as usize {
+                        others = extent::mul(others, n).ok_or(overflow)?;
+                    }
+                }
                 let blocks = extent::mul(per_axis, others).ok_or(overflow)?;
                 let dense_order = matches!(
                     self.layout_tag(),
