@@ -1232,7 +1232,6 @@ fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params>
         return None;
     }
     let v = Values {
-        tag: scheme_tag::PER_BLOCK,
         w4: f.axis.get(),
         w8: f.block_size.get(),
         scale: f.scale_buffer_index.get(),
@@ -1241,7 +1240,7 @@ fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params>
         // code is refused, and named, by the full rules.
         scale_type: *SCALES.get(usize::from(f.scale_type_tag).wrapping_sub(1))?,
         scale_code: f.scale_type_tag,
-        private: None,
+        ..Values::empty(scheme_tag::PER_BLOCK)
     };
     let row = row(scheme_tag::PER_BLOCK)?;
     let holds = padding.iter().all(|&b| b == 0)
