@@ -24,7 +24,7 @@ use crate::table::BufferTable;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::extent;
+use super::extent::{self, Sizes};
 use super::header::{
     self, DESCRIPTOR_MAGIC, DYNAMIC, FixedHeader, Flags, MAX_RANK, VERSION_MAJOR, VERSION_MINOR,
 };
@@ -114,16 +114,6 @@ impl<'a> Buffers<'a> {
         match self {
             Self::Handles(h) => h.get(index).copied(),
             Self::Table(t) => t.get(index),
-        }
-    }
-
-    /// `byte_size` of buffer `index`, 0 past the end (read from a table's
-    /// validated entry, not decoded again): what the size rules read.
-    #[inline]
-    pub(crate) fn byte_size(&self, index: usize) -> u64 {
-        match self {
-            Self::Handles(h) => h.get(index).map_or(0, |h| h.byte_size()),
-            Self::Table(t) => t.entries().get(index).map_or(0, |e| e.byte_size.get()),
         }
     }
 

@@ -155,7 +155,10 @@ impl Sizes for Buffers<'_> {
     }
     #[inline]
     fn byte_size(&self, index: usize) -> u64 {
-        Buffers::byte_size(self, index)
+        match self {
+            Self::Handles(h) => h.get(index).map_or(0, |h| h.byte_size()),
+            Self::Table(t) => t.byte_size(index),
+        }
     }
 }
 
