@@ -96,27 +96,6 @@ le_array!(
     Words, U32, u32, WordValues
 );
 
-impl Dims<'_> {
-    /// The product of the values from index `skip` on (see
-    /// [`product_from`]).
-    #[must_use]
-    pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
-        product_from(self.0.iter().map(|d| d.get()), skip)
-    }
-}
-
-impl DimValues<'_> {
-    /// The product of the values from index `skip` on (see
-    /// [`product_from`]): the parser's and the encoder's one rule.
-    #[must_use]
-    pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
-        match self {
-            Self::Wire(v) => product_from(v.iter().map(|d| d.get()), skip),
-            Self::Native(v) => product_from(v.iter().copied(), skip),
-        }
-    }
-}
-
 impl<N: PartialEq + Copy, W: Copy + Into<N>> Values<'_, N, W> {
     /// Whether `value` is one of the values (one dispatch, then a plain
     /// loop).
@@ -133,7 +112,7 @@ impl<N: PartialEq + Copy, W: Copy + Into<N>> Values<'_, N, W> {
 /// in `u64`. A zero anywhere makes the product zero, whatever the other
 /// factors and their order: a shape `[2^40, 2^40, 0]` has no elements, it
 /// does not overflow.
-fn product_from(dims: impl Iterator<Item = u64> + Clone, skip: usize) -> Option<u64> {
+pub(super) fn product_from(dims: impl Iterator<Item = u64> + Clone, skip: usize) -> Option<u64> {
     // The common case costs one pass; only an overflow looks for a zero.
     match dims.clone().skip(skip).try_fold(1u64, u64::checked_mul) {
         Some(product) => Some(product),
