@@ -96,18 +96,6 @@ le_array!(
     Words, U32, u32, WordValues
 );
 
-impl<N: PartialEq + Copy, W: Copy + Into<N>> Values<'_, N, W> {
-    /// Whether `value` is one of the values (one dispatch, then a plain
-    /// loop).
-    #[must_use]
-    pub(crate) fn contains(&self, value: N) -> bool {
-        match self {
-            Self::Native(v) => v.contains(&value),
-            Self::Wire(v) => v.iter().any(|&w| w.into() == value),
-        }
-    }
-}
-
 /// The product of `dims` from index `skip` on, `None` when it does not fit
 /// in `u64`. A zero anywhere makes the product zero, whatever the other
 /// factors and their order: a shape `[2^40, 2^40, 0]` has no elements, it

@@ -119,7 +119,11 @@ impl Shape for DimValues<'_> {
     }
     #[inline]
     fn is_dynamic(&self) -> bool {
-        self.contains(crate::DYNAMIC)
+        // One dispatch, then a plain loop.
+        match self {
+            Values::Native(v) => v.contains(&crate::DYNAMIC),
+            Values::Wire(v) => v.iter().any(|d| d.get() == crate::DYNAMIC),
+        }
     }
     #[inline(always)]
     fn product_but(&self, axis: u32) -> Option<u64> {
