@@ -388,27 +388,22 @@ fn quantization<'b>(
 /// Scales of `t` (f16, bf16 or f32): finite and non-zero (or, for NF4,
 /// finite and non-negative).
 fn floats(bytes: &[u8], t: ElementType, buffer: u32, nf4: bool) -> Res {
-    let ok = |x: f32| x.is_finite() && if nf4 { x >= 0.0 } else { x != 0.0 };
-    if t == ElementType::Float32 {
-        for (i, x) in (0u64..).zip(values::<F32>(bytes)) {
-            if !ok(x.get()) {
-                return fail(buffer, i, DataErrorKind::BadScale);
-            }
-        }
+    let bad = |x: f32| !x.is_finite() || if nf4 { x < 0.0 } else { x == 0.0 };
+    let first_bad = if t == ElementType::Float32 {
+        values::<F32>(bytes).iter().position(|x| bad(x.get()))
     } else {
-        for (i, x) in (0u64..).zip(values::<U16>(bytes)) {
+        values::<U16>(bytes).iter().position(|x| {
             let bits = x.get();
-            let x = if t == ElementType::BFloat16 {
-                f32::from_bits(u32::from(bits) << 16)
-            } else {
-                f16_to_f32(bits)
-            };
-            if !ok(x) {
-                return fail(buffer, i, DataErrorKind::BadScale);
-            }
-        }
+            bad(match t {
+                ElementType::BFloat16 => f32::from_bits(u32::from(bits) << 16),
+                _ => f16_to_f32(bits),
+            })
+        })
+    };
+    match first_bad {
+        Some(i) => fail(buffer, i as u64, DataErrorKind::BadScale),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// IEEE binary16 to binary32 (exact).

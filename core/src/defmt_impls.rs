@@ -73,7 +73,7 @@ impl Format for TensorDescriptor<'_> {
 }
 
 /// Writes `items` as `[a, b, …]`.
-fn list<T: Format>(f: Formatter<'_>, items: impl Iterator<Item = T>) {
+pub(crate) fn list<T: Format>(f: Formatter<'_>, items: impl Iterator<Item = T>) {
     write!(f, "[");
     for (i, v) in items.enumerate() {
         if i > 0 {

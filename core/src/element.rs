@@ -225,7 +225,7 @@ const PLACES: [u8; CODES_END] = {
 
 impl ElementType {
     /// Decodes a wire code; `None` for a reserved, invalid or unknown
-    /// code. Read from [`PLACES`], not matched: the same verdicts as the
+    /// code. Read from `PLACES`, not matched: the same verdicts as the
     /// list's decoder in less code (out of line on bare metal, where it
     /// has two callers).
     #[must_use]

@@ -8,7 +8,7 @@ use zerocopy::{Immutable, IntoBytes};
 use super::cursor::Writer;
 
 macro_rules! le_array {
-    ($(#[$meta:meta])* $name:ident, $raw:ty, $item:ty) => {
+    ($(#[$meta:meta])* $name:ident, $raw:ty, $item:ty, $values:ident) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub struct $name<'a>(&'a [$raw]);
@@ -65,17 +65,17 @@ macro_rules! le_array {
             }
         }
 
+        impl<'a> From<$name<'a>> for $values<'a> {
+            #[inline]
+            fn from(v: $name<'a>) -> Self {
+                Self::Wire(v.as_raw())
+            }
+        }
+
         #[cfg(feature = "defmt")]
         impl defmt::Format for $name<'_> {
             fn format(&self, f: defmt::Formatter<'_>) {
-                defmt::write!(f, "[");
-                for (i, v) in self.iter().enumerate() {
-                    if i > 0 {
-                        defmt::write!(f, ", ");
-                    }
-                    defmt::write!(f, "{}", v);
-                }
-                defmt::write!(f, "]");
+                crate::defmt_impls::list(f, self.iter());
             }
         }
     };
@@ -85,55 +85,22 @@ le_array!(
     /// A run of `uint64` values: a shape, a tile shape, a shard's parent
     /// shape or offset. `u64::MAX` in a shape is the dynamic sentinel
     /// ([`DYNAMIC`](crate::DYNAMIC)).
-    Dims, U64, u64
+    Dims, U64, u64, DimValues
 );
 le_array!(
     /// A run of `int64` strides, in elements (or tiles).
-    Strides, I64, i64
+    Strides, I64, i64, StrideValues
 );
 le_array!(
     /// A run of `uint32` values (Morton bits, CSF mode order).
-    Words, U32, u32
+    Words, U32, u32, WordValues
 );
-
-impl Dims<'_> {
-    /// The product of the values from index `skip` on (see
-    /// [`product_from`]).
-    #[must_use]
-    pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
-        product_from(self.0.iter().map(|d| d.get()), skip)
-    }
-}
-
-impl DimValues<'_> {
-    /// The product of the values from index `skip` on (see
-    /// [`product_from`]): the parser's and the encoder's one rule.
-    #[must_use]
-    pub(crate) fn product_from(&self, skip: usize) -> Option<u64> {
-        match self {
-            Self::Wire(v) => product_from(v.iter().map(|d| d.get()), skip),
-            Self::Native(v) => product_from(v.iter().copied(), skip),
-        }
-    }
-}
-
-impl<N: PartialEq + Copy, W: Copy + Into<N>> Values<'_, N, W> {
-    /// Whether `value` is one of the values (one dispatch, then a plain
-    /// loop).
-    #[must_use]
-    pub(crate) fn contains(&self, value: N) -> bool {
-        match self {
-            Self::Native(v) => v.contains(&value),
-            Self::Wire(v) => v.iter().any(|&w| w.into() == value),
-        }
-    }
-}
 
 /// The product of `dims` from index `skip` on, `None` when it does not fit
 /// in `u64`. A zero anywhere makes the product zero, whatever the other
 /// factors and their order: a shape `[2^40, 2^40, 0]` has no elements, it
 /// does not overflow.
-fn product_from(dims: impl Iterator<Item = u64> + Clone, skip: usize) -> Option<u64> {
+pub(super) fn product_from(dims: impl Iterator<Item = u64> + Clone, skip: usize) -> Option<u64> {
     // The common case costs one pass; only an overflow looks for a zero.
     match dims.clone().skip(skip).try_fold(1u64, u64::checked_mul) {
         Some(product) => Some(product),
@@ -247,27 +214,6 @@ impl<'a, N, W, const K: usize> From<&'a [N; K]> for Values<'a, N, W> {
     #[inline]
     fn from(v: &'a [N; K]) -> Self {
         Self::Native(v)
-    }
-}
-
-impl<'a> From<Dims<'a>> for DimValues<'a> {
-    #[inline]
-    fn from(v: Dims<'a>) -> Self {
-        Self::Wire(v.as_raw())
-    }
-}
-
-impl<'a> From<Strides<'a>> for StrideValues<'a> {
-    #[inline]
-    fn from(v: Strides<'a>) -> Self {
-        Self::Wire(v.as_raw())
-    }
-}
-
-impl<'a> From<Words<'a>> for WordValues<'a> {
-    #[inline]
-    fn from(v: Words<'a>) -> Self {
-        Self::Wire(v.as_raw())
     }
 }
 

@@ -24,17 +24,17 @@ use crate::table::BufferTable;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::extent;
+use super::extent::{self, Sizes};
 use super::header::{
     self, DESCRIPTOR_MAGIC, DYNAMIC, FixedHeader, Flags, MAX_RANK, VERSION_MAJOR, VERSION_MINOR,
 };
 use super::layout::{LayoutSpec, tag};
-use super::section::ext_type::ExtensionType;
+use super::section::ext_type::{self, ExtensionType};
 use super::section::member::MemberRole;
 use super::section::quantization::{Params, QuantCtx};
 use super::section::quantization::{Quantization, Scheme};
 use super::section::shard;
-use super::section::statistics::Statistics;
+use super::section::statistics::{self, Statistics};
 use super::{Parts, PartsAt, ReadOptions, TensorView};
 use crate::element::Packing;
 use crate::table;
@@ -114,16 +114,6 @@ impl<'a> Buffers<'a> {
         match self {
             Self::Handles(h) => h.get(index).copied(),
             Self::Table(t) => t.get(index),
-        }
-    }
-
-    /// `byte_size` of buffer `index`, 0 past the end (read from a table's
-    /// validated entry, not decoded again): what the size rules read.
-    #[inline]
-    pub(crate) fn byte_size(&self, index: usize) -> u64 {
-        match self {
-            Self::Handles(h) => h.get(index).map_or(0, |h| h.byte_size()),
-            Self::Table(t) => t.entries().get(index).map_or(0, |e| e.byte_size.get()),
         }
     }
 
@@ -591,51 +581,7 @@ impl<'a> TensorDescriptor<'a> {
         }
         // What the buffer rules read of the scheme, derived once.
         let p = s.params();
-        // Parameter buffers follow the data buffer.
-        let (b, scale, zero) = (self.buffers, p.scale, p.zero);
-        let in_table = |i: u32| i >= 1 && (i as usize) < b.len();
-        let buffers = match (scale, zero) {
-            (Some(s), Some(z)) if in_table(s) && in_table(z) && s != z => 3,
-            (Some(s), Some(z)) if in_table(s) && in_table(z) => 2,
-            (Some(s), None) if in_table(s) => 2,
-            (None, None) => 1,
-            _ => return None,
-        };
-        let Some(scale) = scale.filter(|_| !dynamic) else {
-            return Some((None, buffers));
-        };
-        let (entries, padded) = match *s {
-            Scheme::PerChannel { axis, .. } => (self.shape.get(axis as usize)?, None),
-            _ => {
-                let (axis, k) = (p.axis, p.block_size);
-                let along = self.shape.get(axis as usize)?;
-                // The other dimensions' product (a multiply per dimension,
-                // not a division of the element count: ADR-127).
-                let others = match self.shape {
-                    Values::Native(d) => product_but(d.iter().copied(), axis)?,
-                    Values::Wire(d) => product_but(d.iter().map(|n| n.get()), axis)?,
-                };
-                // `k` is a power of two (the section's rule held).
-                let partial = along & u64::from(k).wrapping_sub(1) != 0;
-                let blocks = (along >> k.trailing_zeros())
-                    .saturating_add(u64::from(partial))
-                    .checked_mul(others)?;
-                let padded = match p.pads {
-                    true => Some(blocks.checked_mul(u64::from(k))?),
-                    false => None,
-                };
-                (blocks, padded)
-            }
-        };
-        let scale_bytes = entries.checked_mul(u64::from(p.scale_width))?;
-        let zero_bytes = entries.checked_mul(4)?;
-        let size = |i: u32| b.byte_size(i as usize);
-        let sized = match zero {
-            Some(z) if z == scale => Some(size(scale)) == scale_bytes.checked_add(zero_bytes),
-            Some(z) => size(scale) == scale_bytes && size(z) == zero_bytes,
-            None => size(scale) == scale_bytes,
-        };
-        sized.then_some((padded, buffers))
+        p.dense_holds(&self.buffers, (!dynamic).then_some(&self.shape))
     }
 
     /// The rules up to the buffer table: header, layout fields, colocation.
@@ -698,17 +644,13 @@ impl<'a> TensorDescriptor<'a> {
             shard::check(self.shape.iter(), parent.iter(), offset.iter(), at.shard)?;
         }
         if let Some(s) = &self.statistics {
-            s.check(at.parts.statistics)?;
+            statistics::check(s.entry(), at.parts.statistics)?;
         }
         if let Some(e) = &self.extension_type {
-            e.check(at.extension_type)?;
+            ext_type::check(e.entry(), at.extension_type)?;
         }
-        let packing = match (element_type.packing(), &self.extension_type) {
-            (Some(p), _) => p,
-            (None, Some(ext)) => ext.packing(),
-            // A private type without its section was refused above.
-            (None, None) => Packing::Bytes(1),
-        };
+        let ext = self.extension_type.as_ref().map(ExtensionType::entry);
+        let packing = ExtensionType::packing_of(element_type, ext);
         Ok(self.parts(header, element_type, packing).check(&at.parts)?)
     }
 
@@ -869,18 +811,6 @@ fn store_colocated(entries: &mut [BufferHandleEntry], handles: &[BufferHandle]) 
         *e = entry;
     }
     colocated
-}
-
-/// The product of every dimension but `axis` (`None` on overflow, as the
-/// parameter count rule has it).
-#[inline]
-fn product_but(dims: impl Iterator<Item = u64>, axis: u32) -> Option<u64> {
-    (0..)
-        .zip(dims)
-        .try_fold(1u64, |acc, (i, n)| match i == axis {
-            true => Some(acc),
-            false => acc.checked_mul(n),
-        })
 }
 
 /// Where [`TensorDescriptor::write`] put each part (offsets in the

@@ -319,18 +319,16 @@ impl<'a> TensorView<'a> {
             /// `res` and the one move at the end, on a 64-bit one returned
             /// at once (x86-64 decode took 3-8 instructions more through
             /// `res`: ADR-133).
-            #[cfg(target_pointer_width = "32")]
             macro_rules! fail {
                 ($e:expr) => {{
-                    res = Err($e);
-                    break 'parse;
+                    #[cfg(target_pointer_width = "32")]
+                    {
+                        res = Err($e);
+                        break 'parse;
+                    }
+                    #[cfg(not(target_pointer_width = "32"))]
+                    return Err($e);
                 }};
-            }
-            #[cfg(not(target_pointer_width = "32"))]
-            macro_rules! fail {
-                ($e:expr) => {
-                    return Err($e)
-                };
             }
             /// `$e`'s value, or out of the parse with its error.
             macro_rules! or_fail {
@@ -343,18 +341,16 @@ impl<'a> TensorView<'a> {
             }
             /// A rule returning `Result<(), _>`: on a 32-bit target written
             /// into `res` in place.
-            #[cfg(target_pointer_width = "32")]
             macro_rules! check {
                 ($e:expr) => {
-                    res = $e;
-                    if res.is_err() {
-                        break 'parse;
+                    #[cfg(target_pointer_width = "32")]
+                    {
+                        res = $e;
+                        if res.is_err() {
+                            break 'parse;
+                        }
                     }
-                };
-            }
-            #[cfg(not(target_pointer_width = "32"))]
-            macro_rules! check {
-                ($e:expr) => {
+                    #[cfg(not(target_pointer_width = "32"))]
                     $e?
                 };
             }
@@ -456,12 +452,7 @@ impl<'a> TensorView<'a> {
                 ));
             }
 
-            let packing = match (element_type.packing(), extension_type) {
-                (Some(p), _) => p,
-                (None, Some(ext)) => ExtensionType::packing_of(ext),
-                // A private type without its section was rejected above.
-                (None, None) => Packing::Bytes(1),
-            };
+            let packing = ExtensionType::packing_of(element_type, extension_type);
             let parsed = Parsed {
                 layout_tag,
                 element_type,
@@ -889,9 +880,10 @@ pub(crate) trait Parts {
     /// parameter buffers' exact sizes and buffer 0's extent (whole blocks
     /// where the scheme pads). `false` is no verdict: `check`'s rules then
     /// run in their order and name the fault. The parser's acceptance
-    /// (ADR-127; the encoder's `quantization_holds` is the same check on
-    /// its values); the section's own rules were checked before it. Off
-    /// bare metal, as the parse's use of it is.
+    /// (ADR-127; the parameter buffers' rules are [`Params::dense_holds`],
+    /// which the encoder's `quantization_holds` runs on its values); the
+    /// section's own rules were checked before it. Off bare metal, as the
+    /// parse's use of it is.
     #[cfg(not(target_os = "none"))]
     #[inline(always)]
     fn quantized_dense_holds(&self, p: &Params) -> bool {
@@ -903,86 +895,25 @@ pub(crate) trait Parts {
         {
             return false;
         }
-        let b = self.sizes();
-        let count = b.count();
-        // Parameter buffers follow the data buffer.
-        let in_table = |i: u32| i >= 1 && (i as usize) < count;
-        let buffers = match (p.scale, p.zero) {
-            (Some(s), Some(z)) if in_table(s) && in_table(z) => {
-                if s == z {
-                    2
-                } else {
-                    3
-                }
-            }
-            (Some(s), None) if in_table(s) => 2,
-            (None, None) => 1,
-            _ => return false,
+        let (b, shape) = (self.sizes(), self.dims());
+        let dynamic = shape.is_dynamic();
+        let Some((padded, buffers)) = p.dense_holds(&b, (!dynamic).then_some(&shape)) else {
+            return false;
         };
         let (offset, size) = (self.byte_offset(), b.byte_size(0));
         let alignment = u64::from(self.element_type().natural_alignment());
-        if count != buffers || offset > size || !extent::is_multiple_of_pow2(offset, alignment) {
+        if b.count() != buffers || offset > size || !extent::is_multiple_of_pow2(offset, alignment)
+        {
             return false;
         }
-        let shape = self.dims();
-        if shape.is_dynamic() {
+        if dynamic {
             return true;
         }
         let Some(n) = shape.product_from(0) else {
             return false;
         };
-        let mut elements = n;
-        if let Some(scale) = p.scale {
-            let (axis, k) = (p.axis, p.block_size);
-            let Some(along) = shape.dim(axis as usize) else {
-                return false;
-            };
-            let entries = if k == 0 {
-                Some(along)
-            } else {
-                // A block scheme's size is a power of two (its section's
-                // rule): the blocks along the axis by a shift.
-                if !k.is_power_of_two() {
-                    return false;
-                }
-                let partial = along & u64::from(k.wrapping_sub(1)) != 0;
-                // Below 2^63 when a block is partial (`k` >= 2): no wrap.
-                let per_axis = (along >> k.trailing_zeros()).wrapping_add(u64::from(partial));
-                let others = shape
-                    .dims()
-                    .enumerate()
-                    .filter(|&(i, _)| i != axis as usize)
-                    .try_fold(1u64, |acc, (_, n)| acc.checked_mul(n));
-                let blocks = others.and_then(|o| per_axis.checked_mul(o));
-                if p.pads {
-                    match blocks.and_then(|b| b.checked_mul(u64::from(k))) {
-                        Some(padded) => elements = padded,
-                        None => return false,
-                    }
-                }
-                blocks
-            };
-            let Some(entries) = entries else {
-                return false;
-            };
-            let scale_bytes = entries.checked_mul(u64::from(p.scale_width));
-            let zero_bytes = entries.checked_mul(4);
-            let size = |i: u32| Some(b.byte_size(i as usize));
-            let sized = match p.zero {
-                Some(z) if z == scale => {
-                    size(scale) == scale_bytes.and_then(|s| s.checked_add(zero_bytes?))
-                }
-                Some(z) => {
-                    scale_bytes.is_some() && size(scale) == scale_bytes && size(z) == zero_bytes
-                }
-                None => scale_bytes.is_some() && size(scale) == scale_bytes,
-            };
-            if !sized {
-                return false;
-            }
-        }
         self.packing()
-            .bytes_for(elements)
+            .bytes_for(padded.unwrap_or(n))
             .and_then(|bytes| offset.checked_add(bytes))
             .is_some_and(|end| end <= size)
     }
@@ -1115,13 +1046,12 @@ pub(crate) trait Parts {
             None => {
                 let along = ctx.shape.dim(axis as usize).ok_or(overflow)?;
                 let per_axis = extent::div_ceil(along, u64::from(k));
-                let others = ctx
-                    .shape
-                    .dims()
-                    .enumerate()
-                    .filter(|&(i, _)| i != axis as usize)
-                    .try_fold(1u64, |acc, (_, n)| extent::mul(acc, n))
-                    .ok_or(overflow)?;
+                let mut others = 1u64;
+                for (i, n) in ctx.shape.dims().enumerate() {
+                    if i != axis as usize {
+                        others = extent::mul(others, n).ok_or(overflow)?;
+                    }
+                }
                 let blocks = extent::mul(per_axis, others).ok_or(overflow)?;
                 let dense_order = matches!(
                     self.layout_tag(),
@@ -1181,11 +1111,8 @@ impl<'a> Parts for Parsed<'a, '_> {
     fn byte_offset(&self) -> u64 {
         self.byte_offset
     }
-    #[cfg(not(target_pointer_width = "32"))]
-    fn layout(&self) -> &Layout<'a> {
-        self.layout
-    }
-    #[cfg(target_pointer_width = "32")]
+    // Held by reference or by value ([`HeldLayout`]): one borrow of it.
+    #[allow(clippy::needless_borrow)] // the reference, on a 64-bit target
     fn layout(&self) -> &Layout<'a> {
         &self.layout
     }

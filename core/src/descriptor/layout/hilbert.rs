@@ -21,7 +21,6 @@ wire_fields! {
 
 use super::super::arrays::Dims;
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Ctx, Shape, Sizes};
 use super::Layout;
 
 /// The Hilbert curve's parameters.
@@ -98,16 +97,6 @@ impl Hilbert {
             }
         }
         Ok(())
-    }
-
-    /// The data buffer holds `2^(rank * order)` elements: the element
-    /// count itself, since every dimension is `2^order` (a count that
-    /// overflows was reported before this runs).
-    pub(super) fn check(
-        ctx: &Ctx<impl Shape, impl Sizes>,
-        count: u64,
-    ) -> Result<(), DescriptorError> {
-        ctx.contiguous(count)
     }
 
     pub(super) fn encode(&self, w: &mut Writer<'_>) {

@@ -308,13 +308,16 @@ impl<'a> Layout<'a> {
         count: u64,
     ) -> Result<(), DescriptorError> {
         match self {
-            Self::RowMajor | Self::ColumnMajor => {
+            // Hilbert: `2^(rank * order)` elements, the element count
+            // itself (every dimension is `2^order`; a count that overflows
+            // was reported before this runs), unpadded (only row- and
+            // column-major data pads).
+            Self::RowMajor | Self::ColumnMajor | Self::Hilbert(_) => {
                 ctx.contiguous(ctx.padded_elements.unwrap_or(count))
             }
             Self::Strided(s) => strided::check(s.iter(), ctx, count),
-            Self::Tiled(t) => t.check(ctx, count),
+            Self::Tiled(t) => tiled::check_grid(t.levels(), ctx, count),
             Self::Morton(bits) => morton::check(bits.iter(), ctx, count),
-            Self::Hilbert(_) => Hilbert::check(ctx, count),
             Self::Coo(c) => c.check(ctx),
             Self::Csr(c) => c.check(ctx, ctx.shape.dim(0)),
             Self::Csc(c) => c.check(ctx, ctx.shape.dim(1)),
@@ -412,13 +415,13 @@ impl<'a> LayoutSpec<'a> {
     ) -> Result<(), DescriptorError> {
         match *self {
             Self::Parsed(l) => l.check_sizes(ctx, count),
-            Self::RowMajor | Self::ColumnMajor => {
+            // Hilbert as the parsed layout's.
+            Self::RowMajor | Self::ColumnMajor | Self::Hilbert(_) => {
                 ctx.contiguous(ctx.padded_elements.unwrap_or(count))
             }
             Self::Strided(s) => strided::check(s.iter().copied(), ctx, count),
             Self::Tiled(levels) => tiled::check_grid(levels.iter(), ctx, count),
             Self::Morton(b) => morton::check(b.iter().copied(), ctx, count),
-            Self::Hilbert(_) => Hilbert::check(ctx, count),
             Self::Coo(c) => c.check(ctx),
             Self::Csr(c) => c.check(ctx, ctx.shape.dim(0)),
             Self::Csc(c) => c.check(ctx, ctx.shape.dim(1)),

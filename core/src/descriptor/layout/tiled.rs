@@ -173,15 +173,6 @@ impl<'a> Tiled<'a> {
         let raw = start.bytes(len)?;
         Ok(Layout::Tiled(Self { raw, rank, depth }))
     }
-
-    /// Checks the buffer against the tile grid of a non-empty tensor.
-    pub(super) fn check(
-        &self,
-        ctx: &Ctx<impl Shape, impl Sizes>,
-        count: u64,
-    ) -> Result<(), DescriptorError> {
-        check_grid(self.levels(), ctx, count)
-    }
 }
 
 /// One tiled level as the rules read it: a parsed level's wire arrays or

@@ -13,7 +13,7 @@ use zerocopy::little_endian::U32;
 
 use crate::field::wire_fields;
 
-use crate::element::Packing;
+use crate::element::{ElementType, Packing};
 use crate::error::DescriptorError;
 
 use super::super::cursor::{Reader, Writer};
@@ -189,9 +189,20 @@ impl ExtensionType {
         Self { raw: *raw }
     }
 
-    /// How elements of a validated extension type entry are packed.
-    pub(crate) const fn packing_of(raw: &ExtensionTypeEntry) -> Packing {
-        Self::from_entry(raw).packing()
+    /// How elements of `element_type` are packed: a built-in type's own
+    /// packing, a private one's from its (validated) section `raw`.
+    #[cfg_attr(not(target_os = "none"), inline(always))] // x86-64 decode 4-5 fewer
+    #[cfg_attr(target_os = "none", inline)] // forced: M4 flash +4 B
+    pub(crate) const fn packing_of(
+        element_type: ElementType,
+        raw: Option<&ExtensionTypeEntry>,
+    ) -> Packing {
+        match (element_type.packing(), raw) {
+            (Some(p), _) => p,
+            (None, Some(raw)) => Self::from_entry(raw).packing(),
+            // A private type without its section was refused before.
+            (None, None) => Packing::Bytes(1),
+        }
     }
 
     pub(crate) fn parse<'a>(r: &mut Reader<'a>) -> Result<&'a ExtensionTypeEntry, DescriptorError> {
@@ -201,11 +212,6 @@ impl ExtensionType {
         Ok(entry)
     }
 
-    /// The section's rules over this value's entry (`at`: its offset).
-    pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
-        check(&self.raw, at)
-    }
-
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         w.value(&self.raw);
     }
@@ -213,7 +219,7 @@ impl ExtensionType {
 
 /// The section's rules (`at`: its offset): the parser's, and the
 /// encoder's over the entry it writes.
-fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorError> {
+pub(crate) fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorError> {
     let (bw, bytes) = (raw.bit_width.get(), raw.as_bytes());
     // The value of field `i` of `FIELDS`.
     let value = |i: u8| {

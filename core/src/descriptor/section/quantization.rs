@@ -28,7 +28,7 @@ use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::wire_fields;
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::Shape;
+use super::super::extent::{Shape, Sizes};
 
 /// `zero_point_buffer_index` of a symmetric scheme.
 pub const NO_BUFFER: u32 = u32::MAX;
@@ -204,6 +204,63 @@ pub(crate) struct Params {
     pub(crate) pads: bool,
     /// A private scheme: nothing is known of its buffers.
     pub(crate) private: bool,
+}
+
+impl Params {
+    /// The quantized dense acceptance's rules on the parameter buffers
+    /// (ADR-127), the parser's and the encoder's one copy: `Some` of the
+    /// element count the data buffer holds where the scheme pads to whole
+    /// blocks and of the descriptor's buffer count (the data buffer, then
+    /// the parameter buffers, inside the table), once the parameter buffers
+    /// hold exactly their values. `shape` is `None` where a dimension is
+    /// dynamic: no size is checked. A block size is a power of two (the
+    /// section's rule held). `None` is no verdict.
+    #[inline(always)]
+    pub(crate) fn dense_holds(
+        &self,
+        b: &impl Sizes,
+        shape: Option<&impl Shape>,
+    ) -> Option<(Option<u64>, usize)> {
+        let (scale, zero) = (self.scale, self.zero);
+        let in_table = |i: u32| i >= 1 && (i as usize) < b.count();
+        let buffers = match (scale, zero) {
+            (Some(s), Some(z)) if in_table(s) && in_table(z) && s != z => 3,
+            (Some(s), Some(z)) if in_table(s) && in_table(z) => 2,
+            (Some(s), None) if in_table(s) => 2,
+            (None, None) => 1,
+            _ => return None,
+        };
+        let (Some(scale), Some(shape)) = (scale, shape) else {
+            return Some((None, buffers));
+        };
+        let (axis, k) = (self.axis, self.block_size);
+        let along = shape.dim(axis as usize)?;
+        let (entries, padded) = if k == 0 {
+            (along, None)
+        } else {
+            // The blocks along the axis by a shift, times the other
+            // dimensions (a multiply per dimension, not a division of the
+            // element count: ADR-127).
+            let partial = along & u64::from(k).wrapping_sub(1) != 0;
+            let blocks = (along >> k.trailing_zeros())
+                .saturating_add(u64::from(partial))
+                .checked_mul(shape.product_but(axis)?)?;
+            let padded = match self.pads {
+                true => Some(blocks.checked_mul(u64::from(k))?),
+                false => None,
+            };
+            (blocks, padded)
+        };
+        let scale_bytes = entries.checked_mul(u64::from(self.scale_width))?;
+        let zero_bytes = entries.checked_mul(4)?;
+        let size = |i: u32| b.byte_size(i as usize);
+        let sized = match zero {
+            Some(z) if z == scale => Some(size(scale)) == scale_bytes.checked_add(zero_bytes),
+            Some(z) => size(scale) == scale_bytes && size(z) == zero_bytes,
+            None => size(scale) == scale_bytes,
+        };
+        sized.then_some((padded, buffers))
+    }
 }
 
 /// What a reader must know to check a quantization section.
@@ -477,7 +534,7 @@ const _: () = assert!(
 const _: () = {
     let mut i = 0;
     while i < ROWS.len() {
-        assert!(ROWS[i].len as usize + 4 <= size_of::<Fixed<PerBlockFields>>());
+        assert!(ROWS[i].len as usize + 4 <= size_of::<Fixed>());
         i += 1;
     }
 };
@@ -639,8 +696,8 @@ impl<'a> Values<'a> {
     /// A public scheme's section up to its padding, as the encoder writes
     /// it: the length field, then the header and the values at the row's
     /// offsets (4 bytes on), zero elsewhere.
-    fn image(&self, row: &Row, padding: u32) -> [u8; size_of::<Fixed<PerBlockFields>>()] {
-        let mut image = [0u8; size_of::<Fixed<PerBlockFields>>()];
+    fn image(&self, row: &Row, padding: u32) -> [u8; size_of::<Fixed>()] {
+        let mut image = [0u8; size_of::<Fixed>()];
         let mut put = |at: u8, bytes: [u8; 4]| {
             let at = usize::from(at).wrapping_add(4);
             if let Some(d) = image.get_mut(at..).and_then(<[u8]>::first_chunk_mut) {
@@ -949,7 +1006,7 @@ impl Quantization<'_> {
     /// A per-block affine section's fixed part (length, scheme header,
     /// fields), `None` for any other scheme.
     #[inline(always)]
-    fn per_block(&self) -> Option<Fixed<PerBlockFields>> {
+    fn per_block(&self) -> Option<Fixed> {
         let Scheme::PerBlock {
             axis,
             block_size,
@@ -968,18 +1025,32 @@ impl Quantization<'_> {
             ElementType::Float32 => const { ElementType::Float32.code() },
             other => other.code(),
         };
-        Some(Fixed::new(
-            self.padding,
-            SchemeHeader::public(scheme_tag::PER_BLOCK, symmetric(zero_point_buffer)),
-            PerBlockFields {
-                axis: U32::new(axis),
-                block_size: U32::new(block_size),
-                scale_buffer_index: U32::new(scale_buffer),
-                zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
-                scale_type_tag,
-                reserved: [0; 3],
-            },
-        ))
+        let flags = if zero_point_buffer.is_none() {
+            SYMMETRIC
+        } else {
+            0
+        };
+        let head = SchemeHeader {
+            scheme_tag: scheme_tag::PER_BLOCK,
+            scheme_version: 1,
+            flags: U16::new(flags),
+        };
+        let fields = PerBlockFields {
+            axis: U32::new(axis),
+            block_size: U32::new(block_size),
+            scale_buffer_index: U32::new(scale_buffer),
+            zero_point_buffer_index: U32::new(zero_point_buffer.unwrap_or(NO_BUFFER)),
+            scale_type_tag,
+            reserved: [0; 3],
+        };
+        // The length: the header's and the fields' size, and the padding.
+        let fixed = crate::field::offset32(size_of::<Fixed>().saturating_sub(4));
+        let length = U32::new(fixed.saturating_add(self.padding));
+        Some(Fixed {
+            length,
+            head,
+            fields,
+        })
     }
 
     /// Writes the section at the front of `out` and returns its length,
@@ -988,7 +1059,7 @@ impl Quantization<'_> {
     /// fixed-size store; any other goes through [`encode`](Self::encode).
     #[inline(always)]
     pub(crate) fn write_to(&self, out: &mut [u8]) -> Option<usize> {
-        const LEN: usize = size_of::<Fixed<PerBlockFields>>();
+        const LEN: usize = size_of::<Fixed>();
         if let (Scheme::PerBlock { .. }, 0) = (self.scheme, self.padding) {
             let (dst, _) = out.split_first_chunk_mut::<LEN>()?;
             *dst = zerocopy::transmute!(self.per_block()?);
@@ -1000,54 +1071,15 @@ impl Quantization<'_> {
     }
 }
 
-impl SchemeHeader {
-    /// A public scheme's header (version 1) with `flags`, as the encoder
-    /// writes it.
-    #[inline(always)]
-    const fn public(scheme_tag: u8, flags: u16) -> Self {
-        Self {
-            scheme_tag,
-            scheme_version: 1,
-            flags: U16::new(flags),
-        }
-    }
-}
-
-/// A per-channel or per-block scheme's flags: `SYMMETRIC` when it has no
-/// zero-point buffer.
-#[inline(always)]
-const fn symmetric(zero_point_buffer: Option<u32>) -> u16 {
-    if zero_point_buffer.is_none() {
-        SYMMETRIC
-    } else {
-        0
-    }
-}
-
-/// A public scheme's fixed part as the encoder writes it: the section's
-/// length, the scheme header and the scheme's fields, in one store.
+/// A per-block affine section's fixed part as the encoder writes it: the
+/// section's length, the scheme header and the scheme's fields, in one
+/// store (the longest public scheme's: every row's image fits it).
 #[derive(zerocopy::IntoBytes, zerocopy::Immutable, zerocopy::Unaligned)]
 #[repr(C, packed)]
-struct Fixed<F> {
+struct Fixed {
     length: U32,
     head: SchemeHeader,
-    fields: F,
-}
-
-impl<F> Fixed<F> {
-    /// The fixed part of a section with `padding` zero bytes after it:
-    /// its length is the header's and the fields' size plus the padding
-    /// (saturated, as the length field is a `u32`).
-    #[inline(always)]
-    const fn new(padding: u32, head: SchemeHeader, fields: F) -> Self {
-        let fixed =
-            crate::field::offset32(size_of::<SchemeHeader>().saturating_add(size_of::<F>()));
-        Self {
-            length: U32::new(fixed.saturating_add(padding)),
-            head,
-            fields,
-        }
-    }
+    fields: PerBlockFields,
 }
 
 /// The payload's own rules, in their order, over the payload at `base`
@@ -1200,7 +1232,6 @@ fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params>
         return None;
     }
     let v = Values {
-        tag: scheme_tag::PER_BLOCK,
         w4: f.axis.get(),
         w8: f.block_size.get(),
         scale: f.scale_buffer_index.get(),
@@ -1209,7 +1240,7 @@ fn per_block_holds(payload: &[u8], ctx: &QuantCtx<impl Shape>) -> Option<Params>
         // code is refused, and named, by the full rules.
         scale_type: *SCALES.get(usize::from(f.scale_type_tag).wrapping_sub(1))?,
         scale_code: f.scale_type_tag,
-        private: None,
+        ..Values::empty(scheme_tag::PER_BLOCK)
     };
     let row = row(scheme_tag::PER_BLOCK)?;
     let holds = padding.iter().all(|&b| b == 0)

@@ -272,11 +272,6 @@ impl Statistics {
         Ok(entry)
     }
 
-    /// The section's rules over this value's entry (`at`: its offset).
-    pub(crate) fn check(&self, at: u32) -> Result<(), DescriptorError> {
-        check(&self.raw, at)
-    }
-
     pub(crate) fn encode(&self, w: &mut Writer<'_>) {
         w.value(&self.raw);
     }
@@ -303,7 +298,7 @@ fn bits(f: F64) -> u64 {
 /// (no soft-float code on firmware); each group rule is one bit of a word,
 /// a bit below its group's mask bit (`has_inf` at its group's), in the
 /// order of `RULES`, and the first broken one is named.
-fn check(raw: &StatisticsEntry, at: u32) -> Result<(), DescriptorError> {
+pub(crate) fn check(raw: &StatisticsEntry, at: u32) -> Result<(), DescriptorError> {
     let mask = raw.computed_mask.get();
     let undefined = mask & !bit::DEFINED;
     let (off, kind) = if undefined != 0 {
