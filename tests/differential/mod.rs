@@ -1364,6 +1364,11 @@ fn overflows(what: &str, t: &theirs::TensorDescriptor) -> bool {
                 || matches!(t.layout, L::Tiled(_) | L::BlockPaged(_) | L::Csf(_))
         }
         "stride extent" | "buffer extent" => match strided_extent(t) {
+            // A dimension's last index `n - 1` is an `i64` in the extent's
+            // arithmetic (LY-STRIDED-1), under a zero stride too.
+            Some(_) if matches!(t.layout, L::Strided(_)) && dims.iter().any(|&n| n > 1 << 63) => {
+                true
+            }
             Some((lo, hi)) => lo < i128::from(i64::MIN) || hi > i128::from(i64::MAX),
             // A contiguous data buffer (row- and column-major, Morton,
             // Hilbert) past `u64` from `byte_offset`; tiled extents are not
