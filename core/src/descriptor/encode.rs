@@ -839,38 +839,18 @@ impl<'a> Parts for Checked<'_, 'a> {
     type Dims = DimValues<'a>;
     type Sizes = Buffers<'a>;
     type Layout = LayoutSpec<'a>;
-    fn layout_tag(&self) -> u8 {
-        self.layout_tag
-    }
-    fn element_type(&self) -> ElementType {
-        self.element_type
-    }
-    fn packing(&self) -> Packing {
-        self.packing
-    }
-    fn dims(&self) -> DimValues<'a> {
-        self.desc.shape
-    }
-    fn byte_offset(&self) -> u64 {
-        self.desc.byte_offset
-    }
-    fn layout(&self) -> &LayoutSpec<'a> {
-        &self.desc.layout
-    }
-    fn sizes(&self) -> Buffers<'a> {
-        self.desc.buffers
-    }
-    fn params(&self) -> Option<&Params> {
-        self.params.as_ref()
-    }
-    fn has_shard(&self) -> bool {
-        self.desc.shard.is_some()
-    }
-    fn has_member(&self) -> bool {
-        self.desc.member_role.is_some()
-    }
-    fn stats_nnz(&self) -> Option<u64> {
-        self.desc.statistics.and_then(|s| s.nnz())
+    super::parts_getters! {
+        layout_tag -> u8 = |p| p.layout_tag;
+        element_type -> ElementType = |p| p.element_type;
+        packing -> Packing = |p| p.packing;
+        dims -> DimValues<'a> = |p| p.desc.shape;
+        byte_offset -> u64 = |p| p.desc.byte_offset;
+        layout -> &LayoutSpec<'a> = |p| &p.desc.layout;
+        sizes -> Buffers<'a> = |p| p.desc.buffers;
+        params -> Option<&Params> = |p| p.params.as_ref();
+        has_shard -> bool = |p| p.desc.shard.is_some();
+        has_member -> bool = |p| p.desc.member_role.is_some();
+        stats_nnz -> Option<u64> = |p| p.desc.statistics.and_then(|s| s.nnz());
     }
 }
 

@@ -782,6 +782,21 @@ const fn trailing_bytes(declared: u32, available: usize) -> DescriptorError {
     )
 }
 
+/// The accessors of a [`Parts`] implementation, one line each: the name,
+/// the type and the expression over the parts (`|p| …`).
+macro_rules! parts_getters {
+    ($($(#[$attr:meta])* $name:ident -> $ty:ty = |$p:ident| $e:expr;)*) => {
+        $(
+            $(#[$attr])*
+            fn $name(&self) -> $ty {
+                let $p = self;
+                $e
+            }
+        )*
+    };
+}
+pub(crate) use parts_getters;
+
 /// What the rules that tie a descriptor's parts together read: a parsed
 /// view's parts ([`TensorView`]), or the values an encoder is given. One set
 /// of rules for both, written once as this trait's provided methods and
@@ -1096,40 +1111,20 @@ impl<'a> Parts for Parsed<'a, '_> {
     type Dims = Dims<'a>;
     type Sizes = BufferTable<'a>;
     type Layout = Layout<'a>;
-    fn layout_tag(&self) -> u8 {
-        self.layout_tag
-    }
-    fn element_type(&self) -> ElementType {
-        self.element_type
-    }
-    fn packing(&self) -> Packing {
-        self.packing
-    }
-    fn dims(&self) -> Dims<'a> {
-        self.shape
-    }
-    fn byte_offset(&self) -> u64 {
-        self.byte_offset
-    }
-    // Held by reference or by value ([`HeldLayout`]): one borrow of it.
-    #[allow(clippy::needless_borrow)] // the reference, on a 64-bit target
-    fn layout(&self) -> &Layout<'a> {
-        &self.layout
-    }
-    fn sizes(&self) -> BufferTable<'a> {
-        self.buffers
-    }
-    fn params(&self) -> Option<&Params> {
-        self.quantization.as_ref()
-    }
-    fn has_shard(&self) -> bool {
-        self.has_shard
-    }
-    fn has_member(&self) -> bool {
-        self.member_role.is_some()
-    }
-    fn stats_nnz(&self) -> Option<u64> {
-        self.statistics.and_then(section::statistics::nnz_of)
+    parts_getters! {
+        layout_tag -> u8 = |p| p.layout_tag;
+        element_type -> ElementType = |p| p.element_type;
+        packing -> Packing = |p| p.packing;
+        dims -> Dims<'a> = |p| p.shape;
+        byte_offset -> u64 = |p| p.byte_offset;
+        // Held by reference or by value ([`HeldLayout`]): one borrow of it.
+        #[allow(clippy::needless_borrow)] // the reference, on a 64-bit target
+        layout -> &Layout<'a> = |p| &p.layout;
+        sizes -> BufferTable<'a> = |p| p.buffers;
+        params -> Option<&Params> = |p| p.quantization.as_ref();
+        has_shard -> bool = |p| p.has_shard;
+        has_member -> bool = |p| p.member_role.is_some();
+        stats_nnz -> Option<u64> = |p| p.statistics.and_then(section::statistics::nnz_of);
     }
 }
 
