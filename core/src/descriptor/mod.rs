@@ -1061,12 +1061,7 @@ pub(crate) trait Parts {
             None => {
                 let along = ctx.shape.dim(axis as usize).ok_or(overflow)?;
                 let per_axis = extent::div_ceil(along, u64::from(k));
-                let mut others = 1u64;
-                for (i, n) in ctx.shape.dims().enumerate() {
-                    if i != axis as usize {
-                        others = extent::mul(others, n).ok_or(overflow)?;
-                    }
-                }
+                let others = ctx.shape.product_but(axis).ok_or(overflow)?;
                 let blocks = extent::mul(per_axis, others).ok_or(overflow)?;
                 let dense_order = matches!(
                     self.layout_tag(),

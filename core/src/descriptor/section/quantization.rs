@@ -1044,7 +1044,9 @@ impl Quantization<'_> {
             reserved: [0; 3],
         };
         // The length: the header's and the fields' size, and the padding.
-        let fixed = crate::field::offset32(size_of::<Fixed>().saturating_sub(4));
+        let fixed = crate::field::offset32(
+            size_of::<SchemeHeader>().saturating_add(size_of::<PerBlockFields>()),
+        );
         let length = U32::new(fixed.saturating_add(self.padding));
         Some(Fixed {
             length,
