@@ -205,8 +205,21 @@ const WIDTHS: [u8; ElementType::BUILT_IN.len() + 1] = {
     widths
 };
 
-/// The first code past the named ones.
-const CODES_END: usize = 0x52;
+/// The first code past the named ones, from the list (a type added to it
+/// is in [`PLACES`] without a second edit).
+#[allow(clippy::indexing_slicing)] // compile time: a bad index fails the build
+const CODES_END: usize = {
+    let mut end = 0;
+    let mut i = 0;
+    while i < ElementType::BUILT_IN.len() {
+        let next = ElementType::BUILT_IN[i].code() as usize + 1;
+        if next > end {
+            end = next;
+        }
+        i += 1;
+    }
+    end
+};
 
 /// The place in [`ElementType::BUILT_IN`] of each code below [`CODES_END`]
 /// (`u8::MAX` for one the spec does not name), from the list's decoder.
