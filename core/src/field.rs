@@ -201,10 +201,13 @@ macro_rules! wire_fields {
 pub(crate) use wire_fields;
 
 /// The offset of a field in its wire struct, as a descriptor offset
-/// (`u32`; every wire struct is far smaller than 4 GiB).
+/// (`u32`; every wire struct is far smaller than 4 GiB). A constant
+/// wherever it is written: inside a function too, where a call of
+/// `offset32` left to the optimizer cost M4 flash (+24 B in the statistics
+/// rules).
 macro_rules! at {
     ($s:ident . $f:ident) => {
-        $crate::field::offset32(::core::mem::offset_of!($s, $f))
+        const { $crate::field::offset32(::core::mem::offset_of!($s, $f)) }
     };
 }
 pub(crate) use at;

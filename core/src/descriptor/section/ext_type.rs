@@ -11,7 +11,7 @@
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::U32;
 
-use crate::field::wire_fields;
+use crate::field::{at, wire_fields};
 
 use crate::element::{ElementType, Packing};
 use crate::error::DescriptorError;
@@ -59,20 +59,35 @@ const fn packing_factor(bit_width: u32) -> u8 {
     }
 }
 
+/// A field of [`ExtensionTypeEntry`] as a row of [`FIELDS`]: its offset
+/// (every one below 20) and its spec name.
+macro_rules! field {
+    ($f:ident) => {
+        (at!(ExtensionTypeEntry.$f) as u8, stringify!($f))
+    };
+}
+
 /// The fields the rules name: offset and spec name. The rows below name
 /// them by index here.
+#[allow(clippy::cast_possible_truncation)] // offsets below 20
 const FIELDS: [(u8, &str); 10] = [
-    (0, "bit_width"),
-    (4, "packing_factor"),
-    (5, "is_float"),
-    (6, "is_signed"),
-    (7, "sign_bits"),
-    (8, "exponent_bits"),
-    (9, "mantissa_bits"),
-    (12, "exponent_bias"),
-    (16, "has_nan"),
-    (17, "has_inf"),
+    field!(bit_width),
+    field!(packing_factor),
+    field!(is_float),
+    field!(is_signed),
+    field!(sign_bits),
+    field!(exponent_bits),
+    field!(mantissa_bits),
+    field!(exponent_bias),
+    field!(has_nan),
+    field!(has_inf),
 ];
+/// The offset of `bit_width`, one of the two fields wider than a byte.
+#[allow(clippy::cast_possible_truncation)] // offsets below 20
+const BIT_WIDTH_AT: u8 = at!(ExtensionTypeEntry.bit_width) as u8;
+/// The offset of `exponent_bias`, the other one.
+#[allow(clippy::cast_possible_truncation)] // offsets below 20
+const EXPONENT_BIAS_AT: u8 = at!(ExtensionTypeEntry.exponent_bias) as u8;
 /// Flags of every type, at most 1 (`(field, most allowed)`, checked in
 /// order).
 const FLAGS: [(u8, u8); 4] = [(2, 1), (3, 1), (8, 1), (9, 1)];
@@ -225,8 +240,8 @@ pub(crate) fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorE
     let value = |i: u8| {
         let off = FIELDS.get(usize::from(i)).map_or(0, |f| f.0);
         match off {
-            0 => bw,
-            12 => raw.exponent_bias.get(),
+            BIT_WIDTH_AT => bw,
+            EXPONENT_BIAS_AT => raw.exponent_bias.get(),
             _ => bytes.get(usize::from(off)).map_or(0, |&b| u32::from(b)),
         }
     };
@@ -250,7 +265,11 @@ pub(crate) fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorE
     let field = match field {
         Some(i) => i,
         None if raw.reserved != [0; 2] || raw.reserved2 != [0; 2] => {
-            let off = if raw.reserved != [0; 2] { 10 } else { 18 };
+            let off = if raw.reserved != [0; 2] {
+                at!(ExtensionTypeEntry.reserved)
+            } else {
+                at!(ExtensionTypeEntry.reserved2)
+            };
             return Err(DescriptorError::reserved(
                 at.saturating_add(off),
                 "extension_type._reserved",

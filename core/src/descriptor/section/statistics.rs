@@ -9,7 +9,7 @@
 
 use zerocopy::little_endian::{F64, U32, U64};
 
-use crate::field::wire_fields;
+use crate::field::{at, wire_fields};
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
@@ -50,7 +50,7 @@ wire_fields! {
 }
 
 /// Offset of `nnz` in the section.
-pub(crate) const NNZ_AT: u32 = crate::field::at!(StatisticsEntry.nnz);
+pub(crate) const NNZ_AT: u32 = at!(StatisticsEntry.nnz);
 
 /// Advisory statistics of a tensor's values. Getters return `None` for a
 /// group whose mask bit is clear.
@@ -81,12 +81,12 @@ mod bit {
 /// The group rules by bit of `check`'s broken-rule word: the offset and
 /// name of the field at fault.
 const RULES: [(u32, &str); 6] = [
-    (16, "sparsity_ratio"),
-    (24, "value_range"),
-    (56, "value_stddev"),
-    (64, "nm_n"),
-    (66, "has_nan"),
-    (67, "has_inf"),
+    (at!(StatisticsEntry.sparsity_ratio), "sparsity_ratio"),
+    (at!(StatisticsEntry.value_min), "value_range"),
+    (at!(StatisticsEntry.value_stddev), "value_stddev"),
+    (at!(StatisticsEntry.nm_n), "nm_n"),
+    (at!(StatisticsEntry.has_nan), "has_nan"),
+    (at!(StatisticsEntry.has_inf), "has_inf"),
 ];
 
 /// The sign bit of an IEEE binary64.
@@ -302,12 +302,13 @@ pub(crate) fn check(raw: &StatisticsEntry, at: u32) -> Result<(), DescriptorErro
     let mask = raw.computed_mask.get();
     let undefined = mask & !bit::DEFINED;
     let (off, kind) = if undefined != 0 {
-        (0, DescriptorErrorKind::ReservedFlags(undefined))
+        let kind = DescriptorErrorKind::ReservedFlags(undefined);
+        (at!(StatisticsEntry.computed_mask), kind)
     } else if raw.reserved.get() != 0 || raw.reserved2 != [0; 4] {
         let (off, field) = if raw.reserved.get() == 0 {
-            (68, "statistics._reserved2")
+            (at!(StatisticsEntry.reserved2), "statistics._reserved2")
         } else {
-            (4, "statistics._reserved")
+            (at!(StatisticsEntry.reserved), "statistics._reserved")
         };
         (off, DescriptorErrorKind::ReservedNonZero { field })
     } else {
