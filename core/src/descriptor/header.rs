@@ -68,6 +68,8 @@ pub(crate) mod at {
     pub(crate) const TYPE_TAG: u32 = offset32(offset_of!(FixedHeader, type_tag));
     pub(crate) const LAYOUT_TAG: u32 = offset32(offset_of!(FixedHeader, layout_tag));
     pub(crate) const RANK: u32 = offset32(offset_of!(FixedHeader, rank));
+    /// The shape, the first field after the header.
+    pub(crate) const SHAPE: u32 = offset32(size_of::<FixedHeader>());
 }
 
 impl FixedHeader {

@@ -44,9 +44,9 @@ pub(crate) fn check(
     let offsets_at = at.saturating_add((parent_shape.len() as u32).saturating_mul(8));
     for (k, ((n, p), o)) in shape.zip(parent_shape).zip(shard_offset).enumerate() {
         // The dynamic field at fault (`None`: the box) and where its run
-        // starts (the shape's is the header's `shape` field).
+        // starts (the shape follows the header).
         let (field, base) = if n == crate::DYNAMIC {
-            (Some("shape"), 20)
+            (Some("shape"), super::super::header::at::SHAPE)
         } else if p == crate::DYNAMIC {
             (Some("parent_shape"), at)
         } else if o == crate::DYNAMIC {
