@@ -638,10 +638,9 @@ impl<'a> FileIndex<'a> {
         if let Ok((h, _)) = FixedHeader::ref_from_prefix(desc) {
             let (index, descriptor) = (e.descriptor_length, h.descriptor_length.get());
             if h.magic == crate::descriptor::DESCRIPTOR_MAGIC && descriptor != index {
-                return Err(at(
-                    d_at.saturating_add(offset_of!(FixedHeader, descriptor_length) as u64),
-                    FileErrorKind::DescriptorLength { index, descriptor },
-                ));
+                let length_at = offset_of!(FixedHeader, descriptor_length) as u64;
+                let kind = FileErrorKind::DescriptorLength { index, descriptor };
+                return Err(past(d_at, length_at, kind));
             }
         }
         let view = TensorView::parse_with(desc, &self.options)
