@@ -283,7 +283,7 @@ fn a_strict_reader_refuses_the_permissive_corpus() {
                 err.kind(),
                 DescriptorErrorKind::UnknownExtensionLayout(write_vectors::PRIVATE_LAYOUT_ID)
                     | DescriptorErrorKind::PrivateCodeRefused {
-                        field: "scheme_tag",
+                        field: hurray_core::FieldName::SchemeTag,
                         ..
                     }
             ),

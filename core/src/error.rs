@@ -13,6 +13,7 @@
 //! there is one, what was expected. `Display` writes literal text through
 //! `write!` and never allocates.
 
+use crate::Flags;
 use crate::codes::{DeviceTag, MemoryClass};
 
 /// Declares an error enum and its `Display` from one list: each variant with
@@ -196,16 +197,110 @@ located_error! {
     source DescriptorErrorKind::Buffer { error, .. } => error;
 }
 
+/// Declares a `u8` enum of names the spec uses, one variant per name, with
+/// `name` and a `Display` that writes it. An error carries the variant, not
+/// the text, so a program that never prints an error keeps no text
+/// (and `defmt` prints the variant from the host's copy).
+macro_rules! names {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident, $doc:literal { $($variant:ident = $text:literal,)* }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        #[non_exhaustive]
+        #[repr(u8)]
+        pub enum $name {
+            $(#[doc = concat!("`", $text, "`", $doc)] $variant,)*
+        }
+
+        impl $name {
+            /// Every name, in declaration order.
+            pub const ALL: &[Self] = &[$(Self::$variant),*];
+
+            /// The name as the spec writes it.
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)*
+                }
+            }
+        }
+
+        impl core::fmt::Display for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+names! {
+    /// A descriptor field (or a rule over several, such as `value_range`)
+    /// that a [`DescriptorErrorKind`] names; [`name`](Self::name) is the
+    /// spec's spelling.
+    ///
+    /// ```
+    /// use hurray_core::{DescriptorErrorKind, FieldName};
+    ///
+    /// let kind = DescriptorErrorKind::InvalidValue { field: FieldName::KvRole, value: 9 };
+    /// assert_eq!(kind.to_string(), "kv_role = 9 is not a valid value");
+    /// assert_eq!(FieldName::KvRole.name(), "kv_role");
+    /// ```
+    pub enum FieldName, ", a field of the descriptor." {
+        MortonBits = "morton_bits", HilbertOrder = "hilbert_order", HilbertRank = "hilbert_rank",
+        IsSorted = "is_sorted", Nnz = "nnz",
+        CooReserved = "coo._reserved", CompressedReserved = "compressed._reserved",
+        CsfReserved = "csf._reserved",
+        TileShape = "tile_shape", OuterLayout = "outer_layout", InnerLayout = "inner_layout",
+        TiledReserved = "tiled._reserved",
+        PageSize = "page_size", PagedAxis = "paged_axis", KvRole = "kv_role",
+        BlockTableIndexType = "block_table_index_type", BlockPagedReserved = "block_paged._reserved",
+        CompositionRule = "composition_rule", CombineOp = "combine_op",
+        MemberCount = "member_count", CompositeReserved = "composite._reserved",
+        Shape = "shape", ParentShape = "parent_shape", ShardOffset = "shard_offset",
+        QuantizationLength = "quantization_length", SchemeTag = "scheme_tag",
+        SchemeVersion = "scheme_version", ScaleTypeTag = "scale_type_tag",
+        ZeroPointBufferIndex = "zero_point_buffer_index", Axis = "axis",
+        BlockSize = "block_size", Scale = "scale", ZeroPoint = "zero_point",
+        PerTensorReserved = "per_tensor._reserved", PerChannelReserved = "per_channel._reserved",
+        PerBlockReserved = "per_block._reserved", QuantizationPadding = "quantization padding",
+        SparsityRatio = "sparsity_ratio", ValueRange = "value_range",
+        ValueStddev = "value_stddev", NmN = "nm_n", HasNan = "has_nan", HasInf = "has_inf",
+        StatisticsReserved = "statistics._reserved",
+        StatisticsReserved2 = "statistics._reserved2",
+        MemberRole = "member_role", CompositeMemberReserved = "composite_member._reserved",
+        BitWidth = "bit_width", PackingFactor = "packing_factor", IsFloat = "is_float",
+        IsSigned = "is_signed", SignBits = "sign_bits", ExponentBits = "exponent_bits",
+        MantissaBits = "mantissa_bits", ExponentBias = "exponent_bias",
+        ExtensionTypeReserved = "extension_type._reserved",
+    }
+}
+
+names! {
+    /// A size computed from a descriptor's fields: what a
+    /// [`DescriptorErrorKind::Overflow`] says overflowed.
+    pub enum Quantity, ", a size computed from the fields." {
+        ElementCount = "element count", BufferSize = "buffer size",
+        BufferExtent = "buffer extent", StrideExtent = "stride extent", TileGrid = "tile grid",
+        MortonCurveSize = "Morton curve size", CooIndexCount = "COO index count",
+        PointerCount = "pointer count", CsfPointerCount = "CSF pointer count",
+        PagePoolSize = "page pool size", ParameterCount = "quantization parameter count",
+        DescriptorLength = "descriptor_length",
+    }
+}
+
 impl DescriptorError {
     /// [`DescriptorErrorKind::InvalidValue`]: `field` holds `value`.
     #[inline]
-    pub(crate) const fn invalid(offset: u32, field: &'static str, value: u64) -> Self {
+    pub(crate) const fn invalid(offset: u32, field: FieldName, value: u64) -> Self {
         Self::new(offset, DescriptorErrorKind::InvalidValue { field, value })
     }
 
     /// [`DescriptorErrorKind::ReservedNonZero`]: reserved `field` is not zero.
     #[inline]
-    pub(crate) const fn reserved(offset: u32, field: &'static str) -> Self {
+    pub(crate) const fn reserved(offset: u32, field: FieldName) -> Self {
         Self::new(offset, DescriptorErrorKind::ReservedNonZero { field })
     }
 }
@@ -213,8 +308,9 @@ impl DescriptorError {
 error_enum! {
     /// What is wrong with a tensor descriptor.
     ///
-    /// Variants that name a `field` use the spec's field names (`"tile_shape"`,
-    /// `"kv_role"`, …).
+    /// Variants that name a field, a section or a computed size hold a code
+    /// ([`FieldName`], [`Flags`], [`Quantity`]) that displays as the spec
+    /// writes it (`kv_role`, `shard`, `element count`).
     #[non_exhaustive]
     // A word-wide tag on 32-bit targets: with the default byte tag a
     // `Result<T, DescriptorError>` shares byte 0 with it, so every `?`
@@ -268,14 +364,14 @@ error_enum! {
         /// An enumerated field holds a value the spec does not define.
         InvalidValue {
             /// The field.
-            field: &'static str,
+            field: FieldName,
             /// The value found.
             value: u64,
         } => "{field} = {value} is not a valid value";
         /// A reserved field or byte is not zero.
         ReservedNonZero {
             /// The field.
-            field: &'static str,
+            field: FieldName,
         } => "reserved field {field} is not zero";
 
         // --- shape and layout -----------------------------------------------------
@@ -294,7 +390,7 @@ error_enum! {
         /// (a shard, a quantization axis).
         DynamicDimension {
             /// The field holding it.
-            field: &'static str,
+            field: FieldName,
             /// The axis.
             axis: u32,
         } => "{field}[{axis}] is dynamic where a size is required";
@@ -309,7 +405,7 @@ error_enum! {
         /// A size computation overflows `u64` (shape product, extent, curve size).
         Overflow {
             /// What was being computed.
-            what: &'static str,
+            what: Quantity,
         } => "{what} overflows";
         /// `mode_order` of a CSF descriptor is not a permutation of `0..rank`.
         NotAPermutation {
@@ -416,11 +512,11 @@ error_enum! {
         /// A section or flag is not allowed on this descriptor (a shard on CSF or
         /// block-paged, quantization or a member section on a composite head).
         SectionNotAllowed {
-            /// The section.
-            section: &'static str,
+            /// The section's flag.
+            section: Flags,
             /// The layout tag.
             layout_tag: u8,
-        } => "{section} section is not allowed with layout {layout_tag:#04x}";
+        } => "{} section is not allowed with layout {layout_tag:#04x}", section_name(*section);
         /// A shard box leaves its parent: `shard_offset + shape > parent_shape`.
         ShardOutOfBounds {
             /// The axis.
@@ -454,21 +550,33 @@ error_enum! {
         /// finite or zero, zero point outside the storage type).
         ParameterOutOfRange {
             /// The field.
-            field: &'static str,
+            field: FieldName,
         } => "{field} is out of range";
         /// A statistics value contradicts the descriptor or the spec's range.
         StatisticsInconsistent {
             /// The field.
-            field: &'static str,
+            field: FieldName,
         } => "statistics field {field} is inconsistent";
         /// A quantization scheme or composition rule in the private range that
         /// this reader has no agreement for.
         PrivateCodeRefused {
             /// The field.
-            field: &'static str,
+            field: FieldName,
             /// The code.
             code: u8,
         } => "{field} {code:#04x} is implementation-private and not agreed with this reader";
+    }
+}
+
+/// The name of the section whose flag is `flag`.
+const fn section_name(flag: Flags) -> &'static str {
+    match flag.bits() {
+        1 => "quantization",
+        2 => "shard",
+        4 => "extension type",
+        8 => "statistics",
+        16 => "composite member",
+        _ => "unknown",
     }
 }
 

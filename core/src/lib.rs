@@ -101,7 +101,9 @@ pub use descriptor::{
 };
 pub use descriptor::{layout, quantization};
 pub use element::{ElementType, Packing};
-pub use error::{DescriptorError, DescriptorErrorKind, EncodeError, Error, Result};
+pub use error::{
+    DescriptorError, DescriptorErrorKind, EncodeError, Error, FieldName, Quantity, Result,
+};
 pub use handle::{BufferHandle, BufferHandleEntry, ENTRY_LEN};
 pub use table::{BufferTable, Iter};
 

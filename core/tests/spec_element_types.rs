@@ -2,6 +2,7 @@
 //! identifier. The type table is typed here from the spec, independently of
 //! the crate's.
 
+use hurray_core::Quantity;
 use hurray_core::{DescriptorErrorKind as K, ElementType, Packing, interop};
 
 mod common;
@@ -186,7 +187,7 @@ fn et_size_4_size_overflow_is_an_error() {
         &Desc::dense(0x04, &[1 << 62], 64).bytes(),
         37,
         K::Overflow {
-            what: "buffer size",
+            what: Quantity::BufferSize,
         },
     );
     // The element count itself overflows.
@@ -194,7 +195,7 @@ fn et_size_4_size_overflow_is_an_error() {
         &Desc::dense(0x11, &[1 << 32, 1 << 32], 64).bytes(),
         45,
         K::Overflow {
-            what: "element count",
+            what: Quantity::ElementCount,
         },
     );
     // Just below: 2^61 - 1 float64 elements take 2^64 - 8 bytes, which fit.

@@ -3,10 +3,12 @@
 //! test shows accepted cases and the exact error kind and byte offset of the
 //! rejected ones.
 
+use hurray_core::Flags;
 use hurray_core::{
     DYNAMIC, DescriptorErrorKind as K, Layout, ReadOptions, TensorView,
     layout::{CombineOp, CompositionRule, KvRole},
 };
+use hurray_core::{FieldName, Quantity};
 
 mod common;
 use common::{
@@ -120,7 +122,7 @@ fn ly_strided_1_every_element_inside_the_buffer() {
         &strided(ty::F32, &[3, 3], &[i64::MAX, i64::MAX], 64).bytes(),
         61,
         K::Overflow {
-            what: "stride extent",
+            what: Quantity::StrideExtent,
         },
     );
     // The element span alone may pass i64 in bytes while `byte_offset`
@@ -166,7 +168,7 @@ fn ly_tiled_1_level_fields() {
         &zero.bytes(),
         at + 8,
         K::InvalidValue {
-            field: "tile_shape",
+            field: FieldName::TileShape,
             value: 0,
         },
     );
@@ -176,7 +178,7 @@ fn ly_tiled_1_level_fields() {
             &d.bytes(),
             at + 16,
             K::InvalidValue {
-                field: "outer_layout",
+                field: FieldName::OuterLayout,
                 value: u64::from(outer),
             },
         );
@@ -187,7 +189,7 @@ fn ly_tiled_1_level_fields() {
             &d.bytes(),
             at + 17,
             K::InvalidValue {
-                field: "inner_layout",
+                field: FieldName::InnerLayout,
                 value: u64::from(inner),
             },
         );
@@ -198,7 +200,7 @@ fn ly_tiled_1_level_fields() {
         &tiled(&[6, 8], &[level], 192).bytes(),
         at + 18,
         K::ReservedNonZero {
-            field: "tiled._reserved",
+            field: FieldName::TiledReserved,
         },
     );
     // Strided orders carry their strides: outer (in tiles) then inner.
@@ -333,7 +335,7 @@ fn ly_morton_1_bits_fit_the_shape() {
         &d.bytes(),
         d.layout_at() + 4,
         K::InvalidValue {
-            field: "morton_bits",
+            field: FieldName::MortonBits,
             value: 0,
         },
     );
@@ -365,7 +367,7 @@ fn ly_morton_2_buffer_holds_the_whole_curve() {
         &d.bytes(),
         d.entry_at(0),
         K::Overflow {
-            what: "Morton curve size",
+            what: Quantity::MortonCurveSize,
         },
     );
 }
@@ -392,7 +394,7 @@ fn ly_coo_1_fields() {
         &d.bytes(),
         d.layout_at() + 8,
         K::InvalidValue {
-            field: "is_sorted",
+            field: FieldName::IsSorted,
             value: 2,
         },
     );
@@ -405,7 +407,7 @@ fn ly_coo_1_fields() {
         &d.bytes(),
         d.layout_at() + 9,
         K::ReservedNonZero {
-            field: "coo._reserved",
+            field: FieldName::CooReserved,
         },
     );
 }
@@ -491,7 +493,7 @@ fn ly_csr_1_rank_two_and_fields() {
             &d.bytes(),
             d.layout_at() + 8,
             K::ReservedNonZero {
-                field: "compressed._reserved",
+                field: FieldName::CompressedReserved,
             },
         );
     }
@@ -596,7 +598,7 @@ fn ly_csf_1_rank_and_mode_order() {
         &csf_example().layout(f).bytes(),
         at + 20,
         K::ReservedNonZero {
-            field: "csf._reserved",
+            field: FieldName::CsfReserved,
         },
     );
     for shape in [&[4u64][..], &[4, 4]] {
@@ -721,24 +723,29 @@ fn ly_paged_1_fields() {
         matches!(v.layout(), Layout::BlockPaged(p) if p.layer_index.is_none() && p.kv_role == KvRole::Fused)
     );
     let at = ok.layout_at();
-    let bad = |fields: Vec<u8>, off: u32, field: &'static str, value: u64| {
+    let bad = |fields: Vec<u8>, off: u32, field: FieldName, value: u64| {
         reject(
             &pool(fields, &pool_bufs()).bytes(),
             at + off,
             K::InvalidValue { field, value },
         );
     };
-    bad(paged(0, 5, 0, 2, 0, 3, 0), 0, "page_size", 0);
-    bad(paged(4, 5, 1, 2, 0, 3, 0), 12, "paged_axis", 1);
-    bad(paged(4, 5, 0, 2, 3, 3, 0), 20, "kv_role", 3);
-    bad(paged(4, 5, 0, 2, 0, 3, 2), 25, "block_table_index_type", 2);
+    bad(paged(0, 5, 0, 2, 0, 3, 0), 0, FieldName::PageSize, 0);
+    bad(paged(4, 5, 1, 2, 0, 3, 0), 12, FieldName::PagedAxis, 1);
+    bad(paged(4, 5, 0, 2, 3, 3, 0), 20, FieldName::KvRole, 3);
+    bad(
+        paged(4, 5, 0, 2, 0, 3, 2),
+        25,
+        FieldName::BlockTableIndexType,
+        2,
+    );
     let mut f = paged(4, 5, 0, 2, 0, 3, 0);
     f[31] = 1;
     reject(
         &pool(f, &pool_bufs()).bytes(),
         at + 26,
         K::ReservedNonZero {
-            field: "block_paged._reserved",
+            field: FieldName::BlockPagedReserved,
         },
     );
     let mut d = pool(paged(4, 5, 0, 2, 0, 3, 0), &pool_bufs());
@@ -834,7 +841,7 @@ fn ly_composite_1_composition_rule() {
             &head(rule, 0, 2).bytes(),
             at,
             K::InvalidValue {
-                field: "composition_rule",
+                field: FieldName::CompositionRule,
                 value: u64::from(rule),
             },
         );
@@ -845,7 +852,7 @@ fn ly_composite_1_composition_rule() {
         &private,
         at,
         K::PrivateCodeRefused {
-            field: "composition_rule",
+            field: FieldName::CompositionRule,
             code: 0xF4,
         },
     );
@@ -864,7 +871,7 @@ fn ly_composite_2_combine_op() {
             &head(rule, op, 2).bytes(),
             at + 1,
             K::InvalidValue {
-                field: "combine_op",
+                field: FieldName::CombineOp,
                 value: u64::from(op),
             },
         );
@@ -879,7 +886,7 @@ fn ly_composite_2_combine_op() {
         &head(1, 0, 2).layout(f).bytes(),
         at + 2,
         K::ReservedNonZero {
-            field: "composite._reserved",
+            field: FieldName::CompositeReserved,
         },
     );
 }
@@ -893,7 +900,7 @@ fn ly_composite_3_definite_member_count() {
             &head(rule, op, u32::MAX).bytes(),
             at + 4,
             K::InvalidValue {
-                field: "member_count",
+                field: FieldName::MemberCount,
                 value: u64::from(u32::MAX),
             },
         );
@@ -906,7 +913,7 @@ fn ly_composite_3_definite_member_count() {
         &head(2, 1, 0).bytes(),
         at + 4,
         K::InvalidValue {
-            field: "member_count",
+            field: FieldName::MemberCount,
             value: 0,
         },
     );
@@ -925,7 +932,7 @@ fn ly_composite_4_head_owns_no_data() {
         &d.bytes(),
         10,
         K::SectionNotAllowed {
-            section: "quantization",
+            section: Flags::HAS_QUANTIZATION,
             layout_tag: lay::COMPOSITE,
         },
     );
@@ -933,7 +940,7 @@ fn ly_composite_4_head_owns_no_data() {
         &head(2, 1, 2).member(member(1)).bytes(),
         10,
         K::SectionNotAllowed {
-            section: "composite member",
+            section: Flags::HAS_COMPOSITE_MEMBER,
             layout_tag: lay::COMPOSITE,
         },
     );
@@ -967,7 +974,7 @@ fn ly_hilbert_1_order_rank_and_shape() {
         &hilb(&[4, 4], 0, 2, 64).bytes(),
         at,
         K::InvalidValue {
-            field: "hilbert_order",
+            field: FieldName::HilbertOrder,
             value: 0,
         },
     );
@@ -975,7 +982,7 @@ fn ly_hilbert_1_order_rank_and_shape() {
         &hilb(&[4, 4], 2, 3, 64).bytes(),
         at + 4,
         K::InvalidValue {
-            field: "hilbert_rank",
+            field: FieldName::HilbertRank,
             value: 3,
         },
     );
@@ -984,7 +991,7 @@ fn ly_hilbert_1_order_rank_and_shape() {
         &d.bytes(),
         d.layout_at() + 4,
         K::InvalidValue {
-            field: "hilbert_rank",
+            field: FieldName::HilbertRank,
             value: 1,
         },
     );
@@ -1020,7 +1027,7 @@ fn ly_hilbert_2_buffer_holds_the_whole_curve() {
         &d.bytes(),
         d.entry_at(0),
         K::Overflow {
-            what: "buffer size",
+            what: Quantity::BufferSize,
         },
     );
 }

@@ -2,6 +2,7 @@
 //! identifier. Inputs are literal bytes or are assembled by `common::Desc`
 //! from the spec's field tables.
 
+use hurray_core::FieldName;
 use hurray_core::{
     BufferHandle, DYNAMIC, DescriptorErrorKind as K, DeviceTag, ElementType, ReadOptions, Scheme,
     SyncMode, TensorDescriptor, TensorView,
@@ -65,7 +66,7 @@ fn qz_header_1_version_and_reserved_flags() {
             &q8(p, &[]).bytes(),
             at + 1,
             K::InvalidValue {
-                field: "scheme_version",
+                field: FieldName::SchemeVersion,
                 value: u64::from(version),
             },
         );
@@ -102,7 +103,7 @@ fn qz_tag_1_unassigned_scheme_tags_rejected() {
             &q8(p, &[]).bytes(),
             at,
             K::InvalidValue {
-                field: "scheme_tag",
+                field: FieldName::SchemeTag,
                 value: u64::from(tag),
             },
         );
@@ -119,7 +120,7 @@ fn qz_private_1_private_schemes_need_an_agreement() {
         &bytes,
         d.payload_at(),
         K::PrivateCodeRefused {
-            field: "scheme_tag",
+            field: FieldName::SchemeTag,
             code: 0xF7,
         },
     );
@@ -163,7 +164,7 @@ fn qz_length_1_length_covers_the_scheme_and_padding_is_zero() {
             &d.bytes(),
             d.quant_at(),
             K::InvalidValue {
-                field: "quantization_length",
+                field: FieldName::QuantizationLength,
                 value: keep as u64,
             },
         );
@@ -181,7 +182,7 @@ fn qz_length_1_length_covers_the_scheme_and_padding_is_zero() {
         &d.bytes(),
         d.payload_at() + 16,
         K::ReservedNonZero {
-            field: "quantization padding",
+            field: FieldName::QuantizationPadding,
         },
     );
     // A length past the descriptor.
@@ -278,7 +279,9 @@ fn qz_tensor_1_inline_scale_and_zero_point() {
         reject(
             &q8(q_tensor(scale, 0), &[]).bytes(),
             at + 4,
-            K::ParameterOutOfRange { field: "scale" },
+            K::ParameterOutOfRange {
+                field: FieldName::Scale,
+            },
         );
     }
     // The zero point lies in the storage type's range.
@@ -287,7 +290,7 @@ fn qz_tensor_1_inline_scale_and_zero_point() {
             &q8(q_tensor(1.0, zp), &[]).bytes(),
             at + 8,
             K::ParameterOutOfRange {
-                field: "zero_point",
+                field: FieldName::ZeroPoint,
             },
         );
     }
@@ -302,7 +305,7 @@ fn qz_tensor_1_inline_scale_and_zero_point() {
             &u4(zp).bytes(),
             at + 8,
             K::ParameterOutOfRange {
-                field: "zero_point",
+                field: FieldName::ZeroPoint,
             },
         );
     }
@@ -312,7 +315,7 @@ fn qz_tensor_1_inline_scale_and_zero_point() {
         &q8(p, &[]).bytes(),
         at + 12,
         K::ReservedNonZero {
-            field: "per_tensor._reserved",
+            field: FieldName::PerTensorReserved,
         },
     );
     // No parameter buffer.
@@ -355,7 +358,7 @@ fn qz_axis_1_axis_within_rank_and_static() {
             &with(&[DYNAMIC, 32], &payload, storage, 0),
             4,
             K::DynamicDimension {
-                field: "shape",
+                field: FieldName::Shape,
                 axis: 0,
             },
         );
@@ -381,7 +384,7 @@ fn qz_channel_1_fields() {
             &q8(q_channel(0, 0, 1, 2, st), &[16, 16]).bytes(),
             at + 16,
             K::InvalidValue {
-                field: "scale_type_tag",
+                field: FieldName::ScaleTypeTag,
                 value: u64::from(st),
             },
         );
@@ -391,7 +394,7 @@ fn qz_channel_1_fields() {
         &q8(q_channel(1, 0, 1, 2, ty::F32), &[16, 16]).bytes(),
         at + 12,
         K::InvalidValue {
-            field: "zero_point_buffer_index",
+            field: FieldName::ZeroPointBufferIndex,
             value: 2,
         },
     );
@@ -399,7 +402,7 @@ fn qz_channel_1_fields() {
         &q8(q_channel(0, 0, 1, NO_BUF, ty::F32), &[16]),
         12,
         K::InvalidValue {
-            field: "zero_point_buffer_index",
+            field: FieldName::ZeroPointBufferIndex,
             value: u64::from(NO_BUF),
         },
     );
@@ -409,7 +412,7 @@ fn qz_channel_1_fields() {
         &q8(p, &[16, 16]).bytes(),
         at + 17,
         K::ReservedNonZero {
-            field: "per_channel._reserved",
+            field: FieldName::PerChannelReserved,
         },
     );
 }
@@ -466,7 +469,7 @@ fn qz_block_1_fields() {
             &q8(q_block(1, 1, k, 1, NO_BUF, ty::F32), &[16]).bytes(),
             at + 8,
             K::InvalidValue {
-                field: "block_size",
+                field: FieldName::BlockSize,
                 value: u64::from(k),
             },
         );
@@ -482,7 +485,7 @@ fn qz_block_1_fields() {
         &empty(12).bytes(),
         at + 8,
         K::InvalidValue {
-            field: "block_size",
+            field: FieldName::BlockSize,
             value: 12,
         },
     );
@@ -494,7 +497,7 @@ fn qz_block_1_fields() {
             &q8(q_block(1, 1, 4, 1, NO_BUF, st), &[32]).bytes(),
             at + 20,
             K::InvalidValue {
-                field: "scale_type_tag",
+                field: FieldName::ScaleTypeTag,
                 value: u64::from(st),
             },
         );
@@ -504,7 +507,7 @@ fn qz_block_1_fields() {
         &q8(q_block(1, 1, 4, 1, 2, ty::F32), &[32, 32]),
         16,
         K::InvalidValue {
-            field: "zero_point_buffer_index",
+            field: FieldName::ZeroPointBufferIndex,
             value: 2,
         },
     );
@@ -512,7 +515,7 @@ fn qz_block_1_fields() {
         &q8(q_block(0, 1, 4, 1, NO_BUF, ty::F32), &[32]).bytes(),
         at + 16,
         K::InvalidValue {
-            field: "zero_point_buffer_index",
+            field: FieldName::ZeroPointBufferIndex,
             value: u64::from(NO_BUF),
         },
     );
@@ -522,7 +525,7 @@ fn qz_block_1_fields() {
         &q8(p, &[32]).bytes(),
         at + 21,
         K::ReservedNonZero {
-            field: "per_block._reserved",
+            field: FieldName::PerBlockReserved,
         },
     );
 }
@@ -627,7 +630,7 @@ fn qz_nf_1_nf4_blocks() {
             &d(k, 48).bytes(),
             at + 8,
             K::InvalidValue {
-                field: "block_size",
+                field: FieldName::BlockSize,
                 value: u64::from(k),
             },
         );
@@ -660,7 +663,7 @@ fn qz_mxfp_1_mxfp_blocks() {
             &d(&[2, 4096], k, 4).bytes(),
             at + 8,
             K::InvalidValue {
-                field: "block_size",
+                field: FieldName::BlockSize,
                 value: u64::from(k),
             },
         );
@@ -671,7 +674,7 @@ fn qz_mxfp_1_mxfp_blocks() {
             &d(&[2, cols], 16, 4).bytes(),
             at + 8,
             K::InvalidValue {
-                field: "block_size",
+                field: FieldName::BlockSize,
                 value: 16,
             },
         );
@@ -786,7 +789,7 @@ fn qz_paged_1_block_paged_composition() {
             &x.bytes(),
             x.payload_at() + 4,
             K::InvalidValue {
-                field: "axis",
+                field: FieldName::Axis,
                 value: 0,
             },
         );
@@ -796,7 +799,7 @@ fn qz_paged_1_block_paged_composition() {
             &x.bytes(),
             x.payload_at() + 4,
             K::InvalidValue {
-                field: "axis",
+                field: FieldName::Axis,
                 value: 2,
             },
         );
@@ -805,7 +808,7 @@ fn qz_paged_1_block_paged_composition() {
             &x.bytes(),
             x.payload_at() + 8,
             K::InvalidValue {
-                field: "block_size",
+                field: FieldName::BlockSize,
                 value: 8,
             },
         );

@@ -46,7 +46,7 @@ use std::fmt;
 
 use ::reference as theirs;
 use hurray_core::layout::{Layout, Tiled};
-use hurray_core::{DescriptorError, DescriptorErrorKind, Error, Scheme, TensorView};
+use hurray_core::{DescriptorError, DescriptorErrorKind, Error, FieldName, Scheme, TensorView};
 use theirs::LayoutDescriptor as L;
 
 /// A documented case where our reader rejects what the reference accepts:
@@ -535,20 +535,22 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
             let axis = axis as usize;
             let shard = t.shard.as_ref();
             let in_shard = match field {
-                "parent_shape" => {
+                FieldName::ParentShape => {
                     shard.is_some_and(|s| s.parent_shape.get(axis) == Some(&u64::MAX))
                 }
-                "shard_offset" => {
+                FieldName::ShardOffset => {
                     shard.is_some_and(|s| s.shard_offset.get(axis) == Some(&u64::MAX))
                 }
                 // The shape itself: named at its own offset by the shard
                 // check, inside the quantization section by the axis check.
-                "shape" => shard.is_some() && !in_quant && dims.get(axis) == Some(&u64::MAX),
+                FieldName::Shape => {
+                    shard.is_some() && !in_quant && dims.get(axis) == Some(&u64::MAX)
+                }
                 _ => false,
             };
             if in_shard {
                 S::DynamicShard
-            } else if field == "shape"
+            } else if field == FieldName::Shape
                 && in_quant
                 && dims.get(axis) == Some(&u64::MAX)
                 && section.as_ref()?.field("axis") == Some(axis as u64)
@@ -559,14 +561,14 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
             }
         }
         K::InvalidValue {
-            field: "page_size" | "paged_axis",
+            field: FieldName::PageSize | FieldName::PagedAxis,
             ..
         } => match &t.layout {
             L::BlockPaged(p) if p.page_size == 0 || p.paged_axis != 0 => S::PagedFields,
             _ => return None,
         },
         K::InvalidValue {
-            field: "hilbert_rank",
+            field: FieldName::HilbertRank,
             value,
         } => match &t.layout {
             L::Hilbert(h)
@@ -590,7 +592,9 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
                 _ => return None,
             }
         }
-        K::StatisticsInconsistent { field: "nnz" } => {
+        K::StatisticsInconsistent {
+            field: FieldName::Nnz,
+        } => {
             let s = t.statistics.as_ref()?;
             let layout_nnz = match &t.layout {
                 L::Coo(c) => c.nnz,
@@ -602,12 +606,16 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
             (s.computed_mask.nnz_valid() && s.nnz != layout_nnz).then_some(S::StatisticsNnz)?
         }
         K::StatisticsInconsistent { field }
-            if statistics_out_of_range(field, t, bytes.get(err.offset() as usize).copied()) =>
+            if statistics_out_of_range(
+                field.name(),
+                t,
+                bytes.get(err.offset() as usize).copied(),
+            ) =>
         {
             S::StatisticsRange
         }
         K::InvalidValue {
-            field: "bit_width",
+            field: FieldName::BitWidth,
             value,
         } => {
             let e = t.extension_type.as_ref()?;
@@ -616,11 +624,17 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
         }
         K::InvalidValue {
             field:
-                field @ ("is_float" | "is_signed" | "sign_bits" | "exponent_bits" | "mantissa_bits"
-                | "exponent_bias" | "has_nan" | "has_inf"),
+                field @ (FieldName::IsFloat
+                | FieldName::IsSigned
+                | FieldName::SignBits
+                | FieldName::ExponentBits
+                | FieldName::MantissaBits
+                | FieldName::ExponentBias
+                | FieldName::HasNan
+                | FieldName::HasInf),
             value,
         } if extension_field_invalid(
-            field,
+            field.name(),
             value,
             t,
             bytes.get(err.offset() as usize..).unwrap_or_default(),
@@ -629,11 +643,11 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
             S::ExtensionTypeFields
         }
         K::InvalidValue {
-            field: "is_sorted",
+            field: FieldName::IsSorted,
             value,
         } if matches!(t.layout, L::Coo(_)) && value > 1 => S::CooIsSorted,
         K::InvalidValue {
-            field: "member_count",
+            field: FieldName::MemberCount,
             value: 0,
         } => match &t.layout {
             L::Composite(c) if c.member_count == 0 && c.rule.rule_byte() == 2 => {
@@ -649,11 +663,11 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
         // The quantization section, on a block-paged tensor (the only one
         // whose section the reference parses).
         K::InvalidValue {
-            field: "scheme_version",
+            field: FieldName::SchemeVersion,
             value: 0,
         } if paged && in_quant && quant_broken(err.kind()) => S::SchemeVersionZero,
         K::InvalidValue {
-            field: "zero_point_buffer_index",
+            field: FieldName::ZeroPointBufferIndex,
             value,
         } if paged && in_quant => {
             let (q, _) = quant.as_ref()?;
@@ -663,10 +677,10 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
                 .then_some(S::PerBlockAsymmetricWithoutZeroPoint)?
         }
         K::ReservedNonZero {
-            field: "quantization padding",
+            field: FieldName::QuantizationPadding,
         } if paged && in_quant && quant_broken(err.kind()) => S::QuantPadding,
         K::InvalidValue {
-            field: "axis" | "block_size",
+            field: FieldName::Axis | FieldName::BlockSize,
             ..
         } if paged
             && in_quant
@@ -679,11 +693,11 @@ fn classify(bytes: &[u8], err: DescriptorError, t: &theirs::TensorDescriptor) ->
         | K::AxisOutOfRange { .. }
         | K::ParameterOutOfRange { .. }
         | K::InvalidValue {
-            field: "block_size",
+            field: FieldName::BlockSize,
             ..
         } if paged && in_quant && quant_broken(err.kind()) => S::PagedQuantFields,
         K::ParameterBufferIndex { .. } if paged && quant_broken(err.kind()) => S::PagedQuantFields,
-        K::Overflow { what } if !dynamic(dims) && overflows(what, t) => S::SizeOverflow,
+        K::Overflow { what } if !dynamic(dims) && overflows(what.name(), t) => S::SizeOverflow,
         // A rule of a section the reference never parses, confirmed on its
         // raw bytes.
         _ if !paged && in_quant && quant_broken(err.kind()) => S::QuantRules,
@@ -1626,15 +1640,15 @@ fn quant_rule_broken(
     let block_scheme = matches!(tag, Some(0x03..=0x05));
     match kind {
         K::InvalidValue {
-            field: "quantization_length",
+            field: FieldName::QuantizationLength,
             value,
         } => value == q.q.len() as u64 && q.scheme_len().is_none_or(|n| q.q.len() < n),
         K::PrivateCodeRefused {
-            field: "scheme_tag",
+            field: FieldName::SchemeTag,
             code,
         } => tag == Some(code) && (0xF0..=0xFE).contains(&code),
         K::InvalidValue {
-            field: "scheme_tag",
+            field: FieldName::SchemeTag,
             value,
         } => {
             q.field("scheme_tag") == Some(value)
@@ -1642,7 +1656,7 @@ fn quant_rule_broken(
                 && !(0xF0..=0xFE).contains(&value)
         }
         K::InvalidValue {
-            field: "scheme_version",
+            field: FieldName::SchemeVersion,
             value,
         } => q.field("scheme_version") == Some(value) && value != 1,
         K::ReservedFlags(bits) => {
@@ -1651,22 +1665,24 @@ fn quant_rule_broken(
                 .is_some_and(|f| u32::from(f & !allowed) == bits && bits != 0)
         }
         K::ReservedNonZero {
-            field: "quantization padding",
+            field: FieldName::QuantizationPadding,
         } => q
             .scheme_len()
             .and_then(|n| q.q.get(n..))
             .is_some_and(|rest| rest.iter().any(|&b| b != 0)),
-        K::ReservedNonZero { field } => {
-            q.reserved(field).is_some_and(|r| r.iter().any(|&b| b != 0))
-        }
-        K::ParameterOutOfRange { field: "scale" } => {
+        K::ReservedNonZero { field } => q
+            .reserved(field.name())
+            .is_some_and(|r| r.iter().any(|&b| b != 0)),
+        K::ParameterOutOfRange {
+            field: FieldName::Scale,
+        } => {
             tag == Some(0x01)
                 && q.u32_at(4)
                     .map(|b| f32::from_bits(b as u32))
                     .is_some_and(|s| !s.is_finite() || s == 0.0)
         }
         K::ParameterOutOfRange {
-            field: "zero_point",
+            field: FieldName::ZeroPoint,
         } => {
             let zp = q.u32_at(8).map(|b| i64::from(b as u32 as i32));
             let bits = element_bits(t).unwrap_or(0);
@@ -1680,7 +1696,7 @@ fn quant_rule_broken(
             tag == Some(0x01) && zp.is_some_and(|z| range.is_none_or(|(lo, hi)| z < lo || z > hi))
         }
         K::InvalidValue {
-            field: "scale_type_tag",
+            field: FieldName::ScaleTypeTag,
             value,
         } => {
             q.field("scale_type_tag") == Some(value)
@@ -1690,7 +1706,7 @@ fn quant_rule_broken(
                 }
         }
         K::InvalidValue {
-            field: "zero_point_buffer_index",
+            field: FieldName::ZeroPointBufferIndex,
             value,
         } => {
             let symmetric = q.flags().is_some_and(|f| f & 1 != 0);
@@ -1708,7 +1724,7 @@ fn quant_rule_broken(
                 && u64::from(axis) >= rank
         }
         K::InvalidValue {
-            field: "axis",
+            field: FieldName::Axis,
             value,
         } => {
             q.field("axis") == Some(value)
@@ -1716,7 +1732,7 @@ fn quant_rule_broken(
                 && (if block_scheme { value != 0 } else { value == 0 })
         }
         K::InvalidValue {
-            field: "block_size",
+            field: FieldName::BlockSize,
             value,
         } => {
             let Some(size) = q.field("axis").and_then(|a| dims.get(a as usize).copied()) else {

@@ -549,19 +549,6 @@ pub(crate) const fn describe(e: Error) -> hurray_error {
     }
 }
 
-/// The `HURRAY_FLAG_HAS_*` bit of a section named in an error.
-fn section_bit(section: &str) -> u64 {
-    let bit = match section.as_bytes() {
-        b"quantization" => HURRAY_FLAG_HAS_QUANTIZATION,
-        b"shard" => HURRAY_FLAG_HAS_SHARD,
-        b"extension type" => HURRAY_FLAG_HAS_EXTENSION_TYPE,
-        b"statistics" => HURRAY_FLAG_HAS_STATISTICS,
-        b"composite member" => HURRAY_FLAG_HAS_COMPOSITE_MEMBER,
-        _ => 0,
-    };
-    u64::from(bit)
-}
-
 /// The status and detail of a descriptor or table error.
 pub(crate) fn describe_descriptor(e: DescriptorError) -> hurray_error {
     use DescriptorErrorKind as K;
@@ -676,7 +663,7 @@ pub(crate) fn describe_descriptor(e: DescriptorError) -> hurray_error {
             layout_tag,
         } => with_index(
             entry(HURRAY_E_SECTION_NOT_ALLOWED, layout_tag.into()),
-            section_bit(section),
+            section.bits().into(),
         ),
         K::ShardOutOfBounds { axis } => {
             with_index(entry(HURRAY_E_SHARD_OUT_OF_BOUNDS, 0), axis.into())
@@ -826,7 +813,7 @@ pub(crate) const fn message(status: hurray_status) -> &'static CStr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hurray_core::ElementType;
+    use hurray_core::{ElementType, FieldName, Flags, Quantity};
 
     /// Every kind the core can report has its own status (never
     /// `HURRAY_E_UNKNOWN`), a message, and the error's offset.
@@ -853,11 +840,11 @@ mod tests {
             K::InvalidTypeTag(0x47),
             K::InvalidLayoutTag(0x0C),
             K::InvalidValue {
-                field: "kv_role",
+                field: FieldName::KvRole,
                 value: 9,
             },
             K::ReservedNonZero {
-                field: "coo._reserved",
+                field: FieldName::CooReserved,
             },
             K::RankTooLarge(65),
             K::RankNotAllowed {
@@ -865,12 +852,14 @@ mod tests {
                 rank: 3,
             },
             K::DynamicDimension {
-                field: "shape",
+                field: FieldName::Shape,
                 axis: 1,
             },
             K::TilingTooDeep,
             K::TileOverrun { level: 1 },
-            K::Overflow { what: "x" },
+            K::Overflow {
+                what: Quantity::ElementCount,
+            },
             K::NotAPermutation { value: 0 },
             K::ShapeDoesNotFitCurve { axis: 0, size: 5 },
             K::UnknownExtensionLayout(9),
@@ -909,7 +898,7 @@ mod tests {
                 present: false,
             },
             K::SectionNotAllowed {
-                section: "shard",
+                section: Flags::HAS_SHARD,
                 layout_tag: 9,
             },
             K::ShardOutOfBounds { axis: 0 },
@@ -923,10 +912,14 @@ mod tests {
                 first: 1,
                 count: 2,
             },
-            K::ParameterOutOfRange { field: "scale" },
-            K::StatisticsInconsistent { field: "nnz" },
+            K::ParameterOutOfRange {
+                field: FieldName::Scale,
+            },
+            K::StatisticsInconsistent {
+                field: FieldName::Nnz,
+            },
             K::PrivateCodeRefused {
-                field: "scheme_tag",
+                field: FieldName::SchemeTag,
                 code: 0xF1,
             },
         ];

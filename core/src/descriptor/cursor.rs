@@ -6,6 +6,7 @@
 //! `split_at_checked`-style, so no input can make it panic. Positions are
 //! `u32` because a descriptor's length is a `u32`.
 
+use crate::FieldName;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -108,11 +109,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `n` reserved bytes that must all be zero.
-    pub(crate) fn reserved(
-        &mut self,
-        n: usize,
-        field: &'static str,
-    ) -> Result<(), DescriptorError> {
+    pub(crate) fn reserved(&mut self, n: usize, field: FieldName) -> Result<(), DescriptorError> {
         let at = self.pos();
         let bytes = self.bytes(n)?;
         if bytes.iter().any(|&b| b != 0) {

@@ -14,6 +14,7 @@
 //! the plain families' edges) and the fuzz target `descriptor_structured`
 //! compare the encoder's verdict with the parser's on the written bytes.
 
+use crate::Quantity;
 use crate::element::ElementType;
 use crate::error::{DescriptorErrorKind, EncodeError};
 use crate::handle::{BufferHandle, BufferHandleEntry, code_error};
@@ -304,7 +305,7 @@ impl<'a> TensorDescriptor<'a> {
             return Err(EncodeError::Invalid(crate::DescriptorError::new(
                 header::at::LENGTH,
                 DescriptorErrorKind::Overflow {
-                    what: "descriptor_length",
+                    what: Quantity::DescriptorLength,
                 },
             )));
         }

@@ -4,6 +4,7 @@
 //! extents. A result that does not fit is an
 //! [`Overflow`](DescriptorErrorKind::Overflow), never a wrap.
 
+use crate::Quantity;
 use crate::element::Packing;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
@@ -236,30 +237,6 @@ const EXACTLY: u32 = 1;
 /// A [`Need`]'s kind: at least so many bytes after `byte_offset`.
 const FROM_OFFSET: u32 = 2;
 
-/// What a [`Need`]'s count is, for its overflow error (0: it did not
-/// overflow).
-#[derive(Debug, Clone, Copy)]
-#[repr(u8)]
-pub(crate) enum Count {
-    /// A COO index array's values: `nnz × rank`.
-    CooIndices = 1,
-    /// A CSR or CSC pointer array's values: `n + 1`.
-    Pointers,
-    /// A CSF level's pointers: its parents + 1.
-    CsfPointers,
-    /// A block-paged pool's elements.
-    PagePool,
-}
-
-/// The overflow names of [`Count`]'s codes.
-const COUNT_NAMES: [&str; 5] = [
-    "",
-    "COO index count",
-    "pointer count",
-    "CSF pointer count",
-    "page pool size",
-];
-
 impl Need {
     /// Buffer `index` holds at least `count` elements (a values buffer).
     pub(crate) const fn values(index: u8, count: u64) -> Self {
@@ -273,11 +250,11 @@ impl Need {
 
     /// [`exactly`](Self::exactly) a count that may have overflowed
     /// (`None`: an overflow of `what`).
-    pub(crate) const fn counted(index: u8, count: Option<u64>, width: u8, what: Count) -> Self {
+    pub(crate) const fn counted(index: u8, count: Option<u64>, width: u8, what: Quantity) -> Self {
         Self::new(index, count, width, EXACTLY, what as u8)
     }
 
-    /// The row of these constants (`what`: the code of [`Count`]).
+    /// The row of these constants (`what`: the code of a [`Quantity`]).
     #[cfg(target_pointer_width = "32")]
     const fn new(index: u8, count: Option<u64>, width: u8, kind: u32, what: u8) -> Self {
         let rule = index as u32 | (width as u32) << 8 | kind << 16;
@@ -290,7 +267,7 @@ impl Need {
         }
     }
 
-    /// The row of these constants (`what`: the code of [`Count`]).
+    /// The row of these constants (`what`: the code of a [`Quantity`]).
     #[cfg(not(target_pointer_width = "32"))]
     const fn new(index: u8, count: Option<u64>, width: u8, kind: u32, what: u8) -> Self {
         let rule = index as u32 | (width as u32) << 8 | kind << 16 | (what as u32) << 24;
@@ -340,7 +317,7 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
         count: u64,
         width: u64,
     ) -> Result<u64, DescriptorError> {
-        mul(count, width).ok_or(overflow!(self, index, "buffer size"))
+        mul(count, width).ok_or(overflow!(self, index, Quantity::BufferSize))
     }
 
     /// The buffers' size rules, row by row in order: the one interpreter of
@@ -360,8 +337,8 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
             #[allow(clippy::cast_possible_truncation)]
             let [index, width, kind, what] = row.rule.to_le_bytes();
             let Some(count) = row.count() else {
-                let what = COUNT_NAMES.get(usize::from(what)).copied();
-                return Err(overflow!(self, index, what.unwrap_or_default()));
+                let what = Quantity::ALL.get(usize::from(what)).copied();
+                return Err(overflow!(self, index, what.unwrap_or(Quantity::BufferSize)));
             };
             let bytes = if width == ELEMENTS {
                 self.packing.bytes_for(count)
@@ -369,7 +346,7 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
                 mul(count, u64::from(width))
             };
             let Some(bytes) = bytes else {
-                return Err(overflow!(self, index, "buffer size"));
+                return Err(overflow!(self, index, Quantity::BufferSize));
             };
             let byte_size = self.size(index);
             let kind = if u32::from(kind) == EXACTLY {
@@ -388,7 +365,7 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
                     0
                 };
                 let Some(needed) = base.checked_add(bytes) else {
-                    return Err(overflow!(self, index, "buffer extent"));
+                    return Err(overflow!(self, index, Quantity::BufferExtent));
                 };
                 if byte_size >= needed {
                     continue;
@@ -413,7 +390,7 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
     /// The data buffer (0) holds every element whose linear offset lies in
     /// `first ..= last` (in elements, relative to `byte_offset`).
     pub(crate) fn span(&self, first: i64, last: i64) -> Result<(), DescriptorError> {
-        let overflow = overflow!(self, 0, "buffer extent");
+        let overflow = overflow!(self, 0, Quantity::BufferExtent);
         // In i128, where nothing here can overflow: the elements' byte span
         // alone may pass `i64` (a stride near 2^61 of 4-byte elements) while
         // `byte_offset` brings it back, and `byte_offset` may pass `i64::MAX`

@@ -56,6 +56,7 @@ pub mod quantization {
 pub use section::shard::Shard;
 pub use section::statistics::{Statistics, StatisticsEntry};
 
+use crate::{FieldName, Quantity};
 use core::marker::PhantomData;
 
 use zerocopy::little_endian::{U32, U64};
@@ -387,7 +388,7 @@ impl<'a> TensorView<'a> {
                     fail!(err(
                         layout_at.saturating_add(layout::composite::RULE_AT),
                         DescriptorErrorKind::PrivateCodeRefused {
-                            field: "composition_rule",
+                            field: FieldName::CompositionRule,
                             code,
                         },
                     ));
@@ -847,7 +848,9 @@ pub(crate) trait Parts {
             && self.stats_nnz() != self.layout().stored()
         {
             let at = at.statistics.saturating_add(section::statistics::NNZ_AT);
-            let kind = DescriptorErrorKind::StatisticsInconsistent { field: "nnz" };
+            let kind = DescriptorErrorKind::StatisticsInconsistent {
+                field: FieldName::Nnz,
+            };
             return Err(DescriptorError::new(at, kind));
         }
         // Sizes: only for a shape with no dynamic dimension. On a 64-bit
@@ -883,7 +886,7 @@ pub(crate) trait Parts {
             None => self.dims().product_from(0),
         };
         let Some(count) = count else {
-            return Err(overflow!(ctx, 0, "element count"));
+            return Err(overflow!(ctx, 0, Quantity::ElementCount));
         };
         self.layout().sizes(&ctx, count)
     }
@@ -937,15 +940,15 @@ pub(crate) trait Parts {
     /// member; a CSF or block-paged tensor is never a shard.
     fn check_sections_allowed(&self, family: Family) -> Result<(), DescriptorError> {
         let refused = match family {
-            Family::Virtual if self.params().is_some() => "quantization",
-            Family::Virtual if self.has_member() => "composite member",
+            Family::Virtual if self.params().is_some() => Flags::HAS_QUANTIZATION,
+            Family::Virtual if self.has_member() => Flags::HAS_COMPOSITE_MEMBER,
             _ if self.has_shard()
                 && matches!(
                     self.layout_tag(),
                     layout::tag::CSF | layout::tag::BLOCK_PAGED
                 ) =>
             {
-                "shard"
+                Flags::HAS_SHARD
             }
             _ => return Ok(()),
         };
@@ -1040,7 +1043,7 @@ pub(crate) trait Parts {
         p: &Params,
         ctx: &mut Ctx<Self::Dims, Self::Sizes>,
     ) -> Result<(), DescriptorError> {
-        let overflow = overflow!(ctx, 0, "quantization parameter count");
+        let overflow = overflow!(ctx, 0, Quantity::ParameterCount);
         let Some(scale) = p.scale else {
             return Ok(());
         };

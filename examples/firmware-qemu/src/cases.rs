@@ -25,7 +25,8 @@
 use hurray_core::layout::Compressed;
 use hurray_core::{
     BufferHandle, BuilderLayout, DescriptorBuilder, DescriptorError, DescriptorErrorKind,
-    DeviceTag, ElementType, EncodeError, Error, MemoryClass, SyncMode, TensorView,
+    DeviceTag, ElementType, EncodeError, Error, FieldName, MemoryClass, Quantity, SyncMode,
+    TensorView,
 };
 
 /// Capacity of the stream reassembly buffer, in bytes (the largest frame).
@@ -514,7 +515,7 @@ pub static CORRUPT: [Corrupt; 25] = [
         &[(24, 1), (32, 1)],
         61,
         DescriptorErrorKind::Overflow {
-            what: "element count",
+            what: Quantity::ElementCount,
         },
     ),
     Corrupt {
@@ -550,7 +551,7 @@ pub static CORRUPT: [Corrupt; 25] = [
             &[(52, 1)],
             52,
             DescriptorErrorKind::ReservedNonZero {
-                field: "compressed._reserved",
+                field: FieldName::CompressedReserved,
             },
         )
     },

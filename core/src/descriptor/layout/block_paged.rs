@@ -7,13 +7,14 @@
 //! shape[2]` elements), `block_table` (a whole number of indices) and
 //! `seq_ptr` (exactly `num_seqs + 1` indices).
 
+use crate::{FieldName, Quantity};
 use zerocopy::little_endian::{U32, U64};
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Count, Ctx, ELEMENTS, Need, Shape, Sizes, mul};
+use super::super::extent::{Ctx, ELEMENTS, Need, Shape, Sizes, mul};
 use super::Layout;
 
 /// Which projection of attention a block-paged tensor holds.
@@ -110,13 +111,13 @@ impl BlockPaged {
         };
         let page_size = f.page_size.get();
         if page_size == 0 {
-            return invalid(at!(BlockPagedFields.page_size), "page_size", 0);
+            return invalid(at!(BlockPagedFields.page_size), FieldName::PageSize, 0);
         }
         let paged_axis = f.paged_axis.get();
         if paged_axis != 0 {
             return invalid(
                 at!(BlockPagedFields.paged_axis),
-                "paged_axis",
+                FieldName::PagedAxis,
                 u64::from(paged_axis),
             );
         }
@@ -124,18 +125,24 @@ impl BlockPaged {
             0 => KvRole::Key,
             1 => KvRole::Value,
             2 => KvRole::Fused,
-            v => return invalid(at!(BlockPagedFields.kv_role), "kv_role", u64::from(v)),
+            v => {
+                return invalid(
+                    at!(BlockPagedFields.kv_role),
+                    FieldName::KvRole,
+                    u64::from(v),
+                );
+            }
         };
         let wide_indices = match f.block_table_index_type {
             0 => false,
             1 => true,
             v => {
                 let at = at!(BlockPagedFields.block_table_index_type);
-                return invalid(at, "block_table_index_type", u64::from(v));
+                return invalid(at, FieldName::BlockTableIndexType, u64::from(v));
             }
         };
         let at = base.saturating_add(at!(BlockPagedFields.reserved));
-        super::reserved(&f.reserved, at, "block_paged._reserved")?;
+        super::reserved(&f.reserved, at, FieldName::BlockPagedReserved)?;
         let layer = f.layer_index.get();
         Ok(Layout::BlockPaged(Self {
             page_size,
@@ -174,7 +181,7 @@ impl BlockPaged {
         let table = ctx.size(1) >> shift;
         let seq_ptr = u64::from(self.num_seqs).saturating_add(1);
         ctx.needs(&[
-            Need::counted(0, pool, ELEMENTS, Count::PagePool),
+            Need::counted(0, pool, ELEMENTS, Quantity::PagePoolSize),
             Need::exactly(1, table, width),
             Need::exactly(2, seq_ptr, width),
         ])

@@ -7,6 +7,7 @@
 //! A head has no buffers and `byte_offset` 0. Rules that span members are
 //! checked by [`CompositeValidator`](crate::CompositeValidator).
 
+use crate::FieldName;
 use zerocopy::little_endian::U32;
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
@@ -124,7 +125,7 @@ impl CompositeHead {
             c @ crate::codes::PRIVATE_FIRST..=crate::codes::PRIVATE_LAST => {
                 CompositionRule::Private(c)
             }
-            v => return invalid(RULE_AT, "composition_rule", u64::from(v)),
+            v => return invalid(RULE_AT, FieldName::CompositionRule, u64::from(v)),
         };
         let op = f.combine_op;
         let combine_op = match (rule, op) {
@@ -134,16 +135,22 @@ impl CompositeHead {
             (CompositionRule::Private(_), 0) => CombineOp::None,
             (CompositionRule::Private(_), 1) => CombineOp::Replace,
             (CompositionRule::Private(_), 2) => CombineOp::Add,
-            _ => return invalid(at!(CompositeFields.combine_op), "combine_op", u64::from(op)),
+            _ => {
+                return invalid(
+                    at!(CompositeFields.combine_op),
+                    FieldName::CombineOp,
+                    u64::from(op),
+                );
+            }
         };
         if f.reserved != [0; 2] {
             let at = base.saturating_add(at!(CompositeFields.reserved));
-            return Err(DescriptorError::reserved(at, "composite._reserved"));
+            return Err(DescriptorError::reserved(at, FieldName::CompositeReserved));
         }
         let member_count = f.member_count.get();
         if member_count == OPEN || (rule == CompositionRule::Overlay && member_count == 0) {
             let at = at!(CompositeFields.member_count);
-            return invalid(at, "member_count", u64::from(member_count));
+            return invalid(at, FieldName::MemberCount, u64::from(member_count));
         }
         Ok(Layout::Composite(Self {
             rule,

@@ -10,10 +10,11 @@
 //! level holds `nnz`. A reader checks every one of these relations.
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::{FieldName, Quantity};
 
 use super::super::arrays::{WordValues, Words};
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Count, Ctx, Need, Shape, Sizes};
+use super::super::extent::{Ctx, Need, Shape, Sizes};
 use super::Layout;
 
 /// The fields of a CSF layout.
@@ -43,7 +44,7 @@ impl<'a> Csf<'a> {
         let at = r.pos();
         let mode_order = Words::new(r.take_slice(u64::from(rank))?);
         check_mode_order(mode_order.iter(), rank, at)?;
-        r.reserved(8, "csf._reserved")?;
+        r.reserved(8, FieldName::CsfReserved)?;
         Ok(Layout::Csf(Self { nnz, mode_order }))
     }
 }
@@ -92,7 +93,7 @@ pub(super) fn check(
             ctx.size(crd) / 8
         };
         ctx.needs(&[
-            Need::counted(pos, parents.checked_add(1), 8, Count::CsfPointers),
+            Need::counted(pos, parents.checked_add(1), 8, Quantity::CsfPointerCount),
             Need::exactly(crd, nodes, 8),
         ])?;
         parents = nodes;

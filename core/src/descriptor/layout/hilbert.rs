@@ -4,6 +4,7 @@
 //! (= rank, >= 2). Every dimension is `2^hilbert_order`; the data buffer
 //! holds `2^(rank * order)` elements.
 
+use crate::FieldName;
 use zerocopy::little_endian::U32;
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
@@ -77,12 +78,12 @@ impl Hilbert {
         let invalid =
             |at: u32, field, value: u32| Err(DescriptorError::invalid(at, field, u64::from(value)));
         if self.order == 0 {
-            return invalid(at, "hilbert_order", self.order);
+            return invalid(at, FieldName::HilbertOrder, self.order);
         }
         if self.rank as usize != rank || self.rank < 2 {
             return invalid(
                 at.saturating_add(at!(HilbertFields.hilbert_rank)),
-                "hilbert_rank",
+                FieldName::HilbertRank,
                 self.rank,
             );
         }

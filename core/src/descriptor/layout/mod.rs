@@ -25,6 +25,7 @@ pub use tiled::{MAX_TILE_LEVELS, TileCodes, TileLevel, TileSpec, Tiled, TiledLev
 
 pub use super::extent::stride_range;
 
+use crate::FieldName;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::arrays::{DimValues, Dims, Strides, Values, Words, write_native};
@@ -594,7 +595,7 @@ impl Layout<'_> {
 
 /// Reserved bytes of a layout's fields, which must be zero; `at` is their
 /// offset in the descriptor.
-pub(crate) fn reserved(bytes: &[u8], at: u32, field: &'static str) -> Result<(), DescriptorError> {
+pub(crate) fn reserved(bytes: &[u8], at: u32, field: FieldName) -> Result<(), DescriptorError> {
     if bytes.iter().any(|&b| b != 0) {
         return Err(DescriptorError::reserved(at, field));
     }

@@ -5,6 +5,7 @@
 //! `2^sum(morton_bits)` elements.
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::{FieldName, Quantity};
 
 use super::super::arrays::{Dims, Words};
 use super::super::cursor::Reader;
@@ -37,7 +38,7 @@ pub(super) fn check_bits(
             at.saturating_add((axis as u32).saturating_mul(4)),
         );
         if b == 0 {
-            return Err(DescriptorError::invalid(field_at, "morton_bits", 0));
+            return Err(DescriptorError::invalid(field_at, FieldName::MortonBits, 0));
         }
         // n <= 2^b, i.e. n - 1 < 2^b; any n fits when b >= 64. A dynamic
         // dimension is not checked here (its size is unknown).
@@ -63,7 +64,7 @@ pub(super) fn check(
     let total = bits.try_fold(0u32, u32::checked_add);
     let elements = match total {
         Some(t) if t < 64 => 1u64 << t,
-        _ => return Err(overflow!(ctx, 0, "Morton curve size")),
+        _ => return Err(overflow!(ctx, 0, Quantity::MortonCurveSize)),
     };
     ctx.contiguous(elements)
 }

@@ -11,13 +11,14 @@
 //! [`validate_contents`](crate::validate_contents) where the host can read
 //! them.
 
+use crate::{FieldName, Quantity};
 use zerocopy::little_endian::U64;
 
 use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
 use super::super::cursor::{Reader, Writer};
-use super::super::extent::{Count, Ctx, Need, Shape, Sizes, mul};
+use super::super::extent::{Ctx, Need, Shape, Sizes, mul};
 use super::Layout;
 
 /// The fields of a COO layout.
@@ -61,10 +62,18 @@ impl Coo {
             1 => true,
             v => {
                 let at = at(at!(CooFields.is_sorted));
-                return Err(DescriptorError::invalid(at, "is_sorted", u64::from(v)));
+                return Err(DescriptorError::invalid(
+                    at,
+                    FieldName::IsSorted,
+                    u64::from(v),
+                ));
             }
         };
-        super::reserved(&f.reserved, at(at!(CooFields.reserved)), "coo._reserved")?;
+        super::reserved(
+            &f.reserved,
+            at(at!(CooFields.reserved)),
+            FieldName::CooReserved,
+        )?;
         Ok(Layout::Coo(Self {
             nnz: f.nnz.get(),
             sorted,
@@ -75,7 +84,7 @@ impl Coo {
         let coords = mul(self.nnz, ctx.shape.rank() as u64);
         ctx.needs(&[
             Need::values(0, self.nnz),
-            Need::counted(1, coords, 8, Count::CooIndices),
+            Need::counted(1, coords, 8, Quantity::CooIndexCount),
         ])
     }
 
@@ -105,7 +114,7 @@ impl Compressed {
         // The eight reserved bytes compared as one word.
         if u64::from_ne_bytes(f.reserved) != 0 {
             let at = base.saturating_add(at!(CompressedFields.reserved));
-            return Err(DescriptorError::reserved(at, "compressed._reserved"));
+            return Err(DescriptorError::reserved(at, FieldName::CompressedReserved));
         }
         let c = Self { nnz: f.nnz.get() };
         Ok(if csr { Layout::Csr(c) } else { Layout::Csc(c) })
@@ -121,7 +130,7 @@ impl Compressed {
         ctx.needs(&[
             Need::values(0, self.nnz),
             Need::exactly(1, self.nnz, 8),
-            Need::counted(2, pointers, 8, Count::Pointers),
+            Need::counted(2, pointers, 8, Quantity::PointerCount),
         ])
     }
 

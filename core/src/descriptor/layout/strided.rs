@@ -4,6 +4,7 @@
 //! `byte_offset`, zero strides broadcast. A reader checks that every element
 //! the strides reach lies inside the data buffer.
 
+use crate::Quantity;
 use crate::error::DescriptorError;
 
 use super::super::extent::{Ctx, Shape, Sizes, overflow, stride_range};
@@ -19,6 +20,6 @@ pub(super) fn check(
         return Ok(());
     }
     let (lo, hi) =
-        stride_range(ctx.shape.dims(), strides).ok_or(overflow!(ctx, 0, "stride extent"))?;
+        stride_range(ctx.shape.dims(), strides).ok_or(overflow!(ctx, 0, Quantity::StrideExtent))?;
     ctx.span(lo, hi)
 }

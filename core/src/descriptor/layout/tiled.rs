@@ -9,6 +9,7 @@
 //! strided or nested inner layout must stay inside its tile.
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
+use crate::{FieldName, Quantity};
 
 use super::super::arrays::{Dims, Strides, write_native};
 use super::super::cursor::{Reader, Writer};
@@ -98,7 +99,7 @@ fn read_level<'a>(r: &mut Reader<'a>, rank: u32) -> Result<TileLevel<'a>, Descri
     let codes = r.take::<TileCodes>()?;
     let (outer_layout, inner_layout) = (codes.outer_layout, codes.inner_layout);
     let reserved_at = at.saturating_add(crate::field::at!(TileCodes.reserved));
-    super::reserved(&codes.reserved, reserved_at, "tiled._reserved")?;
+    super::reserved(&codes.reserved, reserved_at, FieldName::TiledReserved)?;
     let outer_strides = if outer_layout == tag::STRIDED {
         Some(Strides::new(r.take_slice(u64::from(rank))?))
     } else {
@@ -237,21 +238,21 @@ fn check_level(level: &impl Level, rank: u32, at: u32) -> Result<(), DescriptorE
     if let Some(axis) = level.tile_shape().position(|t| t == 0) {
         #[allow(clippy::cast_possible_truncation)]
         let at = at.saturating_add((axis as u32).saturating_mul(8));
-        return Err(DescriptorError::invalid(at, "tile_shape", 0));
+        return Err(DescriptorError::invalid(at, FieldName::TileShape, 0));
     }
     let code_at = at.saturating_add(rank.saturating_mul(8));
     let inner_at = code_at.saturating_add(crate::field::at!(TileCodes.inner_layout));
     if !matches!(level.outer_layout(), 0x01..=0x03) {
         return Err(DescriptorError::invalid(
             code_at,
-            "outer_layout",
+            FieldName::OuterLayout,
             u64::from(level.outer_layout()),
         ));
     }
     if !matches!(level.inner_layout(), 0x01..=0x04) {
         return Err(DescriptorError::invalid(
             inner_at,
-            "inner_layout",
+            FieldName::InnerLayout,
             u64::from(level.inner_layout()),
         ));
     }
@@ -302,7 +303,7 @@ pub(super) fn check_grid<L: Level>(
     if count == 0 {
         return Ok(());
     }
-    let overflow = overflow!(ctx, 0, "tile grid");
+    let overflow = overflow!(ctx, 0, Quantity::TileGrid);
     let Some(top) = levels.next() else {
         return Ok(());
     };

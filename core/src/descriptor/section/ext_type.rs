@@ -8,6 +8,7 @@
 //! floating-point fields; a float type is unsigned-integer-free
 //! (`is_signed = 0`) with at most one sign bit.
 
+use crate::FieldName;
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::U32;
 
@@ -62,25 +63,25 @@ const fn packing_factor(bit_width: u32) -> u8 {
 /// A field of [`ExtensionTypeEntry`] as a row of [`FIELDS`]: its offset
 /// (every one below 20) and its spec name.
 macro_rules! field {
-    ($f:ident) => {
-        (at!(ExtensionTypeEntry.$f) as u8, stringify!($f))
+    ($f:ident, $name:ident) => {
+        (at!(ExtensionTypeEntry.$f) as u8, FieldName::$name)
     };
 }
 
 /// The fields the rules name: offset and spec name. The rows below name
 /// them by index here.
 #[allow(clippy::cast_possible_truncation)] // offsets below 20
-const FIELDS: [(u8, &str); 10] = [
-    field!(bit_width),
-    field!(packing_factor),
-    field!(is_float),
-    field!(is_signed),
-    field!(sign_bits),
-    field!(exponent_bits),
-    field!(mantissa_bits),
-    field!(exponent_bias),
-    field!(has_nan),
-    field!(has_inf),
+const FIELDS: [(u8, FieldName); 10] = [
+    field!(bit_width, BitWidth),
+    field!(packing_factor, PackingFactor),
+    field!(is_float, IsFloat),
+    field!(is_signed, IsSigned),
+    field!(sign_bits, SignBits),
+    field!(exponent_bits, ExponentBits),
+    field!(mantissa_bits, MantissaBits),
+    field!(exponent_bias, ExponentBias),
+    field!(has_nan, HasNan),
+    field!(has_inf, HasInf),
 ];
 /// The offset of `bit_width`, one of the two fields wider than a byte.
 #[allow(clippy::cast_possible_truncation)] // offsets below 20
@@ -272,7 +273,7 @@ pub(crate) fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorE
             };
             return Err(DescriptorError::reserved(
                 at.saturating_add(off),
-                "extension_type._reserved",
+                FieldName::ExtensionTypeReserved,
             ));
         }
         None => match over(if raw.is_float == 1 { &FLOAT } else { &INTEGER }) {
@@ -280,7 +281,10 @@ pub(crate) fn check(raw: &ExtensionTypeEntry, at: u32) -> Result<(), DescriptorE
             None => return Ok(()),
         },
     };
-    let (off, name) = FIELDS.get(usize::from(field)).copied().unwrap_or((0, ""));
+    let (off, name) = FIELDS
+        .get(usize::from(field))
+        .copied()
+        .unwrap_or((0, FieldName::BitWidth));
     Err(DescriptorError::invalid(
         at.saturating_add(u32::from(off)),
         name,

@@ -1,6 +1,7 @@
 //! Composite member section (16 bytes): `member_role: uint8` (0 correction,
 //! 1 base), `_reserved: uint8[15]`. Carried by overlay members only.
 
+use crate::FieldName;
 use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
 
@@ -50,10 +51,20 @@ impl MemberRole {
         *role = Some(match f.member_role {
             0 => Self::Correction,
             1 => Self::Base,
-            v => return Err(DescriptorError::invalid(at, "member_role", u64::from(v))),
+            v => {
+                return Err(DescriptorError::invalid(
+                    at,
+                    FieldName::MemberRole,
+                    u64::from(v),
+                ));
+            }
         });
         let reserved_at = at.saturating_add(at!(MemberFields.reserved));
-        crate::descriptor::layout::reserved(&f.reserved, reserved_at, "composite_member._reserved")
+        crate::descriptor::layout::reserved(
+            &f.reserved,
+            reserved_at,
+            FieldName::CompositeMemberReserved,
+        )
     }
 
     pub(crate) fn encode(self, w: &mut Writer<'_>) {

@@ -18,6 +18,7 @@
 //! fields (writer padding) must be zero. Private schemes (`0xF0`–`0xFE`) are
 //! refused unless the reader was told to accept them.
 
+use crate::FieldName;
 use core::mem::{offset_of, size_of};
 
 use zerocopy::FromBytes;
@@ -362,7 +363,7 @@ struct Row {
     /// Where the reserved bytes start (they run to `len`; `len`: none).
     reserved: u8,
     /// Their field name.
-    reserved_field: &'static str,
+    reserved_field: FieldName,
     /// `scale_buffer_index`'s offset; 0 for the inline scale and zero
     /// point of per-tensor (every scheme with a scale buffer has an axis
     /// at 4).
@@ -423,7 +424,7 @@ const fn storage(types: &[ElementType]) -> u64 {
 const NONE: Row = Row {
     len: len8(0),
     reserved: len8(0),
-    reserved_field: "",
+    reserved_field: FieldName::PerTensorReserved,
     scale_at: 0,
     zero_at: 0,
     type_at: 0,
@@ -463,13 +464,13 @@ const ROWS: [Row; 5] = {
         Row {
             len: len8(size_of::<PerTensorFields>()),
             reserved: at8!(PerTensorFields.reserved),
-            reserved_field: "per_tensor._reserved",
+            reserved_field: FieldName::PerTensorReserved,
             ..NONE
         },
         Row {
             len: len8(size_of::<PerChannelFields>()),
             reserved: at8!(PerChannelFields.reserved),
-            reserved_field: "per_channel._reserved",
+            reserved_field: FieldName::PerChannelReserved,
             scale_at: at8!(PerChannelFields.scale_buffer_index),
             zero_at: at8!(PerChannelFields.zero_point_buffer_index),
             type_at: at8!(PerChannelFields.scale_type_tag),
@@ -479,7 +480,7 @@ const ROWS: [Row; 5] = {
         Row {
             len: len8(size_of::<PerBlockFields>()),
             reserved: at8!(PerBlockFields.reserved),
-            reserved_field: "per_block._reserved",
+            reserved_field: FieldName::PerBlockReserved,
             scale_at: at8!(PerBlockFields.scale_buffer_index),
             zero_at: at8!(PerBlockFields.zero_point_buffer_index),
             type_at: at8!(PerBlockFields.scale_type_tag),
@@ -773,20 +774,22 @@ impl<'a> Values<'a> {
         if row.type_at != 0 && !scales {
             return fail(
                 row.type_at,
-                invalid("scale_type_tag", self.scale_code.into()),
+                invalid(FieldName::ScaleTypeTag, self.scale_code.into()),
             );
         }
         if self.zero == Some(NO_BUFFER) {
             return fail(
                 row.zero_at,
-                invalid("zero_point_buffer_index", NO_BUFFER.into()),
+                invalid(FieldName::ZeroPointBufferIndex, NO_BUFFER.into()),
             );
         }
         // Per-tensor: not ±0, infinite or NaN (on the bits: no float
         // compares).
         let magnitude = self.w4 & !(1 << 31);
         if row.scale_at == 0 && (magnitude == 0 || magnitude >= f32::INFINITY.to_bits()) {
-            let kind = DescriptorErrorKind::ParameterOutOfRange { field: "scale" };
+            let kind = DescriptorErrorKind::ParameterOutOfRange {
+                field: FieldName::Scale,
+            };
             return fail(AXIS_AT, kind);
         }
         Ok(())
@@ -819,7 +822,7 @@ impl<'a> Values<'a> {
                 .is_some_and(|(lo, hi)| lo <= zero_point && zero_point <= hi);
             if !in_range {
                 let kind = DescriptorErrorKind::ParameterOutOfRange {
-                    field: "zero_point",
+                    field: FieldName::ZeroPoint,
                 };
                 return fail(BLOCK_SIZE_AT, kind);
             }
@@ -833,7 +836,7 @@ impl<'a> Values<'a> {
         };
         if size == crate::DYNAMIC {
             let kind = DescriptorErrorKind::DynamicDimension {
-                field: "shape",
+                field: FieldName::Shape,
                 axis,
             };
             return fail(AXIS_AT, kind);
@@ -850,7 +853,7 @@ impl<'a> Values<'a> {
                 size == 0 || u64::from(k) <= size
             };
             if !valid || !fits {
-                return fail(BLOCK_SIZE_AT, invalid("block_size", k.into()));
+                return fail(BLOCK_SIZE_AT, invalid(FieldName::BlockSize, k.into()));
             }
         }
         // Block-paged: parameters are per page slot, so a block scheme
@@ -858,10 +861,10 @@ impl<'a> Values<'a> {
         // never quantizes the paged axis.
         if let Some(page_size) = ctx.page_size {
             if blocks == (axis != 0) {
-                return fail(AXIS_AT, invalid("axis", axis.into()));
+                return fail(AXIS_AT, invalid(FieldName::Axis, axis.into()));
             }
             if blocks && k != page_size {
-                return fail(BLOCK_SIZE_AT, invalid("block_size", k.into()));
+                return fail(BLOCK_SIZE_AT, invalid(FieldName::BlockSize, k.into()));
             }
         }
         Ok(())
@@ -879,7 +882,7 @@ const fn fault(base: u32, at: u8, kind: DescriptorErrorKind) -> DescriptorError 
 
 /// [`DescriptorErrorKind::InvalidValue`] of `field`.
 #[inline(always)]
-const fn invalid(field: &'static str, value: u64) -> DescriptorErrorKind {
+const fn invalid(field: FieldName, value: u64) -> DescriptorErrorKind {
     DescriptorErrorKind::InvalidValue { field, value }
 }
 
@@ -956,7 +959,7 @@ impl<'a> Quantization<'a> {
             }
             if !ctx.accept_private {
                 let kind = DescriptorErrorKind::PrivateCodeRefused {
-                    field: "scheme_tag",
+                    field: FieldName::SchemeTag,
                     code: v.tag,
                 };
                 return Err(DescriptorError::new(base, kind));
@@ -1100,7 +1103,7 @@ fn decode(
     let short = || {
         Err(DescriptorError::new(
             base.saturating_sub(4),
-            invalid("quantization_length", len.into()),
+            invalid(FieldName::QuantizationLength, len.into()),
         ))
     };
     let Ok((head, rest)) = SchemeHeader::ref_from_prefix(payload) else {
@@ -1110,11 +1113,11 @@ fn decode(
     let mut v = Values::empty(tag);
     let Some(row) = row(tag) else {
         if !crate::codes::is_private_code(tag) {
-            return fail(0, invalid("scheme_tag", tag.into()));
+            return fail(0, invalid(FieldName::SchemeTag, tag.into()));
         }
         if !accept_private {
             let kind = DescriptorErrorKind::PrivateCodeRefused {
-                field: "scheme_tag",
+                field: FieldName::SchemeTag,
                 code: tag,
             };
             return fail(0, kind);
@@ -1123,7 +1126,10 @@ fn decode(
         return Ok((v, 0));
     };
     if version != 1 {
-        return fail(VERSION_AT, invalid("scheme_version", version.into()));
+        return fail(
+            VERSION_AT,
+            invalid(FieldName::SchemeVersion, version.into()),
+        );
     }
     let symmetric_allowed = row.zero_at != 0;
     let reserved_flags = flags & !(SYMMETRIC * u16::from(symmetric_allowed));
@@ -1154,7 +1160,7 @@ fn decode(
         let code = fixed.get(usize::from(row.type_at)).copied().unwrap_or(0);
         let t = ElementType::from_code(code);
         let Some(t) = t.filter(|&t| !row.f32_only || matches!(t, ElementType::Float32)) else {
-            return fail(row.type_at, invalid("scale_type_tag", code.into()));
+            return fail(row.type_at, invalid(FieldName::ScaleTypeTag, code.into()));
         };
         (v.scale_type, v.scale_code) = (t, code);
     }
@@ -1165,7 +1171,7 @@ fn decode(
         if symmetric && index != NO_BUFFER {
             return fail(
                 row.zero_at,
-                invalid("zero_point_buffer_index", index.into()),
+                invalid(FieldName::ZeroPointBufferIndex, index.into()),
             );
         }
         v.zero = (!symmetric).then_some(index);
@@ -1174,7 +1180,7 @@ fn decode(
     // Writer padding: whatever is left, all zero.
     if padding.iter().any(|&b| b != 0) {
         let kind = DescriptorErrorKind::ReservedNonZero {
-            field: "quantization padding",
+            field: FieldName::QuantizationPadding,
         };
         return fail(row.len, kind);
     }

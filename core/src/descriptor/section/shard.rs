@@ -2,6 +2,7 @@
 //! Every `shard_offset[k] + shape[k] <= parent_shape[k]`; no value may be the
 //! dynamic sentinel.
 
+use crate::FieldName;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
 use super::super::arrays::Dims;
@@ -46,11 +47,11 @@ pub(crate) fn check(
         // The dynamic field at fault (`None`: the box) and where its run
         // starts (the shape follows the header).
         let (field, base) = if n == crate::DYNAMIC {
-            (Some("shape"), super::super::header::at::SHAPE)
+            (Some(FieldName::Shape), super::super::header::at::SHAPE)
         } else if p == crate::DYNAMIC {
-            (Some("parent_shape"), at)
+            (Some(FieldName::ParentShape), at)
         } else if o == crate::DYNAMIC {
-            (Some("shard_offset"), offsets_at)
+            (Some(FieldName::ShardOffset), offsets_at)
         } else if o.checked_add(n).is_none_or(|end| end > p) {
             (None, offsets_at)
         } else {

@@ -7,6 +7,7 @@
 //! `abs_max = max(|min|, |max|)`) and `nnz` against a sparse layout's own.
 //! Fields whose bit is clear are carried untouched, so re-encoding is exact.
 
+use crate::FieldName;
 use zerocopy::little_endian::{F64, U32, U64};
 
 use crate::field::{at, wire_fields};
@@ -80,13 +81,20 @@ mod bit {
 
 /// The group rules by bit of `check`'s broken-rule word: the offset and
 /// name of the field at fault.
-const RULES: [(u32, &str); 6] = [
-    (at!(StatisticsEntry.sparsity_ratio), "sparsity_ratio"),
-    (at!(StatisticsEntry.value_min), "value_range"),
-    (at!(StatisticsEntry.value_stddev), "value_stddev"),
-    (at!(StatisticsEntry.nm_n), "nm_n"),
-    (at!(StatisticsEntry.has_nan), "has_nan"),
-    (at!(StatisticsEntry.has_inf), "has_inf"),
+#[allow(clippy::cast_possible_truncation)] // offsets below 56
+const RULES: [(u8, FieldName); 6] = [
+    (
+        at!(StatisticsEntry.sparsity_ratio) as u8,
+        FieldName::SparsityRatio,
+    ),
+    (at!(StatisticsEntry.value_min) as u8, FieldName::ValueRange),
+    (
+        at!(StatisticsEntry.value_stddev) as u8,
+        FieldName::ValueStddev,
+    ),
+    (at!(StatisticsEntry.nm_n) as u8, FieldName::NmN),
+    (at!(StatisticsEntry.has_nan) as u8, FieldName::HasNan),
+    (at!(StatisticsEntry.has_inf) as u8, FieldName::HasInf),
 ];
 
 /// The sign bit of an IEEE binary64.
@@ -306,9 +314,12 @@ pub(crate) fn check(raw: &StatisticsEntry, at: u32) -> Result<(), DescriptorErro
         (at!(StatisticsEntry.computed_mask), kind)
     } else if raw.reserved.get() != 0 || raw.reserved2 != [0; 4] {
         let (off, field) = if raw.reserved.get() == 0 {
-            (at!(StatisticsEntry.reserved2), "statistics._reserved2")
+            (
+                at!(StatisticsEntry.reserved2),
+                FieldName::StatisticsReserved2,
+            )
         } else {
-            (at!(StatisticsEntry.reserved), "statistics._reserved")
+            (at!(StatisticsEntry.reserved), FieldName::StatisticsReserved)
         };
         (off, DescriptorErrorKind::ReservedNonZero { field })
     } else {
@@ -336,7 +347,10 @@ pub(crate) fn check(raw: &StatisticsEntry, at: u32) -> Result<(), DescriptorErro
         let Some(&(off, field)) = RULES.get(broken.trailing_zeros() as usize) else {
             return Ok(());
         };
-        (off, DescriptorErrorKind::StatisticsInconsistent { field })
+        (
+            u32::from(off),
+            DescriptorErrorKind::StatisticsInconsistent { field },
+        )
     };
     Err(DescriptorError::new(at.saturating_add(off), kind))
 }
