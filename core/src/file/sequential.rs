@@ -171,9 +171,7 @@ impl<'b> SequentialReader<'b> {
         loop {
             let rest = input.get(used..).unwrap_or_default();
             match self.state {
-                State::Done => {
-                    return Ok((used, None));
-                }
+                State::Done => return Ok((used, None)),
                 State::Header => {
                     let n = self.fill(rest, FILE_HEADER_LEN)?;
                     used = used.saturating_add(n);

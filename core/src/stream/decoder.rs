@@ -509,15 +509,13 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         if let Some(e) = self.failed {
             return Err(e);
         }
-        let eof = |inside| StreamErrorKind::UnexpectedEof { inside };
-        match self.state {
-            State::Descriptor if self.have > 0 => {
-                return Err(self.fail(self.pos, eof(Phase::Descriptor)));
-            }
-            State::Data if self.data_left() > 0 => {
-                return Err(self.fail(self.pos, eof(Phase::Data)));
-            }
-            _ => {}
+        let inside = match self.state {
+            State::Descriptor if self.have > 0 => Some(Phase::Descriptor),
+            State::Data if self.data_left() > 0 => Some(Phase::Data),
+            _ => None,
+        };
+        if let Some(inside) = inside {
+            return Err(self.fail(self.pos, StreamErrorKind::UnexpectedEof { inside }));
         }
         while self.composites.top_is_complete() {
             if let Err(e) = self.composites.close_top(self.scratch.as_ref()) {
