@@ -422,10 +422,8 @@ impl<'a> FileIndex<'a> {
             // The file-order half starts as index order (sorted below when
             // that is not file order): any position of it is then one read
             // away, which a check in parts needs.
-            if full {
-                if let Some(slot) = rest.get_mut(i) {
-                    *slot = here;
-                }
+            if let Some(slot) = rest.get_mut(i).filter(|_| full) {
+                *slot = here;
             }
             pos = next;
         }
