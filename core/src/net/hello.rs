@@ -309,9 +309,8 @@ fn read_codes<'a>(
 ) -> Result<&'a [u8], NetError> {
     let at = r.offset().saturating_add(2);
     let codes = r.bytes16()?;
-    for (i, &c) in codes.iter().enumerate() {
+    for (i, &c) in (0u32..).zip(codes) {
         if !ok(c) {
-            let i = u32::try_from(i).unwrap_or(u32::MAX);
             return Err(invalid(at.saturating_add(i), field, u64::from(c)));
         }
     }
