@@ -216,6 +216,7 @@ macro_rules! dl_data_types {
         /// assert_eq!(interop::to_dlpack_dtype(ElementType::Int4), Ok((0, 4, 1)));
         /// assert!(interop::to_dlpack_dtype(ElementType::Bool).is_err());
         /// ```
+        #[inline(never)] // out of line, as before: an inlined copy doubled its tables
         pub const fn to_dlpack_dtype(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
             let (code, bits) = match t {
                 $(ElementType::$t => (dl_code::$code, $bits),)*
@@ -230,6 +231,7 @@ macro_rules! dl_data_types {
         /// # Errors
         /// [`InteropError::UnknownDataType`] for lanes ≠ 1 or a (code, bits) pair
         /// with no hurray type.
+        #[inline(never)] // out of line, as before: an inlined copy doubled its tables
         pub const fn from_dlpack_dtype(
             code: u8,
             bits: u8,
