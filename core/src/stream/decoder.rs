@@ -340,8 +340,7 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         } = self;
         let desc: &'d D = desc;
         let bytes: &'d [u8] = desc.as_ref().get(..len).unwrap_or_default();
-        let checked = check(bytes, start, composites, scratch.as_mut(), limits);
-        match checked {
+        match check(bytes, start, composites, scratch.as_mut(), limits) {
             Ok((view, table_at)) => {
                 let buffers = u32::try_from(view.buffers().len()).unwrap_or(u32::MAX);
                 self.table_at = table_at;
