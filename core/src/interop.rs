@@ -199,8 +199,25 @@ pub mod dl_code {
 /// list (no table in memory).
 macro_rules! dl_data_types {
     ($($t:ident = ($code:ident, $bits:literal),)*) => {
-        /// [`to_dlpack_dtype`].
-        const fn dtype_of(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
+        /// The DLPack `DLDataType` `(code, bits, lanes)` of an element type.
+        ///
+        /// Sub-byte types map to DLPack's packed sub-byte types (little bit-endian,
+        /// as hurray packs them): int4/uint4/int2/uint2 as `kDLInt`/`kDLUInt` with
+        /// 4 or 2 bits, float4/float6 as their `fn` codes. `bool` has no DLPack
+        /// counterpart because DLPack's `kDLBool` is one byte per value while
+        /// hurray's is one bit; nor does `float128`.
+        ///
+        /// # Errors
+        /// [`InteropError::NoDataType`] for bool, float128 and private types.
+        ///
+        /// ```
+        /// use hurray_core::{interop, ElementType};
+        /// assert_eq!(interop::to_dlpack_dtype(ElementType::BFloat16), Ok((4, 16, 1)));
+        /// assert_eq!(interop::to_dlpack_dtype(ElementType::Int4), Ok((0, 4, 1)));
+        /// assert!(interop::to_dlpack_dtype(ElementType::Bool).is_err());
+        /// ```
+        #[inline(never)] // out of line, as before: an inlined copy doubled its tables
+        pub const fn to_dlpack_dtype(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
             let (code, bits) = match t {
                 $(ElementType::$t => (dl_code::$code, $bits),)*
                 _ => return Err(InteropError::NoDataType(t)),
@@ -208,8 +225,18 @@ macro_rules! dl_data_types {
             Ok((code, bits, 1))
         }
 
-        /// [`from_dlpack_dtype`].
-        const fn type_of(code: u8, bits: u8, lanes: u16) -> Result<ElementType, InteropError> {
+        /// The element type of a DLPack `DLDataType`; the inverse of
+        /// [`to_dlpack_dtype`].
+        ///
+        /// # Errors
+        /// [`InteropError::UnknownDataType`] for lanes ≠ 1 or a (code, bits) pair
+        /// with no hurray type.
+        #[inline(never)] // out of line, as before: an inlined copy doubled its tables
+        pub const fn from_dlpack_dtype(
+            code: u8,
+            bits: u8,
+            lanes: u16,
+        ) -> Result<ElementType, InteropError> {
             if lanes != 1 {
                 return Err(InteropError::UnknownDataType { code, bits, lanes });
             }
@@ -246,41 +273,6 @@ dl_data_types! {
     Float6E2M3 = (FLOAT6_E2M3FN, 6),
     Float6E3M2 = (FLOAT6_E3M2FN, 6),
     Float4E2M1 = (FLOAT4_E2M1FN, 4),
-}
-
-/// The DLPack `DLDataType` `(code, bits, lanes)` of an element type.
-///
-/// Sub-byte types map to DLPack's packed sub-byte types (little bit-endian,
-/// as hurray packs them): int4/uint4/int2/uint2 as `kDLInt`/`kDLUInt` with
-/// 4 or 2 bits, float4/float6 as their `fn` codes. `bool` has no DLPack
-/// counterpart because DLPack's `kDLBool` is one byte per value while
-/// hurray's is one bit; nor does `float128`.
-///
-/// # Errors
-/// [`InteropError::NoDataType`] for bool, float128 and private types.
-///
-/// ```
-/// use hurray_core::{interop, ElementType};
-/// assert_eq!(interop::to_dlpack_dtype(ElementType::BFloat16), Ok((4, 16, 1)));
-/// assert_eq!(interop::to_dlpack_dtype(ElementType::Int4), Ok((0, 4, 1)));
-/// assert!(interop::to_dlpack_dtype(ElementType::Bool).is_err());
-/// ```
-pub const fn to_dlpack_dtype(t: ElementType) -> Result<(u8, u8, u16), InteropError> {
-    dtype_of(t)
-}
-
-/// The element type of a DLPack `DLDataType`; the inverse of
-/// [`to_dlpack_dtype`].
-///
-/// # Errors
-/// [`InteropError::UnknownDataType`] for lanes ≠ 1 or a (code, bits) pair
-/// with no hurray type.
-pub const fn from_dlpack_dtype(
-    code: u8,
-    bits: u8,
-    lanes: u16,
-) -> Result<ElementType, InteropError> {
-    type_of(code, bits, lanes)
 }
 
 #[cfg(test)]

@@ -156,18 +156,12 @@ fn check_each(
     first: u32,
 ) -> Result<(), DescriptorError> {
     for (i, e) in entries.iter().enumerate() {
-        let index = base.saturating_add(i);
-        let index32 = u32::try_from(index).unwrap_or(u32::MAX);
-        if let Err(error) = e.decode() {
-            return Err(DescriptorError::new(
-                entry_at(index),
-                DescriptorErrorKind::Buffer {
-                    index: index32,
-                    error,
-                },
-            ));
-        }
-        colocated(index, placement(e), first)?;
+        let i = base.saturating_add(i);
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        let kind = |error| DescriptorErrorKind::Buffer { index, error };
+        e.decode()
+            .map_err(|error| DescriptorError::new(entry_at(i), kind(error)))?;
+        colocated(i, placement(e), first)?;
     }
     Ok(())
 }

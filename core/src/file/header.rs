@@ -50,30 +50,27 @@ pub struct FileHeader {
     pub reserved_tail: [u8; 28],
 }
 
+/// Byte offset of a header field, for the layout checks and error reports.
+macro_rules! at {
+    ($field:ident) => {
+        core::mem::offset_of!(FileHeader, $field) as u64
+    };
+}
+
 assert_eq_size!(FileHeader, [u8; FILE_HEADER_LEN]);
 assert_eq_align!(FileHeader, u8);
-const_assert_eq!(core::mem::offset_of!(FileHeader, version_major), 8);
-const_assert_eq!(core::mem::offset_of!(FileHeader, reserved), 10);
-const_assert_eq!(core::mem::offset_of!(FileHeader, flags), 12);
-const_assert_eq!(core::mem::offset_of!(FileHeader, data_buffer_alignment), 16);
-const_assert_eq!(
-    core::mem::offset_of!(FileHeader, first_descriptor_offset),
-    20
-);
-const_assert_eq!(core::mem::offset_of!(FileHeader, tensor_count_hint), 28);
-const_assert_eq!(core::mem::offset_of!(FileHeader, reserved_tail), 36);
+const_assert_eq!(at!(version_major), 8);
+const_assert_eq!(at!(reserved), 10);
+const_assert_eq!(at!(flags), 12);
+const_assert_eq!(at!(data_buffer_alignment), 16);
+const_assert_eq!(at!(first_descriptor_offset), 20);
+const_assert_eq!(at!(tensor_count_hint), 28);
+const_assert_eq!(at!(reserved_tail), 36);
 
 /// Whether `a` is a `data_buffer_alignment`: a power of two in
 /// [`MIN_DATA_ALIGNMENT`]..=[`MAX_DATA_ALIGNMENT`].
 pub(crate) const fn alignment_ok(a: u32) -> bool {
     a.is_power_of_two() && a >= MIN_DATA_ALIGNMENT && a <= MAX_DATA_ALIGNMENT
-}
-
-/// Byte offset of a header field, for error reports.
-macro_rules! at {
-    ($field:ident) => {
-        core::mem::offset_of!(FileHeader, $field) as u64
-    };
 }
 
 flag_set! {

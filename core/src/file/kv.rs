@@ -389,8 +389,7 @@ fn read_payload<'b>(bytes: &'b [u8], at: usize, tag: u8) -> KvResult<(KvValue<'b
         tag::UINT64 => Ok((KvValue::Uint64(eight(rest)?), next8?)),
         tag::FLOAT64 => Ok((KvValue::Float64(f64::from_bits(eight(rest)?)), next8?)),
         tag::BOOL => match rest.first() {
-            Some(0) => Ok((KvValue::Bool(false), at.saturating_add(1))),
-            Some(1) => Ok((KvValue::Bool(true), at.saturating_add(1))),
+            Some(&b @ (0 | 1)) => Ok((KvValue::Bool(b == 1), at.saturating_add(1))),
             Some(&b) => Err((at, FileErrorKind::KvBool(b))),
             None => Err(short),
         },

@@ -171,12 +171,9 @@ impl<'b> SequentialReader<'b> {
         loop {
             let rest = input.get(used..).unwrap_or_default();
             match self.state {
-                State::Done => {
-                    return Ok((used, None));
-                }
+                State::Done => return Ok((used, None)),
                 State::Header => {
-                    let n = self.fill(rest, FILE_HEADER_LEN)?;
-                    used = used.saturating_add(n);
+                    used = used.saturating_add(self.fill(rest, FILE_HEADER_LEN)?);
                     if self.filled < FILE_HEADER_LEN {
                         return Ok((used, None));
                     }
@@ -249,8 +246,7 @@ impl<'b> SequentialReader<'b> {
                         }
                         len
                     };
-                    let n = self.fill(rest, want)?;
-                    used = used.saturating_add(n);
+                    used = used.saturating_add(self.fill(rest, want)?);
                     if self.filled < want {
                         return Ok((used, None));
                     }
@@ -317,9 +313,8 @@ impl<'b> SequentialReader<'b> {
                         return Ok((used, None));
                     }
                     let limit = self.aligned(self.offset)?;
-                    let head = self.buffers == 0;
                     self.state = State::Between { limit };
-                    if head {
+                    if self.buffers == 0 {
                         return Ok((used, Some(SeqEvent::TensorEnd)));
                     }
                 }

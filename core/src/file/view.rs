@@ -9,7 +9,7 @@ use zerocopy::little_endian::U64;
 
 use super::entry::{INDEX_COUNT_LEN, IndexEntry, MIN_ENTRY_LEN, read_entry, split_entry};
 use super::error::{FileError, FileErrorKind, Section};
-use super::header::{FILE_HEADER_LEN, FileFlags, FileHeader};
+use super::header::{FILE_HEADER_LEN, FILE_MAGIC, FileFlags, FileHeader};
 use super::kv::{DEFAULT_MAX_KV_ENTRIES, KvSection};
 use super::sort::heapsort;
 use super::trailer::{TRAILER_LEN, Trailer};
@@ -121,10 +121,7 @@ fn locate(bytes: &[u8]) -> Result<Layout0<'_>, FileError> {
     let truncated = at(0, FileErrorKind::Truncated { needed, available });
     if available < needed {
         // The magic is still checked first when there are eight bytes.
-        if bytes
-            .get(..8)
-            .is_some_and(|m| m != super::header::FILE_MAGIC)
-        {
+        if bytes.get(..8).is_some_and(|m| m != FILE_MAGIC) {
             return Err(at(0, FileErrorKind::BadMagic));
         }
         return Err(truncated);
@@ -422,10 +419,8 @@ impl<'a> FileIndex<'a> {
             // The file-order half starts as index order (sorted below when
             // that is not file order): any position of it is then one read
             // away, which a check in parts needs.
-            if full {
-                if let Some(slot) = rest.get_mut(i) {
-                    *slot = here;
-                }
+            if let Some(slot) = rest.get_mut(i).filter(|_| full) {
+                *slot = here;
             }
             pos = next;
         }

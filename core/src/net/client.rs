@@ -202,36 +202,31 @@ impl<'c, const S: usize> ClientSession<'c, S> {
                 Ok(ClientEvent::PeerError { stream_id, error })
             }
             Message::TensorDescriptor(message) => self.on_descriptor(now, stream_id, message),
-            Message::TensorData(frame) => {
-                let Some((request, t)) = self.receiving(stream_id, now) else {
+            Message::TensorData(_) | Message::TensorDataEnd => {
+                let Some((request_id, t)) = self.receiving(stream_id, now) else {
                     return self.not_open(stream_id, code);
                 };
-                match t.on_data(frame.offset, frame.data.len()) {
-                    Ok(()) => Ok(ClientEvent::Data {
-                        stream_id,
-                        request_id: request,
-                        frame,
-                    }),
-                    Err(k) => self.fault_request(stream_id, request, k),
-                }
-            }
-            Message::TensorDataEnd => {
-                let Some((request, t)) = self.receiving(stream_id, now) else {
-                    return self.not_open(stream_id, code);
-                };
-                match t.on_end() {
-                    Ok(last) => {
-                        if last && stream_id != request {
+                let event = match msg {
+                    Message::TensorData(frame) => {
+                        t.on_data(frame.offset, frame.data.len())
+                            .map(|()| ClientEvent::Data {
+                                stream_id,
+                                request_id,
+                                frame,
+                            })
+                    }
+                    _ => t.on_end().map(|last| {
+                        if last && stream_id != request_id {
                             self.link.streams.remove(stream_id);
                         }
-                        Ok(ClientEvent::DataEnd {
+                        ClientEvent::DataEnd {
                             stream_id,
-                            request_id: request,
-                            request_complete: last && self.link.streams.shard_done(request),
-                        })
-                    }
-                    Err(k) => self.fault_request(stream_id, request, k),
-                }
+                            request_id,
+                            request_complete: last && self.link.streams.shard_done(request_id),
+                        }
+                    }),
+                };
+                event.or_else(|k| self.fault_request(stream_id, request_id, k))
             }
             Message::TensorPutAck => match self.link.streams.get(stream_id).map(|s| s.kind) {
                 Some(Kind::Put { ended: true, .. }) => {

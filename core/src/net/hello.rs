@@ -152,17 +152,14 @@ const fn is_plain_tag(tag: u8) -> bool {
 fn read_entry<'a>(r: &mut Reader<'a>) -> Result<LayoutEntry<'a>, NetError> {
     let at = r.offset();
     let tag = r.u8()?;
-    if is_private_code(tag) {
-        let ext_metadata = r.bytes16()?;
-        return Ok(LayoutEntry { tag, ext_metadata });
-    }
-    if !is_plain_tag(tag) {
+    let ext_metadata = if is_private_code(tag) {
+        r.bytes16()?
+    } else if is_plain_tag(tag) {
+        &[]
+    } else {
         return Err(invalid(at, "layout_tag", u64::from(tag)));
-    }
-    Ok(LayoutEntry {
-        tag,
-        ext_metadata: &[],
-    })
+    };
+    Ok(LayoutEntry { tag, ext_metadata })
 }
 
 /// Reads `count` entries.
@@ -292,11 +289,7 @@ impl<'a> Hello<'a> {
     /// `STANDARD`, `0x00`, only).
     #[must_use]
     pub fn accepts_memory_class(&self, code: u8) -> bool {
-        if self.memory_classes.is_empty() {
-            code == 0
-        } else {
-            self.memory_classes.contains(&code)
-        }
+        self.memory_classes.contains(&code) || self.memory_classes.is_empty() && code == 0
     }
 }
 
@@ -316,9 +309,8 @@ fn read_codes<'a>(
 ) -> Result<&'a [u8], NetError> {
     let at = r.offset().saturating_add(2);
     let codes = r.bytes16()?;
-    for (i, &c) in codes.iter().enumerate() {
+    for (i, &c) in (0u32..).zip(codes) {
         if !ok(c) {
-            let i = u32::try_from(i).unwrap_or(u32::MAX);
             return Err(invalid(at.saturating_add(i), field, u64::from(c)));
         }
     }

@@ -336,9 +336,8 @@ impl<'c, const S: usize> ServerSession<'c, S> {
             .map_err(|_| ApiMisuse::WrongState(stream))?;
         let n = Message::TensorDescriptor(*msg).encode(stream, out)?;
         if !first {
-            let parent = request_stream;
             let kind = Kind::Shard {
-                parent,
+                parent: request_stream,
                 transfer: t,
             };
             self.link.streams.insert(stream, kind, NEVER)?;

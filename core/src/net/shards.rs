@@ -232,22 +232,11 @@ impl ShardSelect {
     /// The layout entry's wire bytes.
     #[must_use]
     pub const fn entry(&self) -> [u8; SHARD_SELECT_ENTRY_LEN] {
-        let m = SHARD_SELECT_MAGIC;
-        let i = self.index.to_le_bytes();
-        let c = self.count.to_le_bytes();
-        [
-            SHARD_SELECT_TAG,
-            8,
-            0,
-            m[0],
-            m[1],
-            m[2],
-            m[3],
-            i[0],
-            i[1],
-            c[0],
-            c[1],
-        ]
+        let [m0, m1, m2, m3] = SHARD_SELECT_MAGIC;
+        let [i0, i1] = self.index.to_le_bytes();
+        let [c0, c1] = self.count.to_le_bytes();
+        let tag = SHARD_SELECT_TAG;
+        [tag, 8, 0, m0, m1, m2, m3, i0, i1, c0, c1]
     }
 
     /// The first valid selection entry of `list`, if any (entries with our

@@ -75,12 +75,10 @@ impl Transfer {
                 found: offset,
             });
         }
-        // [NP-DATA-3]: a frame carries at least one byte.
-        if len == 0 {
-            return Err(SessionErrorKind::DataOverrun { total, end: done });
-        }
+        // [NP-DATA-3]: a frame carries at least one byte (an empty one
+        // overruns where it stands).
         let end = done.saturating_add(len as u64);
-        if end > total {
+        if len == 0 || end > total {
             return Err(SessionErrorKind::DataOverrun { total, end });
         }
         self.phase = Phase::Data { total, done: end };
@@ -570,11 +568,10 @@ impl<const S: usize> Link<S> {
 
     /// `Err(NotEstablished)` unless the handshake is done.
     pub(crate) fn established(&self) -> Result<(), ApiMisuse> {
-        if self.state == State::Open {
-            Ok(())
-        } else {
-            Err(ApiMisuse::NotEstablished)
+        if self.state != State::Open {
+            return Err(ApiMisuse::NotEstablished);
         }
+        Ok(())
     }
 
     /// `Err(TooLargeForPeer)` for a payload past the peer's maximum.

@@ -340,8 +340,7 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         } = self;
         let desc: &'d D = desc;
         let bytes: &'d [u8] = desc.as_ref().get(..len).unwrap_or_default();
-        let checked = check(bytes, start, composites, scratch.as_mut(), limits);
-        match checked {
+        match check(bytes, start, composites, scratch.as_mut(), limits) {
             Ok((view, table_at)) => {
                 let buffers = u32::try_from(view.buffers().len()).unwrap_or(u32::MAX);
                 self.table_at = table_at;
@@ -509,15 +508,13 @@ impl<'o, D: AsRef<[u8]> + AsMut<[u8]>, S: AsRef<[u8]> + AsMut<[u8]>> StreamDecod
         if let Some(e) = self.failed {
             return Err(e);
         }
-        let eof = |inside| StreamErrorKind::UnexpectedEof { inside };
-        match self.state {
-            State::Descriptor if self.have > 0 => {
-                return Err(self.fail(self.pos, eof(Phase::Descriptor)));
-            }
-            State::Data if self.data_left() > 0 => {
-                return Err(self.fail(self.pos, eof(Phase::Data)));
-            }
-            _ => {}
+        let inside = match self.state {
+            State::Descriptor if self.have > 0 => Some(Phase::Descriptor),
+            State::Data if self.data_left() > 0 => Some(Phase::Data),
+            _ => None,
+        };
+        if let Some(inside) = inside {
+            return Err(self.fail(self.pos, StreamErrorKind::UnexpectedEof { inside }));
         }
         while self.composites.top_is_complete() {
             if let Err(e) = self.composites.close_top(self.scratch.as_ref()) {
