@@ -132,16 +132,9 @@ pub fn validate_contents(view: &TensorView<'_>, buffers: &[&[u8]]) -> Res {
     // Every buffer present and long enough.
     for (i, h) in view.buffers().iter().enumerate() {
         let index = u32::try_from(i).unwrap_or(u32::MAX);
-        let found = buffers.get(i).map_or(0, |b| b.len() as u64);
-        if buffers.get(i).is_none() || found < h.byte_size() {
-            return fail(
-                index,
-                0,
-                DataErrorKind::Missing {
-                    expected: h.byte_size(),
-                    found,
-                },
-            );
+        let (expected, found) = (h.byte_size(), buffers.get(i).map_or(0, |b| b.len() as u64));
+        if buffers.get(i).is_none() || found < expected {
+            return fail(index, 0, DataErrorKind::Missing { expected, found });
         }
     }
     let buf = |i: u32| -> &[u8] {
@@ -168,17 +161,10 @@ pub fn validate_contents(view: &TensorView<'_>, buffers: &[&[u8]]) -> Res {
                 let pos = level.saturating_mul(2).saturating_add(1);
                 let crd = pos.saturating_add(1);
                 let crds = u64s(buf(crd));
+                let count = crds.len() as u64;
                 let bound = view.shape().get(mode as usize).unwrap_or(0);
-                compressed(
-                    u64s(buf(pos)),
-                    crds,
-                    crds.len() as u64,
-                    parents,
-                    bound,
-                    pos,
-                    crd,
-                )?;
-                parents = crds.len() as u64;
+                compressed(u64s(buf(pos)), crds, count, parents, bound, pos, crd)?;
+                parents = count;
             }
         }
         Layout::BlockPaged(b) => block_paged(&b, buf(1), buf(2))?,
@@ -258,18 +244,12 @@ fn coo(view: &TensorView<'_>, idx: &[U64], nnz: u64, sorted: bool) -> Res {
         idx.chunks_exact(rank)
             .take(usize::try_from(nnz).unwrap_or(usize::MAX)),
     ) {
+        let first = i.saturating_mul(rank as u64);
         for (d, v) in tuple.iter().enumerate() {
-            let bound = view.shape().get(d).unwrap_or(0);
-            if v.get() >= bound {
-                let element = i.saturating_mul(rank as u64).saturating_add(d as u64);
-                return fail(
-                    1,
-                    element,
-                    DataErrorKind::OutOfBounds {
-                        value: v.get(),
-                        bound,
-                    },
-                );
+            let (value, bound) = (v.get(), view.shape().get(d).unwrap_or(0));
+            if value >= bound {
+                let element = first.saturating_add(d as u64);
+                return fail(1, element, DataErrorKind::OutOfBounds { value, bound });
             }
         }
         if sorted
@@ -280,11 +260,7 @@ fn coo(view: &TensorView<'_>, idx: &[U64], nnz: u64, sorted: bool) -> Res {
                     .is_ge()
             })
         {
-            return fail(
-                1,
-                i.saturating_mul(rank as u64),
-                DataErrorKind::NotIncreasing,
-            );
+            return fail(1, first, DataErrorKind::NotIncreasing);
         }
         prev = Some(tuple);
     }
@@ -307,16 +283,10 @@ fn block_paged(b: &BlockPaged, table: &[u8], seq: &[u8]) -> Res {
     if read(seq, 0) != 0 {
         return fail(2, 0, DataErrorKind::PointerStart(read(seq, 0)));
     }
-    let last = read(seq, seqs.saturating_sub(1));
-    if last != pages as u64 {
-        return fail(
-            2,
-            seqs.saturating_sub(1) as u64,
-            DataErrorKind::PointerEnd {
-                found: last,
-                expected: pages as u64,
-            },
-        );
+    let at = seqs.saturating_sub(1);
+    let (found, expected) = (read(seq, at), pages as u64);
+    if found != expected {
+        return fail(2, at as u64, DataErrorKind::PointerEnd { found, expected });
     }
     for s in 1..seqs {
         if read(seq, s) < read(seq, s.saturating_sub(1)) {
@@ -324,16 +294,9 @@ fn block_paged(b: &BlockPaged, table: &[u8], seq: &[u8]) -> Res {
         }
     }
     for k in 0..pages {
-        let id = read(table, k);
-        if id >= b.num_pages {
-            return fail(
-                1,
-                k as u64,
-                DataErrorKind::OutOfBounds {
-                    value: id,
-                    bound: b.num_pages,
-                },
-            );
+        let (value, bound) = (read(table, k), b.num_pages);
+        if value >= bound {
+            return fail(1, k as u64, DataErrorKind::OutOfBounds { value, bound });
         }
     }
     Ok(())
@@ -374,12 +337,9 @@ fn quantization<'b>(
     };
     let (lo, hi) = storage.integer_range().unwrap_or((i64::MIN, i64::MAX));
     for (i, z) in (0u64..).zip(values::<I32>(zeros)) {
-        if !(lo..=hi).contains(&i64::from(z.get())) {
-            return fail(
-                zero.unwrap_or(0),
-                i,
-                DataErrorKind::ZeroPointOutOfRange(z.get()),
-            );
+        let z = z.get();
+        if !(lo..=hi).contains(&i64::from(z)) {
+            return fail(zero.unwrap_or(0), i, DataErrorKind::ZeroPointOutOfRange(z));
         }
     }
     Ok(())
@@ -425,12 +385,8 @@ fn f16_to_f32(h: u16) -> f32 {
 }
 
 fn e8m0(bytes: &[u8], buffer: u32) -> Res {
-    match bytes.iter().position(|&b| b == 0x00 || b == 0xFF) {
-        Some(i) => fail(
-            buffer,
-            i as u64,
-            DataErrorKind::ReservedE8M0(bytes.get(i).copied().unwrap_or(0)),
-        ),
+    match (0u64..).zip(bytes).find(|&(_, &b)| b == 0x00 || b == 0xFF) {
+        Some((i, &b)) => fail(buffer, i, DataErrorKind::ReservedE8M0(b)),
         None => Ok(()),
     }
 }
