@@ -152,23 +152,13 @@ pub(crate) struct MemberBox<'a> {
 impl MemberBox<'_> {
     /// Whether two boxes share an element: they overlap on every axis.
     pub(crate) fn overlaps(&self, other: &MemberBox<'_>) -> bool {
-        let axes = self
+        let mut axes = self
             .offset
             .iter()
             .zip(self.shape.iter())
             .zip(other.offset.iter().zip(other.shape.iter()));
-        let mut all = true;
-        for ((a0, an), (b0, bn)) in axes {
-            // Shard parsing guarantees offset + shape <= parent <= u64::MAX.
-            let a1 = a0.saturating_add(an);
-            let b1 = b0.saturating_add(bn);
-            all &= a0 < b1 && b0 < a1;
-        }
-        all
-    }
-
-    fn volume(&self) -> u128 {
-        volume(self.shape)
+        // Shard parsing guarantees offset + shape <= parent <= u64::MAX.
+        axes.all(|((a0, an), (b0, bn))| a0 < b0.saturating_add(bn) && b0 < a0.saturating_add(an))
     }
 }
 
@@ -265,7 +255,6 @@ impl Progress {
         if !shard.parent_shape.iter().eq(store.head_shape().iter()) {
             return fail(CompositeErrorKind::ParentShapeMismatch);
         }
-        let head_tag = self.head_type.code();
         let type_ok = if member.quantization().is_some() {
             matches!(
                 self.head_type,
@@ -279,7 +268,7 @@ impl Progress {
         };
         if !type_ok {
             return fail(CompositeErrorKind::TypeMismatch {
-                head: head_tag,
+                head: self.head_type.code(),
                 member: member.element_type().code(),
             });
         }
@@ -312,7 +301,7 @@ impl Progress {
         if let Some(other) = store.find_overlap(&b) {
             return fail(CompositeErrorKind::Overlap { other });
         }
-        self.volume = self.volume.saturating_add(b.volume());
+        self.volume = self.volume.saturating_add(volume(b.shape));
         if let Err(capacity) = store.keep(b) {
             return fail(CompositeErrorKind::CapacityExceeded { capacity });
         }
@@ -445,11 +434,8 @@ fn read_level<'a, const N: usize>(
     let (head, mut rest) = TensorView::parse_prefix_with(bytes, options)
         .map_err(|e| head_err(CompositeErrorKind::Member(e)))?;
     let mut v = CompositeValidator::<N>::new(&head)?;
-    while v.remaining() > 0 {
+    while v.remaining() > 0 && !rest.is_empty() {
         let index = v.progress.seen();
-        if rest.is_empty() {
-            break;
-        }
         let member_err = |kind| CompositeError::at(index, kind);
         let layout_tag = FixedHeader::ref_from_prefix(rest)
             .ok()
