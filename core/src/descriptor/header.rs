@@ -81,47 +81,33 @@ impl FixedHeader {
     // metal, where inlining it into each decoder costs 64 B of flash.
     #[cfg_attr(not(target_os = "none"), inline(always))]
     pub(crate) fn check(&self) -> Result<(Flags, ElementType), DescriptorError> {
+        use DescriptorErrorKind as Kind;
         let err = |offset, kind| Err(DescriptorError::new(offset, kind));
         if self.magic != DESCRIPTOR_MAGIC {
-            return err(0, DescriptorErrorKind::BadMagic(self.magic));
+            return err(0, Kind::BadMagic(self.magic));
         }
         if self.version_major != VERSION_MAJOR {
             let (major, minor) = (self.version_major, self.version_minor);
-            return err(
-                at::VERSION,
-                DescriptorErrorKind::UnsupportedVersion { major, minor },
-            );
+            return err(at::VERSION, Kind::UnsupportedVersion { major, minor });
         }
         let raw_flags = self.flags.get();
         let Some(flags) = Flags::from_bits(raw_flags) else {
-            return err(
-                at::FLAGS,
-                DescriptorErrorKind::ReservedFlags(raw_flags & !Flags::DEFINED),
-            );
+            return err(at::FLAGS, Kind::ReservedFlags(raw_flags & !Flags::DEFINED));
         };
         let Some(element_type) = ElementType::from_code(self.type_tag) else {
-            return err(
-                at::TYPE_TAG,
-                DescriptorErrorKind::InvalidTypeTag(self.type_tag),
-            );
+            return err(at::TYPE_TAG, Kind::InvalidTypeTag(self.type_tag));
         };
         if !super::layout::is_known_tag(self.layout_tag) {
-            return err(
-                at::LAYOUT_TAG,
-                DescriptorErrorKind::InvalidLayoutTag(self.layout_tag),
-            );
+            return err(at::LAYOUT_TAG, Kind::InvalidLayoutTag(self.layout_tag));
         }
         let rank = self.rank.get();
         if rank > MAX_RANK {
-            return err(at::RANK, DescriptorErrorKind::RankTooLarge(rank));
+            return err(at::RANK, Kind::RankTooLarge(rank));
         }
         let present = flags.contains(Flags::HAS_EXTENSION_TYPE);
         if element_type.is_private() != present {
             let type_tag = self.type_tag;
-            return err(
-                at::FLAGS,
-                DescriptorErrorKind::ExtensionTypeMismatch { type_tag, present },
-            );
+            return err(at::FLAGS, Kind::ExtensionTypeMismatch { type_tag, present });
         }
         Ok((flags, element_type))
     }
