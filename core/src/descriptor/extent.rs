@@ -409,14 +409,12 @@ impl<S: Shape, B: Sizes> Ctx<S, B> {
             let (Ok(start), Ok(end)) = (i64::try_from(start), i64::try_from(end)) else {
                 return Err(overflow);
             };
-            return Err(self.err(
-                0,
-                DescriptorErrorKind::ExtentOutOfBounds {
-                    start,
-                    end,
-                    byte_size,
-                },
-            ));
+            let kind = DescriptorErrorKind::ExtentOutOfBounds {
+                start,
+                end,
+                byte_size,
+            };
+            return Err(self.err(0, kind));
         }
         Ok(())
     }

@@ -385,13 +385,10 @@ impl<'a> TensorView<'a> {
             }) = layout
             {
                 if !options.private_composition_rules {
-                    fail!(err(
-                        layout_at.saturating_add(layout::composite::RULE_AT),
-                        DescriptorErrorKind::PrivateCodeRefused {
-                            field: FieldName::CompositionRule,
-                            code,
-                        },
-                    ));
+                    let at = layout_at.saturating_add(layout::composite::RULE_AT);
+                    let field = FieldName::CompositionRule;
+                    let kind = DescriptorErrorKind::PrivateCodeRefused { field, code };
+                    fail!(err(at, kind));
                 }
             }
 
@@ -447,10 +444,8 @@ impl<'a> TensorView<'a> {
             let consumed = r.pos();
             let declared = header.descriptor_length.get();
             if header.version_minor == 0 && consumed != declared {
-                fail!(err(
-                    header::at::LENGTH,
-                    DescriptorErrorKind::LengthMismatch { declared, consumed },
-                ));
+                let kind = DescriptorErrorKind::LengthMismatch { declared, consumed };
+                fail!(err(header::at::LENGTH, kind));
             }
 
             let packing = ExtensionType::packing_of(element_type, extension_type);

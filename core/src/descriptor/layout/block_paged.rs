@@ -115,22 +115,16 @@ impl BlockPaged {
         }
         let paged_axis = f.paged_axis.get();
         if paged_axis != 0 {
-            return invalid(
-                at!(BlockPagedFields.paged_axis),
-                FieldName::PagedAxis,
-                u64::from(paged_axis),
-            );
+            let at = at!(BlockPagedFields.paged_axis);
+            return invalid(at, FieldName::PagedAxis, u64::from(paged_axis));
         }
         let kv_role = match f.kv_role {
             0 => KvRole::Key,
             1 => KvRole::Value,
             2 => KvRole::Fused,
             v => {
-                return invalid(
-                    at!(BlockPagedFields.kv_role),
-                    FieldName::KvRole,
-                    u64::from(v),
-                );
+                let at = at!(BlockPagedFields.kv_role);
+                return invalid(at, FieldName::KvRole, u64::from(v));
             }
         };
         let wide_indices = match f.block_table_index_type {

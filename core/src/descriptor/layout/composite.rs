@@ -136,11 +136,8 @@ impl CompositeHead {
             (CompositionRule::Private(_), 1) => CombineOp::Replace,
             (CompositionRule::Private(_), 2) => CombineOp::Add,
             _ => {
-                return invalid(
-                    at!(CompositeFields.combine_op),
-                    FieldName::CombineOp,
-                    u64::from(op),
-                );
+                let at = at!(CompositeFields.combine_op);
+                return invalid(at, FieldName::CombineOp, u64::from(op));
             }
         };
         if f.reserved != [0; 2] {

@@ -63,10 +63,8 @@ pub(super) fn check_mode_order(
         if bit == 0 || seen & bit != 0 {
             #[allow(clippy::cast_possible_truncation)]
             let at = at.saturating_add((i as u32).saturating_mul(4));
-            return Err(DescriptorError::new(
-                at,
-                DescriptorErrorKind::NotAPermutation { value: m },
-            ));
+            let kind = DescriptorErrorKind::NotAPermutation { value: m };
+            return Err(DescriptorError::new(at, kind));
         }
         seen |= bit;
     }

@@ -65,10 +65,8 @@ impl<'a> ExtensionLayout<'a> {
         let f = r.take::<ExtensionLayoutFields>()?;
         let id = f.extension_layout_id.get();
         if !known.contains(&id) {
-            return Err(DescriptorError::new(
-                at,
-                DescriptorErrorKind::UnknownExtensionLayout(id),
-            ));
+            let kind = DescriptorErrorKind::UnknownExtensionLayout(id);
+            return Err(DescriptorError::new(at, kind));
         }
         let data = r.bytes(f.extension_data_length.get() as usize)?;
         Ok(super::Layout::Extension(Self { tag, id, data }))

@@ -62,11 +62,7 @@ impl Coo {
             1 => true,
             v => {
                 let at = at(at!(CooFields.is_sorted));
-                return Err(DescriptorError::invalid(
-                    at,
-                    FieldName::IsSorted,
-                    u64::from(v),
-                ));
+                return Err(DescriptorError::invalid(at, FieldName::IsSorted, v.into()));
             }
         };
         super::reserved(

@@ -63,10 +63,8 @@ pub(crate) fn check(
             Some(field) => DescriptorErrorKind::DynamicDimension { field, axis },
             None => DescriptorErrorKind::ShardOutOfBounds { axis },
         };
-        return Err(DescriptorError::new(
-            base.saturating_add(axis.saturating_mul(8)),
-            kind,
-        ));
+        let at = base.saturating_add(axis.saturating_mul(8));
+        return Err(DescriptorError::new(at, kind));
     }
     Ok(())
 }
