@@ -772,25 +772,19 @@ impl<'a> Values<'a> {
             ElementType::Float16 | ElementType::BFloat16 | ElementType::Float32
         );
         if row.type_at != 0 && !scales {
-            return fail(
-                row.type_at,
-                invalid(FieldName::ScaleTypeTag, self.scale_code.into()),
-            );
+            let kind = invalid(FieldName::ScaleTypeTag, self.scale_code.into());
+            return fail(row.type_at, kind);
         }
         if self.zero == Some(NO_BUFFER) {
-            return fail(
-                row.zero_at,
-                invalid(FieldName::ZeroPointBufferIndex, NO_BUFFER.into()),
-            );
+            let kind = invalid(FieldName::ZeroPointBufferIndex, NO_BUFFER.into());
+            return fail(row.zero_at, kind);
         }
         // Per-tensor: not ±0, infinite or NaN (on the bits: no float
         // compares).
         let magnitude = self.w4 & !(1 << 31);
         if row.scale_at == 0 && (magnitude == 0 || magnitude >= f32::INFINITY.to_bits()) {
-            let kind = DescriptorErrorKind::ParameterOutOfRange {
-                field: FieldName::Scale,
-            };
-            return fail(AXIS_AT, kind);
+            let field = FieldName::Scale;
+            return fail(AXIS_AT, DescriptorErrorKind::ParameterOutOfRange { field });
         }
         Ok(())
     }
@@ -808,10 +802,8 @@ impl<'a> Values<'a> {
         let (scheme, type_tag) = (self.tag, ctx.storage_code);
         let bit = type_tag.wrapping_sub(0x10);
         if bit >= 64 || row.storage >> bit & 1 == 0 {
-            return fail(
-                0,
-                DescriptorErrorKind::StorageTypeNotAllowed { scheme, type_tag },
-            );
+            let kind = DescriptorErrorKind::StorageTypeNotAllowed { scheme, type_tag };
+            return fail(0, kind);
         }
         if row.scale_at == 0 {
             #[allow(clippy::cast_possible_wrap)] // the wire's bits
@@ -821,9 +813,8 @@ impl<'a> Values<'a> {
                 .integer_range()
                 .is_some_and(|(lo, hi)| lo <= zero_point && zero_point <= hi);
             if !in_range {
-                let kind = DescriptorErrorKind::ParameterOutOfRange {
-                    field: FieldName::ZeroPoint,
-                };
+                let field = FieldName::ZeroPoint;
+                let kind = DescriptorErrorKind::ParameterOutOfRange { field };
                 return fail(BLOCK_SIZE_AT, kind);
             }
             return Ok(());
@@ -835,10 +826,8 @@ impl<'a> Values<'a> {
             return fail(AXIS_AT, DescriptorErrorKind::AxisOutOfRange { axis, rank });
         };
         if size == crate::DYNAMIC {
-            let kind = DescriptorErrorKind::DynamicDimension {
-                field: FieldName::Shape,
-                axis,
-            };
+            let field = FieldName::Shape;
+            let kind = DescriptorErrorKind::DynamicDimension { field, axis };
             return fail(AXIS_AT, kind);
         }
         if blocks {
@@ -958,10 +947,8 @@ impl<'a> Quantization<'a> {
                 return Ok(false);
             }
             if !ctx.accept_private {
-                let kind = DescriptorErrorKind::PrivateCodeRefused {
-                    field: FieldName::SchemeTag,
-                    code: v.tag,
-                };
+                let (field, code) = (FieldName::SchemeTag, v.tag);
+                let kind = DescriptorErrorKind::PrivateCodeRefused { field, code };
                 return Err(DescriptorError::new(base, kind));
             }
             return Ok(true);
@@ -1116,38 +1103,29 @@ fn decode(
             return fail(0, invalid(FieldName::SchemeTag, tag.into()));
         }
         if !accept_private {
-            let kind = DescriptorErrorKind::PrivateCodeRefused {
-                field: FieldName::SchemeTag,
-                code: tag,
-            };
-            return fail(0, kind);
+            let (field, code) = (FieldName::SchemeTag, tag);
+            return fail(0, DescriptorErrorKind::PrivateCodeRefused { field, code });
         }
         v.private = Some((version, flags, rest));
         return Ok((v, 0));
     };
     if version != 1 {
-        return fail(
-            VERSION_AT,
-            invalid(FieldName::SchemeVersion, version.into()),
-        );
+        let kind = invalid(FieldName::SchemeVersion, version.into());
+        return fail(VERSION_AT, kind);
     }
     let symmetric_allowed = row.zero_at != 0;
     let reserved_flags = flags & !(SYMMETRIC * u16::from(symmetric_allowed));
     if reserved_flags != 0 {
-        return fail(
-            FLAGS_AT,
-            DescriptorErrorKind::ReservedFlags(reserved_flags.into()),
-        );
+        let kind = DescriptorErrorKind::ReservedFlags(reserved_flags.into());
+        return fail(FLAGS_AT, kind);
     }
     let Some((fixed, padding)) = payload.split_at_checked(row.len.into()) else {
         return short();
     };
     let reserved = fixed.iter().skip(row.reserved.into());
     if reserved.copied().any(|b| b != 0) {
-        let kind = DescriptorErrorKind::ReservedNonZero {
-            field: row.reserved_field,
-        };
-        return fail(row.reserved, kind);
+        let field = row.reserved_field;
+        return fail(row.reserved, DescriptorErrorKind::ReservedNonZero { field });
     }
     let word = |at: u8| {
         let bytes = fixed.get(usize::from(at)..).and_then(<[u8]>::first_chunk);
@@ -1169,10 +1147,8 @@ fn decode(
         let index = word(row.zero_at);
         let symmetric = flags & SYMMETRIC != 0;
         if symmetric && index != NO_BUFFER {
-            return fail(
-                row.zero_at,
-                invalid(FieldName::ZeroPointBufferIndex, index.into()),
-            );
+            let kind = invalid(FieldName::ZeroPointBufferIndex, index.into());
+            return fail(row.zero_at, kind);
         }
         v.zero = (!symmetric).then_some(index);
     }
