@@ -157,10 +157,11 @@ fn check_each(
 ) -> Result<(), DescriptorError> {
     for (i, e) in entries.iter().enumerate() {
         let i = base.saturating_add(i);
-        let index = u32::try_from(i).unwrap_or(u32::MAX);
-        let kind = |error| DescriptorErrorKind::Buffer { index, error };
-        e.decode()
-            .map_err(|error| DescriptorError::new(entry_at(i), kind(error)))?;
+        if let Err(error) = e.decode() {
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            let kind = DescriptorErrorKind::Buffer { index, error };
+            return Err(DescriptorError::new(entry_at(i), kind));
+        }
         colocated(i, placement(e), first)?;
     }
     Ok(())
