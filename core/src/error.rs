@@ -570,12 +570,12 @@ error_enum! {
 
 /// The name of the section whose flag is `flag`.
 const fn section_name(flag: Flags) -> &'static str {
-    match flag.bits() {
-        1 => "quantization",
-        2 => "shard",
-        4 => "extension type",
-        8 => "statistics",
-        16 => "composite member",
+    match flag {
+        Flags::HAS_QUANTIZATION => "quantization",
+        Flags::HAS_SHARD => "shard",
+        Flags::HAS_EXTENSION_TYPE => "extension type",
+        Flags::HAS_STATISTICS => "statistics",
+        Flags::HAS_COMPOSITE_MEMBER => "composite member",
         _ => "unknown",
     }
 }
