@@ -217,3 +217,20 @@ pub(crate) use at;
 pub(crate) const fn offset32(offset: usize) -> u32 {
     offset as u32
 }
+
+/// A rule row's field, for the rows of the statistics and extension type
+/// rules: its offset in its wire struct as a byte (both structs are under
+/// 100 bytes, their sizes asserted where they are declared) and the name
+/// an error gives it.
+macro_rules! field_row {
+    ($s:ident . $f:ident, $name:ident) => {
+        $crate::field::row(::core::mem::offset_of!($s, $f), $crate::FieldName::$name)
+    };
+}
+pub(crate) use field_row;
+
+/// A [`field_row!`]: `offset`, in a struct under 256 bytes, as a byte.
+#[allow(clippy::cast_possible_truncation)] // see `field_row!`
+pub(crate) const fn row(offset: usize, name: crate::FieldName) -> (u8, crate::FieldName) {
+    (offset as u8, name)
+}

@@ -8,11 +8,11 @@
 //! floating-point fields; a float type is unsigned-integer-free
 //! (`is_signed = 0`) with at most one sign bit.
 
-use crate::FieldName;
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::U32;
 
-use crate::field::{at, wire_fields};
+use crate::FieldName;
+use crate::field::{at, field_row, wire_fields};
 
 use crate::element::{ElementType, Packing};
 use crate::error::DescriptorError;
@@ -60,35 +60,24 @@ const fn packing_factor(bit_width: u32) -> u8 {
     }
 }
 
-/// A field of [`ExtensionTypeEntry`] as a row of [`FIELDS`]: its offset
-/// (every one below 20) and its spec name.
-macro_rules! field {
-    ($f:ident, $name:ident) => {
-        (at!(ExtensionTypeEntry.$f) as u8, FieldName::$name)
-    };
-}
-
 /// The fields the rules name: offset and spec name. The rows below name
 /// them by index here.
-#[allow(clippy::cast_possible_truncation)] // offsets below 20
 const FIELDS: [(u8, FieldName); 10] = [
-    field!(bit_width, BitWidth),
-    field!(packing_factor, PackingFactor),
-    field!(is_float, IsFloat),
-    field!(is_signed, IsSigned),
-    field!(sign_bits, SignBits),
-    field!(exponent_bits, ExponentBits),
-    field!(mantissa_bits, MantissaBits),
-    field!(exponent_bias, ExponentBias),
-    field!(has_nan, HasNan),
-    field!(has_inf, HasInf),
+    field_row!(ExtensionTypeEntry.bit_width, BitWidth),
+    field_row!(ExtensionTypeEntry.packing_factor, PackingFactor),
+    field_row!(ExtensionTypeEntry.is_float, IsFloat),
+    field_row!(ExtensionTypeEntry.is_signed, IsSigned),
+    field_row!(ExtensionTypeEntry.sign_bits, SignBits),
+    field_row!(ExtensionTypeEntry.exponent_bits, ExponentBits),
+    field_row!(ExtensionTypeEntry.mantissa_bits, MantissaBits),
+    field_row!(ExtensionTypeEntry.exponent_bias, ExponentBias),
+    field_row!(ExtensionTypeEntry.has_nan, HasNan),
+    field_row!(ExtensionTypeEntry.has_inf, HasInf),
 ];
 /// The offset of `bit_width`, one of the two fields wider than a byte.
-#[allow(clippy::cast_possible_truncation)] // offsets below 20
-const BIT_WIDTH_AT: u8 = at!(ExtensionTypeEntry.bit_width) as u8;
+const BIT_WIDTH_AT: u8 = field_row!(ExtensionTypeEntry.bit_width, BitWidth).0;
 /// The offset of `exponent_bias`, the other one.
-#[allow(clippy::cast_possible_truncation)] // offsets below 20
-const EXPONENT_BIAS_AT: u8 = at!(ExtensionTypeEntry.exponent_bias) as u8;
+const EXPONENT_BIAS_AT: u8 = field_row!(ExtensionTypeEntry.exponent_bias, ExponentBias).0;
 /// Flags of every type, at most 1 (`(field, most allowed)`, checked in
 /// order).
 const FLAGS: [(u8, u8); 4] = [(2, 1), (3, 1), (8, 1), (9, 1)];

@@ -7,10 +7,10 @@
 //! `abs_max = max(|min|, |max|)`) and `nnz` against a sparse layout's own.
 //! Fields whose bit is clear are carried untouched, so re-encoding is exact.
 
-use crate::FieldName;
 use zerocopy::little_endian::{F64, U32, U64};
 
-use crate::field::{at, wire_fields};
+use crate::FieldName;
+use crate::field::{at, field_row, wire_fields};
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 
@@ -81,20 +81,13 @@ mod bit {
 
 /// The group rules by bit of `check`'s broken-rule word: the offset and
 /// name of the field at fault.
-#[allow(clippy::cast_possible_truncation)] // offsets below 56
 const RULES: [(u8, FieldName); 6] = [
-    (
-        at!(StatisticsEntry.sparsity_ratio) as u8,
-        FieldName::SparsityRatio,
-    ),
-    (at!(StatisticsEntry.value_min) as u8, FieldName::ValueRange),
-    (
-        at!(StatisticsEntry.value_stddev) as u8,
-        FieldName::ValueStddev,
-    ),
-    (at!(StatisticsEntry.nm_n) as u8, FieldName::NmN),
-    (at!(StatisticsEntry.has_nan) as u8, FieldName::HasNan),
-    (at!(StatisticsEntry.has_inf) as u8, FieldName::HasInf),
+    field_row!(StatisticsEntry.sparsity_ratio, SparsityRatio),
+    field_row!(StatisticsEntry.value_min, ValueRange),
+    field_row!(StatisticsEntry.value_stddev, ValueStddev),
+    field_row!(StatisticsEntry.nm_n, NmN),
+    field_row!(StatisticsEntry.has_nan, HasNan),
+    field_row!(StatisticsEntry.has_inf, HasInf),
 ];
 
 /// The sign bit of an IEEE binary64.
