@@ -6,10 +6,10 @@
 //! `split_at_checked`-style, so no input can make it panic. Positions are
 //! `u32` because a descriptor's length is a `u32`.
 
-use crate::FieldName;
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+use crate::FieldName;
 use crate::error::{DescriptorError, DescriptorErrorKind, EncodeError};
 
 /// Reads the fields of one descriptor, front to back.

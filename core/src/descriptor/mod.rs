@@ -56,7 +56,6 @@ pub mod quantization {
 pub use section::shard::Shard;
 pub use section::statistics::{Statistics, StatisticsEntry};
 
-use crate::{FieldName, Quantity};
 use core::marker::PhantomData;
 
 use zerocopy::little_endian::{U32, U64};
@@ -66,6 +65,7 @@ use crate::element::{ElementType, Packing};
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::handle::BufferHandleEntry;
 use crate::table::BufferTable;
+use crate::{FieldName, Quantity};
 
 use cursor::Reader;
 use extent::{Ctx, Shape, Sizes, overflow};

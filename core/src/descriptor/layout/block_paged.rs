@@ -7,11 +7,11 @@
 //! shape[2]` elements), `block_table` (a whole number of indices) and
 //! `seq_ptr` (exactly `num_seqs + 1` indices).
 
-use crate::{FieldName, Quantity};
 use zerocopy::little_endian::{U32, U64};
 
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
+use crate::{FieldName, Quantity};
 
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Ctx, ELEMENTS, Need, Shape, Sizes, mul};

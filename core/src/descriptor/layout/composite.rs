@@ -7,9 +7,9 @@
 //! A head has no buffers and `byte_offset` 0. Rules that span members are
 //! checked by [`CompositeValidator`](crate::CompositeValidator).
 
-use crate::FieldName;
 use zerocopy::little_endian::U32;
 
+use crate::FieldName;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 

@@ -4,9 +4,9 @@
 //! (= rank, >= 2). Every dimension is `2^hilbert_order`; the data buffer
 //! holds `2^(rank * order)` elements.
 
-use crate::FieldName;
 use zerocopy::little_endian::U32;
 
+use crate::FieldName;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::{at, wire_fields};
 

@@ -11,11 +11,11 @@
 //! [`validate_contents`](crate::validate_contents) where the host can read
 //! them.
 
-use crate::{FieldName, Quantity};
 use zerocopy::little_endian::U64;
 
 use crate::error::DescriptorError;
 use crate::field::{at, wire_fields};
+use crate::{FieldName, Quantity};
 
 use super::super::cursor::{Reader, Writer};
 use super::super::extent::{Ctx, Need, Shape, Sizes, mul};

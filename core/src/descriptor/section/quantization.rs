@@ -18,12 +18,12 @@
 //! fields (writer padding) must be zero. Private schemes (`0xF0`–`0xFE`) are
 //! refused unless the reader was told to accept them.
 
-use crate::FieldName;
 use core::mem::{offset_of, size_of};
 
 use zerocopy::FromBytes;
 use zerocopy::little_endian::{F32, I32, U16, U32};
 
+use crate::FieldName;
 use crate::element::ElementType;
 use crate::error::{DescriptorError, DescriptorErrorKind};
 use crate::field::wire_fields;
