@@ -3,7 +3,7 @@
 //! spec's field tables, never by the crate's encoder; each test shows an
 //! accepted case and the exact error kind and byte offset of a rejected one.
 
-use hurray_core::FieldName;
+use hurray_core::FieldName as F;
 use hurray_core::{
     BufferHandle, DYNAMIC, DescriptorErrorKind as K, DeviceTag, ElementType, Error, Flags, Layout,
     MemberRole, SyncMode, TensorDescriptor, TensorView,
@@ -603,7 +603,7 @@ fn md_section_1_section_order() {
         &swapped,
         s as u32 + 4,
         K::ReservedNonZero {
-            field: FieldName::StatisticsReserved,
+            field: F::StatisticsReserved,
         },
     );
 }
@@ -644,7 +644,7 @@ fn md_shard_2_no_dynamic_dimension_in_a_shard() {
         &bad.bytes(),
         28,
         K::DynamicDimension {
-            field: FieldName::Shape,
+            field: F::Shape,
             axis: 1,
         },
     );
@@ -653,7 +653,7 @@ fn md_shard_2_no_dynamic_dimension_in_a_shard() {
         &bad.bytes(),
         bad.shard_at() + 8,
         K::DynamicDimension {
-            field: FieldName::ParentShape,
+            field: F::ParentShape,
             axis: 1,
         },
     );
@@ -662,7 +662,7 @@ fn md_shard_2_no_dynamic_dimension_in_a_shard() {
         &bad.bytes(),
         bad.shard_at() + 16,
         K::DynamicDimension {
-            field: FieldName::ShardOffset,
+            field: F::ShardOffset,
             axis: 0,
         },
     );
@@ -730,7 +730,7 @@ fn md_stats_1_mask_and_reserved_fields() {
         &with_stats(s).bytes(),
         at + 4,
         K::ReservedNonZero {
-            field: FieldName::StatisticsReserved,
+            field: F::StatisticsReserved,
         },
     );
     let mut s = stats(0);
@@ -739,7 +739,7 @@ fn md_stats_1_mask_and_reserved_fields() {
         &with_stats(s).bytes(),
         at + 68,
         K::ReservedNonZero {
-            field: FieldName::StatisticsReserved2,
+            field: F::StatisticsReserved2,
         },
     );
 }
@@ -758,43 +758,39 @@ fn md_stats_2_valid_statistics_are_in_range() {
     // sparsity_ratio in [0, 1].
     accept(&f(0b10, &[(16, 1.0)]));
     for r in [-0.1, 1.5, f64::NAN] {
-        reject(&f(0b10, &[(16, r)]), at + 16, inc(FieldName::SparsityRatio));
+        reject(&f(0b10, &[(16, r)]), at + 16, inc(F::SparsityRatio));
     }
     // min <= max, abs_max = max(|min|, |max|).
     accept(&f(0b100, &[(24, -3.0), (32, 2.0), (40, 3.0)]));
     reject(
         &f(0b100, &[(24, 3.0), (32, 2.0), (40, 3.0)]),
         at + 24,
-        inc(FieldName::ValueRange),
+        inc(F::ValueRange),
     );
     reject(
         &f(0b100, &[(24, -3.0), (32, 2.0), (40, 2.0)]),
         at + 24,
-        inc(FieldName::ValueRange),
+        inc(F::ValueRange),
     );
     // stddev >= 0.
     accept(&f(0b1000, &[(48, -7.0), (56, 0.0)]));
-    reject(
-        &f(0b1000, &[(56, -1.0)]),
-        at + 56,
-        inc(FieldName::ValueStddev),
-    );
+    reject(&f(0b1000, &[(56, -1.0)]), at + 56, inc(F::ValueStddev));
     // nm_n <= nm_m.
     let mut s = stats(0b1_0000);
     s[64] = 2;
     s[65] = 4;
     accept(&with_stats(s).bytes());
     s[64] = 5;
-    reject(&with_stats(s).bytes(), at + 64, inc(FieldName::NmN));
+    reject(&with_stats(s).bytes(), at + 64, inc(F::NmN));
     // has_nan / has_inf are 0 or 1.
     let mut s = stats(0b10_0000);
     s[66] = 1;
     s[67] = 1;
     accept(&with_stats(s).bytes());
     s[67] = 2;
-    reject(&with_stats(s).bytes(), at + 67, inc(FieldName::HasInf));
+    reject(&with_stats(s).bytes(), at + 67, inc(F::HasInf));
     s[66] = 2;
-    reject(&with_stats(s).bytes(), at + 66, inc(FieldName::HasNan));
+    reject(&with_stats(s).bytes(), at + 66, inc(F::HasNan));
     // A group whose bit is clear is not interpreted.
     let mut s = f(0, &[(16, 9.0), (24, 5.0), (56, -1.0)]);
     let mut block = stats(0);
@@ -819,9 +815,7 @@ fn md_stats_3_nnz_matches_sparse_layout() {
     reject(
         &bad.bytes(),
         bad.stats_at() + 8,
-        K::StatisticsInconsistent {
-            field: FieldName::Nnz,
-        },
+        K::StatisticsInconsistent { field: F::Nnz },
     );
     // Not compared when NNZ_VALID is clear, nor for a dense layout.
     bad.stats.as_mut().unwrap()[0] = 0;
@@ -849,7 +843,7 @@ fn md_ext_1_width_and_packing() {
             &private(ext_type(bits, 1, 0, 0, 0, 0, 0, 0, 0, 0)).bytes(),
             at,
             K::InvalidValue {
-                field: FieldName::BitWidth,
+                field: F::BitWidth,
                 value: u64::from(bits),
             },
         );
@@ -859,7 +853,7 @@ fn md_ext_1_width_and_packing() {
             &private(ext_type(bits, pack, 0, 0, 0, 0, 0, 0, 0, 0)).bytes(),
             at + 4,
             K::InvalidValue {
-                field: FieldName::PackingFactor,
+                field: F::PackingFactor,
                 value: u64::from(pack),
             },
         );
@@ -879,67 +873,32 @@ fn md_ext_2_field_rules() {
             K::InvalidValue { field, value },
         );
     };
-    bad(
-        ext_type(8, 1, 2, 0, 0, 0, 0, 0, 0, 0),
-        5,
-        FieldName::IsFloat,
-        2,
-    );
-    bad(
-        ext_type(8, 1, 0, 2, 0, 0, 0, 0, 0, 0),
-        6,
-        FieldName::IsSigned,
-        2,
-    );
-    bad(
-        ext_type(8, 1, 1, 0, 0, 4, 3, 7, 3, 0),
-        16,
-        FieldName::HasNan,
-        3,
-    );
-    bad(
-        ext_type(8, 1, 1, 1, 1, 4, 3, 7, 0, 0),
-        6,
-        FieldName::IsSigned,
-        1,
-    );
-    bad(
-        ext_type(8, 1, 1, 0, 2, 4, 3, 7, 0, 0),
-        7,
-        FieldName::SignBits,
-        2,
-    );
+    bad(ext_type(8, 1, 2, 0, 0, 0, 0, 0, 0, 0), 5, F::IsFloat, 2);
+    bad(ext_type(8, 1, 0, 2, 0, 0, 0, 0, 0, 0), 6, F::IsSigned, 2);
+    bad(ext_type(8, 1, 1, 0, 0, 4, 3, 7, 3, 0), 16, F::HasNan, 3);
+    bad(ext_type(8, 1, 1, 1, 1, 4, 3, 7, 0, 0), 6, F::IsSigned, 1);
+    bad(ext_type(8, 1, 1, 0, 2, 4, 3, 7, 0, 0), 7, F::SignBits, 2);
     // An integer carries no floating-point field.
-    bad(
-        ext_type(8, 1, 0, 1, 1, 0, 0, 0, 0, 0),
-        7,
-        FieldName::SignBits,
-        1,
-    );
+    bad(ext_type(8, 1, 0, 1, 1, 0, 0, 0, 0, 0), 7, F::SignBits, 1);
     bad(
         ext_type(8, 1, 0, 1, 0, 5, 0, 0, 0, 0),
         8,
-        FieldName::ExponentBits,
+        F::ExponentBits,
         5,
     );
     bad(
         ext_type(8, 1, 0, 1, 0, 0, 2, 0, 0, 0),
         9,
-        FieldName::MantissaBits,
+        F::MantissaBits,
         2,
     );
     bad(
         ext_type(8, 1, 0, 1, 0, 0, 0, 127, 0, 0),
         12,
-        FieldName::ExponentBias,
+        F::ExponentBias,
         127,
     );
-    bad(
-        ext_type(8, 1, 0, 0, 0, 0, 0, 0, 0, 1),
-        17,
-        FieldName::HasInf,
-        1,
-    );
+    bad(ext_type(8, 1, 0, 0, 0, 0, 0, 0, 0, 1), 17, F::HasInf, 1);
     for off in [10usize, 11, 18, 19] {
         let mut e = ext_int(8, false);
         e[off] = 1;
@@ -947,7 +906,7 @@ fn md_ext_2_field_rules() {
             &private(e).bytes(),
             at + if off < 18 { 10 } else { 18 },
             K::ReservedNonZero {
-                field: FieldName::ExtensionTypeReserved,
+                field: F::ExtensionTypeReserved,
             },
         );
     }
@@ -968,7 +927,7 @@ fn md_member_1_member_role_and_reserved() {
             &d.bytes(),
             d.member_at(),
             K::InvalidValue {
-                field: FieldName::MemberRole,
+                field: F::MemberRole,
                 value: u64::from(role),
             },
         );
@@ -980,7 +939,7 @@ fn md_member_1_member_role_and_reserved() {
         &d.bytes(),
         d.member_at() + 1,
         K::ReservedNonZero {
-            field: FieldName::CompositeMemberReserved,
+            field: F::CompositeMemberReserved,
         },
     );
 }
