@@ -248,8 +248,8 @@ impl Need {
         Self::new(index, Some(count), width, EXACTLY, 0)
     }
 
-    /// [`exactly`](Self::exactly) a count that may have overflowed
-    /// (`None`: an overflow of `what`).
+    /// [`exactly`](Self::exactly) a count that may have overflowed (`None`: an
+    /// overflow of `what`, never code 0, which a 32-bit row reads as no overflow).
     pub(crate) const fn counted(index: u8, count: Option<u64>, width: u8, what: Quantity) -> Self {
         Self::new(index, count, width, EXACTLY, what as u8)
     }
